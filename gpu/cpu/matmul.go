@@ -1,0 +1,60 @@
+package cpu
+
+import "github.com/corl-project/corl/gpu"
+
+// MatMulForward implements gpu.Backend.
+// inp (N, C), w (OC, C), bias (OC) or nil -> out (N, OC) = inp @ w^T + bias.
+func (be *Backend) MatMulForward(out, inp, w, bias gpu.Buffer, N, C, OC int) {
+	o, x, wd, bd := Data(out), Data(inp), Data(w), Data(bias)
+	checkLen(o, N*OC, "matmul out")
+	checkLen(x, N*C, "matmul inp")
+	checkLen(wd, OC*C, "matmul w")
+	be.gemm(false, true, N, OC, C, x, C, wd, C, o, OC, false)
+	if bd != nil {
+		checkLen(bd, OC, "matmul bias")
+		be.parallelFor(N, 16, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				row := o[i*OC : (i+1)*OC]
+				for j := range row {
+					row[j] += bd[j]
+				}
+			}
+		})
+	}
+}
+
+// MatMulBackward implements gpu.Backend.
+// dout (N, OC) -> dinp (N, C) += dout @ w; dw (OC, C) += dout^T @ inp; dbias += colsum(dout).
+func (be *Backend) MatMulBackward(dinp, dw, dbias, dout, inp, w gpu.Buffer, N, C, OC int) {
+	d := Data(dout)
+	checkLen(d, N*OC, "matmul dout")
+	if dinp != nil {
+		be.gemm(false, false, N, C, OC, d, OC, Data(w), C, Data(dinp), C, true)
+	}
+	if dw != nil {
+		be.gemm(true, false, OC, C, N, d, OC, Data(inp), C, Data(dw), C, true)
+	}
+	if dbias != nil {
+		be.colSums(Data(dbias), d, N, OC)
+	}
+}
+
+// colSums adds the column sums of x (N, M) to dst (M). Each column range is
+// owned by one goroutine and summed in row order, so it is thread independent.
+func (be *Backend) colSums(dst, x []float32, N, M int) {
+	be.parallelFor(M, 64, func(lo, hi int) {
+		for i := 0; i < N; i++ {
+			row := x[i*M+lo : i*M+hi]
+			acc := dst[lo:hi]
+			for j, v := range row {
+				acc[j] += v
+			}
+		}
+	})
+}
+
+func checkLen(s []float32, n int, what string) {
+	if len(s) < n {
+		panic("gpu: buffer too small for " + what)
+	}
+}

@@ -1,0 +1,193 @@
+package cpu
+
+// Blocked, packed single-precision GEMM after Goto and van de Geijn: B is packed
+// into kc x nr panels that stay in L1 while a kc x mc block of packed A streams
+// from L2 through the 12x32 micro-kernel. Work is split over (A block, B panel
+// range) items; every C tile is computed by one goroutine, and K blocks are
+// added to C in increasing order, so the result does not depend on the split.
+
+const (
+	mr = 12   // micro-tile rows (A panel height)
+	nr = 32   // micro-tile columns (two 16-float vectors)
+	kc = 256  // K block
+	mc = 144  // A block rows (multiple of mr)
+	nc = 4096 // B block columns (multiple of nr)
+)
+
+// kernelName names the micro-kernel in use, for Name and benchmarks.
+var kernelName = "go"
+
+// gemmScratch holds per-worker packed-A buffers and one packed-B buffer.
+type gemmScratch struct {
+	a [][]float32
+	b []float32
+}
+
+func newGemmScratch(threads int) *gemmScratch {
+	s := &gemmScratch{a: make([][]float32, threads), b: make([]float32, kc*nc)}
+	for i := range s.a {
+		s.a[i] = make([]float32, mc*kc)
+	}
+	return s
+}
+
+// smallGemm is the size (M*N*K) below which packing costs more than it saves.
+const smallGemm = 16 * 16 * 16
+
+// gemm computes c (M x N, row stride ldc) = or += op(a) (M x K) @ op(b) (K x N).
+// op(a) is a (M x K, stride lda) or, with transA, the transpose of a stored
+// K x M; likewise for b. With accumulate false c is overwritten.
+func (be *Backend) gemm(transA, transB bool, M, N, K int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, accumulate bool) {
+	if M == 0 || N == 0 {
+		return
+	}
+	if !accumulate {
+		for i := 0; i < M; i++ {
+			clear(c[i*ldc : i*ldc+N])
+		}
+	}
+	if K == 0 {
+		return
+	}
+	if M*N*K <= smallGemm {
+		gemmNaive(transA, transB, M, N, K, a, lda, b, ldb, c, ldc)
+		return
+	}
+	s := be.pool
+	icBlocks := (M + mc - 1) / mc
+	for jc := 0; jc < N; jc += nc {
+		nb := min(nc, N-jc)
+		panels := (nb + nr - 1) / nr
+		// Split each A block's B panels into enough ranges to feed every thread.
+		ranges := min(panels, max(1, (2*be.threads+icBlocks-1)/icBlocks))
+		for pc := 0; pc < K; pc += kc {
+			kb := min(kc, K-pc)
+			be.parallelFor(panels, 4, func(lo, hi int) {
+				for jp := lo; jp < hi; jp++ {
+					packB(transB, b, ldb, pc, kb, jc+jp*nr, min(nr, nb-jp*nr), s.b[jp*nr*kb:(jp+1)*nr*kb])
+				}
+			})
+			be.parallelWorkers(icBlocks*ranges, func(w, lo, hi int) {
+				pa := s.a[w]
+				packed := -1
+				var tile [mr * nr]float32
+				for item := lo; item < hi; item++ {
+					ib, rg := item/ranges, item%ranges
+					ic := ib * mc
+					mb := min(mc, M-ic)
+					if packed != ib {
+						for ip := 0; ip*mr < mb; ip++ {
+							packA(transA, a, lda, ic+ip*mr, min(mr, mb-ip*mr), pc, kb, pa[ip*mr*kb:(ip+1)*mr*kb])
+						}
+						packed = ib
+					}
+					for jp := rg * panels / ranges; jp < (rg+1)*panels/ranges; jp++ {
+						bp := s.b[jp*nr*kb : (jp+1)*nr*kb]
+						j0, nw := jc+jp*nr, min(nr, nb-jp*nr)
+						for ip := 0; ip*mr < mb; ip++ {
+							ap := pa[ip*mr*kb : (ip+1)*mr*kb]
+							i0, mh := ic+ip*mr, min(mr, mb-ip*mr)
+							if mh == mr && nw == nr {
+								kern12x32(kb, ap, bp, c[i0*ldc+j0:], ldc)
+								continue
+							}
+							clear(tile[:])
+							kern12x32(kb, ap, bp, tile[:], nr)
+							for i := 0; i < mh; i++ {
+								row := c[(i0+i)*ldc+j0 : (i0+i)*ldc+j0+nw]
+								for j := range row {
+									row[j] += tile[i*nr+j]
+								}
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// packA copies rows [i0, i0+mh) and columns [p0, p0+kb) of op(a) into dst as
+// dst[p*mr+i], padding rows mh..mr-1 with zeros.
+func packA(trans bool, a []float32, lda, i0, mh, p0, kb int, dst []float32) {
+	if mh < mr {
+		clear(dst[:kb*mr])
+	}
+	if trans { // op(a)[i][p] = a[p*lda+i]: each p reads mh contiguous values
+		for p := 0; p < kb; p++ {
+			copy(dst[p*mr:p*mr+mh], a[(p0+p)*lda+i0:(p0+p)*lda+i0+mh])
+		}
+		return
+	}
+	for i := 0; i < mh; i++ {
+		src := a[(i0+i)*lda+p0 : (i0+i)*lda+p0+kb]
+		for p, v := range src {
+			dst[p*mr+i] = v
+		}
+	}
+}
+
+// packB copies rows [p0, p0+kb) and columns [j0, j0+nw) of op(b) into dst as
+// dst[p*nr+j], padding columns nw..nr-1 with zeros.
+func packB(trans bool, b []float32, ldb, p0, kb, j0, nw int, dst []float32) {
+	if nw < nr {
+		clear(dst[:kb*nr])
+	}
+	if !trans { // op(b)[p][j] = b[p*ldb+j]: each p reads nw contiguous values
+		for p := 0; p < kb; p++ {
+			copy(dst[p*nr:p*nr+nw], b[(p0+p)*ldb+j0:(p0+p)*ldb+j0+nw])
+		}
+		return
+	}
+	for j := 0; j < nw; j++ {
+		src := b[(j0+j)*ldb+p0 : (j0+j)*ldb+p0+kb]
+		for p, v := range src {
+			dst[p*nr+j] = v
+		}
+	}
+}
+
+// kern12x32Go is the portable micro-kernel.
+func kern12x32Go(kb int, a, b, c []float32, ldc int) {
+	var acc [mr * nr]float32
+	for p := 0; p < kb; p++ {
+		ap := a[p*mr : p*mr+mr]
+		bp := b[p*nr : p*nr+nr]
+		for i, ai := range ap {
+			row := acc[i*nr : i*nr+nr]
+			for j, bj := range bp {
+				row[j] += ai * bj
+			}
+		}
+	}
+	for i := 0; i < mr; i++ {
+		row := c[i*ldc : i*ldc+nr]
+		for j := range row {
+			row[j] += acc[i*nr+j]
+		}
+	}
+}
+
+// gemmNaive is the reference: c += op(a) @ op(b), one dot product per element.
+func gemmNaive(transA, transB bool, M, N, K int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	for i := 0; i < M; i++ {
+		for j := 0; j < N; j++ {
+			var s float32
+			for p := 0; p < K; p++ {
+				var av, bv float32
+				if transA {
+					av = a[p*lda+i]
+				} else {
+					av = a[i*lda+p]
+				}
+				if transB {
+					bv = b[j*ldb+p]
+				} else {
+					bv = b[p*ldb+j]
+				}
+				s += av * bv
+			}
+			c[i*ldc+j] += s
+		}
+	}
+}

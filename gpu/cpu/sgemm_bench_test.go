@@ -1,0 +1,41 @@
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// BenchmarkGemm reports GFLOP/s of the blocked GEMM at shapes the models use.
+func BenchmarkGemm(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	for _, sh := range []struct {
+		name    string
+		M, N, K int
+		tA, tB  bool
+	}{
+		{"square512", 512, 512, 512, false, false},
+		{"square1024", 1024, 1024, 1024, false, false},
+		{"gpt2-qkv-fwd", 256, 2304, 768, false, true},
+		{"gpt2-fc-dw", 3072, 768, 256, true, false},
+		{"gpt2-lmhead-fwd", 256, 50257, 768, false, true},
+		{"small-qkv-fwd", 1024, 384, 128, false, true},
+	} {
+		a, bb := randSlice(r, sh.M*sh.K), randSlice(r, sh.K*sh.N)
+		c := make([]float32, sh.M*sh.N)
+		lda, ldb := sh.K, sh.N
+		if sh.tA {
+			lda = sh.M
+		}
+		if sh.tB {
+			ldb = sh.K
+		}
+		be := New(0)
+		b.Run(fmt.Sprintf("%s/%s", sh.name, kernelName), func(b *testing.B) {
+			for b.Loop() {
+				be.gemm(sh.tA, sh.tB, sh.M, sh.N, sh.K, a, lda, bb, ldb, c, sh.N, false)
+			}
+			b.ReportMetric(2*float64(sh.M)*float64(sh.N)*float64(sh.K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

@@ -1,0 +1,128 @@
+// Package gpu is corl's compute layer: one small interface, Backend, over device
+// memory and the operations a decoder-only transformer needs for inference and for
+// training (forward and backward), plus AdamW and gradient clipping.
+//
+// Shape letters used throughout, declared once:
+//
+//	B  batch            T  time (sequence length)     C  channels (model width)
+//	NH query heads      NKV key/value heads (GQA)     HS head size
+//	V  vocabulary       OC output channels            N  rows = B*T
+//
+// Every buffer is a flat float32 array in row-major order. Backward operations
+// accumulate into gradient buffers with +=, so a gradient is zeroed once per step
+// and may receive contributions from several paths (residuals, tied embeddings).
+//
+// Implementations: gpu/cpu (pure Go, the reference) and gpu/cuda. All of them pass
+// the conformance suite in gpu/gputest. Results must not depend on the number of
+// threads: every reduction runs over fixed-size chunks combined in a fixed order.
+package gpu
+
+// Buffer is a handle to device memory holding float32 values.
+type Buffer interface {
+	// Len is the number of float32 elements.
+	Len() int
+	// Slice returns a view of n elements starting at off, sharing memory.
+	Slice(off, n int) Buffer
+}
+
+// AttnShape describes one causal attention call. Queries are the last Tq positions
+// of a sequence whose keys and values occupy positions [0, Tk) of a cache with
+// room for Tcap positions per batch row; training uses Tq == Tk == Tcap.
+//
+//	q, out (B, Tq, NH*HS)    k, v (B, Tcap, NKV*HS)    att (B, NH, Tq, Tk)
+type AttnShape struct {
+	B, Tq, Tk, Tcap, NH, NKV, HS int
+}
+
+// Backend is a compute device. Operations are issued in program order; results of
+// Download reflect every operation issued before it.
+type Backend interface {
+	Name() string
+	// Threads is the degree of parallelism (CPU cores or 1 for a GPU stream).
+	Threads() int
+
+	Alloc(n int) Buffer // zero-filled
+	Free(b Buffer)
+	Upload(dst Buffer, src []float32)
+	Download(dst []float32, src Buffer)
+	Zero(b Buffer)
+	Copy(dst, src Buffer)
+	// Sync waits for all issued work and reports an asynchronous device error.
+	Sync() error
+
+	// Embedding: out (B*T, C) = wte[ids] (+ wpe[pos0+t] when wpe is non-nil).
+	// ids (B*T) in host memory; wte (V, C); wpe (maxT, C).
+	EmbeddingForward(out, wte, wpe Buffer, ids []int32, B, T, C, pos0 int)
+	// dwte (V, C) += scatter of dout; dwpe (maxT, C) += sum over batch (nil skips).
+	EmbeddingBackward(dwte, dwpe, dout Buffer, ids []int32, B, T, C, pos0 int)
+
+	// MatMul: out (N, OC) = inp (N, C) @ w(OC, C)^T + bias (OC; nil for none).
+	MatMulForward(out, inp, w, bias Buffer, N, C, OC int)
+	// dinp (N, C) += dout @ w; dw (OC, C) += dout^T @ inp; dbias (OC) += colsum(dout).
+	// dinp, dw or dbias may be nil to skip that gradient.
+	MatMulBackward(dinp, dw, dbias, dout, inp, w Buffer, N, C, OC int)
+
+	// RMSNorm: out (N, C) = inp * rstd * w; rstd (N) saved for backward.
+	RMSNormForward(out, rstd, inp, w Buffer, N, C int, eps float32)
+	RMSNormBackward(dinp, dw, dout, inp, w, rstd Buffer, N, C int)
+	// LayerNorm: out (N, C) = (inp - mean) * rstd * w + b; mean, rstd (N) saved.
+	LayerNormForward(out, mean, rstd, inp, w, b Buffer, N, C int, eps float32)
+	LayerNormBackward(dinp, dw, db, dout, inp, w, mean, rstd Buffer, N, C int)
+
+	// RoPE rotates x (B, T, H, HS) in place for positions pos0+t (half-split
+	// pairs (i, i+HS/2), as in Llama/Qwen2 on Hugging Face). Backward rotates
+	// the gradient in place by the opposite angle.
+	RoPEForward(x Buffer, B, T, H, HS, pos0 int, theta float32)
+	RoPEBackward(dx Buffer, B, T, H, HS, pos0 int, theta float32)
+
+	// Attention: causal scaled dot-product attention with grouped-query heads
+	// (query head h reads key/value head h / (NH/NKV)); att saves probabilities.
+	AttentionForward(out, att, q, k, v Buffer, s AttnShape)
+	// dq, dk, dv += gradients (dk, dv sized like k, v).
+	AttentionBackward(dq, dk, dv, dout, att, q, k, v Buffer, s AttnShape)
+
+	// GELU (tanh approximation): out = gelu(inp), n elements.
+	GELUForward(out, inp Buffer, n int)
+	GELUBackward(dinp, dout, inp Buffer, n int)
+	// SwiGLU: out (N, H) = silu(gate) * up, with gateup (N, 2H) = [gate | up].
+	SwiGLUForward(out, gateup Buffer, N, H int)
+	SwiGLUBackward(dgateup, dout, gateup Buffer, N, H int)
+
+	// Add: out = a + b (n elements; out may alias a or b).
+	Add(out, a, b Buffer, n int)
+	// Scale: x *= s.
+	Scale(x Buffer, n int, s float32)
+
+	// Softmax over rows: out (N, V) = softmax(inp / temperature).
+	Softmax(out, inp Buffer, N, V int, temperature float32)
+	// SoftmaxBackward: dinp (N, V) += out*(dout - sum(dout*out))/temperature,
+	// where out is Softmax's result.
+	SoftmaxBackward(dinp, dout, out Buffer, N, V int, temperature float32)
+	// LogSoftmax over rows: out (N, V) = log_softmax(inp).
+	LogSoftmax(out, inp Buffer, N, V int)
+	// LogSoftmaxBackward: dinp (N, V) += dout - exp(out)*sum(dout), where out
+	// is LogSoftmax's result.
+	LogSoftmaxBackward(dinp, dout, out Buffer, N, V int)
+	// TokenLogProbs: logp (N) = log_softmax(logits (N, V))[targets]; when stats is
+	// non-nil it receives, per row, the entropy H(p) and KL(U || p) (stats (N, 2)).
+	TokenLogProbs(logp, stats, logits Buffer, targets []int32, N, V int)
+	// TokenLogProbsBackward: dlogits (N, V) = dlogp[i] * (onehot(target) - softmax)
+	// (overwrites dlogits: logits feed nothing else). dlogp (N) is a host slice of
+	// per-token loss weights (dLoss/dlogp); rows with weight 0 get zero gradient.
+	TokenLogProbsBackward(dlogits, logits Buffer, targets []int32, dlogp []float32, N, V int)
+
+	// SumSquares returns the sum of squares of x (float64 accumulation in
+	// fixed-size chunks combined in order, so it is thread-count independent).
+	SumSquares(x Buffer, n int) float64
+	// AdamW updates p in place with decoupled weight decay:
+	// m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2; p -= lr*(mhat/(sqrt(vhat)+eps) + wd*p)
+	// with mhat = m/(1-b1^t), vhat = v/(1-b2^t); g = grad*gradScale.
+	AdamW(p, g, m, v Buffer, n int, h AdamWParams)
+}
+
+// AdamWParams are the hyper-parameters of one AdamW step.
+type AdamWParams struct {
+	LR, Beta1, Beta2, Eps, WeightDecay float32
+	Step                               int     // 1-based step count, for bias correction
+	GradScale                          float32 // multiplies gradients first (clipping)
+}

@@ -1,0 +1,198 @@
+package gputest
+
+import (
+	"math"
+
+	"github.com/corl-project/corl/gpu"
+)
+
+// float64 reference implementations of every forward op: straightforward loops,
+// written from the definitions in gpu.Backend's documentation.
+
+func refEmbedding(wte, wpe []float64, ids []int32, B, T, C, pos0 int) []float64 {
+	out := make([]float64, B*T*C)
+	for i := 0; i < B*T; i++ {
+		for c := 0; c < C; c++ {
+			out[i*C+c] = wte[int(ids[i])*C+c]
+			if wpe != nil {
+				out[i*C+c] += wpe[(pos0+i%T)*C+c]
+			}
+		}
+	}
+	return out
+}
+
+func refMatMul(inp, w, bias []float64, N, C, OC int) []float64 {
+	out := make([]float64, N*OC)
+	for i := 0; i < N; i++ {
+		for o := 0; o < OC; o++ {
+			s := 0.0
+			if bias != nil {
+				s = bias[o]
+			}
+			for c := 0; c < C; c++ {
+				s += inp[i*C+c] * w[o*C+c]
+			}
+			out[i*OC+o] = s
+		}
+	}
+	return out
+}
+
+func refRMSNorm(inp, w []float64, N, C int, eps float64) []float64 {
+	out := make([]float64, N*C)
+	for i := 0; i < N; i++ {
+		ss := 0.0
+		for c := 0; c < C; c++ {
+			ss += inp[i*C+c] * inp[i*C+c]
+		}
+		r := 1 / math.Sqrt(ss/float64(C)+eps)
+		for c := 0; c < C; c++ {
+			out[i*C+c] = inp[i*C+c] * r * w[c]
+		}
+	}
+	return out
+}
+
+func refLayerNorm(inp, w, b []float64, N, C int, eps float64) []float64 {
+	out := make([]float64, N*C)
+	for i := 0; i < N; i++ {
+		m := 0.0
+		for c := 0; c < C; c++ {
+			m += inp[i*C+c]
+		}
+		m /= float64(C)
+		v := 0.0
+		for c := 0; c < C; c++ {
+			v += (inp[i*C+c] - m) * (inp[i*C+c] - m)
+		}
+		r := 1 / math.Sqrt(v/float64(C)+eps)
+		for c := 0; c < C; c++ {
+			out[i*C+c] = (inp[i*C+c]-m)*r*w[c] + b[c]
+		}
+	}
+	return out
+}
+
+func refRoPE(x []float64, B, T, H, HS, pos0 int, theta float64) []float64 {
+	out := append([]float64(nil), x...)
+	half := HS / 2
+	for b := 0; b < B; b++ {
+		for t := 0; t < T; t++ {
+			for h := 0; h < H; h++ {
+				base := ((b*T+t)*H + h) * HS
+				for i := 0; i < half; i++ {
+					ang := float64(pos0+t) * math.Pow(theta, -2*float64(i)/float64(HS))
+					c, s := math.Cos(ang), math.Sin(ang)
+					x1, x2 := x[base+i], x[base+i+half]
+					out[base+i] = x1*c - x2*s
+					out[base+i+half] = x1*s + x2*c
+				}
+			}
+		}
+	}
+	return out
+}
+
+func refAttention(q, k, v []float64, s gpu.AttnShape) []float64 {
+	C, CKV, group := s.NH*s.HS, s.NKV*s.HS, s.NH/s.NKV
+	out := make([]float64, s.B*s.Tq*C)
+	scale := 1 / math.Sqrt(float64(s.HS))
+	for b := 0; b < s.B; b++ {
+		for h := 0; h < s.NH; h++ {
+			kvo := (h / group) * s.HS
+			for tq := 0; tq < s.Tq; tq++ {
+				pos := s.Tk - s.Tq + tq
+				sc := make([]float64, pos+1)
+				mx := math.Inf(-1)
+				for tk := 0; tk <= pos; tk++ {
+					d := 0.0
+					for i := 0; i < s.HS; i++ {
+						d += q[(b*s.Tq+tq)*C+h*s.HS+i] * k[(b*s.Tcap+tk)*CKV+kvo+i]
+					}
+					sc[tk] = d * scale
+					mx = math.Max(mx, sc[tk])
+				}
+				sum := 0.0
+				for tk := range sc {
+					sc[tk] = math.Exp(sc[tk] - mx)
+					sum += sc[tk]
+				}
+				for tk := range sc {
+					for i := 0; i < s.HS; i++ {
+						out[(b*s.Tq+tq)*C+h*s.HS+i] += sc[tk] / sum * v[(b*s.Tcap+tk)*CKV+kvo+i]
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func refGELU(x []float64) []float64 {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = 0.5 * v * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(v+0.044715*v*v*v)))
+	}
+	return out
+}
+
+func refSwiGLU(gu []float64, N, H int) []float64 {
+	out := make([]float64, N*H)
+	for i := 0; i < N; i++ {
+		for j := 0; j < H; j++ {
+			g, u := gu[2*i*H+j], gu[(2*i+1)*H+j]
+			out[i*H+j] = g / (1 + math.Exp(-g)) * u
+		}
+	}
+	return out
+}
+
+func refLogSoftmax(x []float64, N, V int, temperature float64) []float64 {
+	out := make([]float64, N*V)
+	for i := 0; i < N; i++ {
+		mx := math.Inf(-1)
+		for j := 0; j < V; j++ {
+			mx = math.Max(mx, x[i*V+j]/temperature)
+		}
+		s := 0.0
+		for j := 0; j < V; j++ {
+			s += math.Exp(x[i*V+j]/temperature - mx)
+		}
+		for j := 0; j < V; j++ {
+			out[i*V+j] = x[i*V+j]/temperature - mx - math.Log(s)
+		}
+	}
+	return out
+}
+
+func refSoftmax(x []float64, N, V int, temperature float64) []float64 {
+	out := refLogSoftmax(x, N, V, temperature)
+	for i := range out {
+		out[i] = math.Exp(out[i])
+	}
+	return out
+}
+
+func refTokenLogProbs(logits []float64, targets []int32, N, V int) []float64 {
+	ls := refLogSoftmax(logits, N, V, 1)
+	out := make([]float64, N)
+	for i := range out {
+		out[i] = ls[i*V+int(targets[i])]
+	}
+	return out
+}
+
+// refTokenStats returns [entropy, KL(uniform || p)] per row.
+func refTokenStats(logits []float64, N, V int) []float64 {
+	ls := refLogSoftmax(logits, N, V, 1)
+	out := make([]float64, 2*N)
+	for i := 0; i < N; i++ {
+		for j := 0; j < V; j++ {
+			lp := ls[i*V+j]
+			out[2*i] -= math.Exp(lp) * lp
+			out[2*i+1] += (-math.Log(float64(V)) - lp) / float64(V)
+		}
+	}
+	return out
+}
