@@ -1,0 +1,239 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/corl-project/corl/gpu"
+)
+
+// activations holds what the forward pass saves for backward, for one (B, T),
+// plus the gradient scratch the backward pass needs.
+type activations struct {
+	B, T                  int
+	res                   []gpu.Buffer // (N, C) residual stream entering each layer, and the final one
+	res2                  []gpu.Buffer // (N, C) after attention's residual add
+	ln1, ln2              []gpu.Buffer // (N, C) normalised inputs
+	mean1, rstd1          []gpu.Buffer // (N) norm statistics (mean unused by RMSNorm)
+	mean2, rstd2          []gpu.Buffer
+	q, k, v               []gpu.Buffer // (N, NH*HS), (N, NKV*HS) after RoPE
+	att                   []gpu.Buffer // (B, NH, T, T)
+	attOut                []gpu.Buffer // (N, NH*HS)
+	fc                    []gpu.Buffer // gpt2 (N, H) pre-GELU; llama (N, 2H) gate|up
+	act                   []gpu.Buffer // (N, H) after GELU / SwiGLU
+	lnf, meanf, rstdf     gpu.Buffer
+	logits                gpu.Buffer // (N, V); overwritten by dlogits in backward
+	logp, stats           gpu.Buffer // (N), (N, 2)
+	dres, dln, dattOut    gpu.Buffer
+	dq, dk, dv, dfc, dact gpu.Buffer
+	tmp                   gpu.Buffer // (N, C)
+	inputs, targets       []int32
+}
+
+func (m *Model) activationsFor(B, T int) *activations {
+	if a := m.acts; a != nil && a.B == B && a.T == T {
+		return a
+	}
+	if m.acts != nil {
+		m.freeActivations()
+	}
+	c, be := m.Cfg, m.be
+	N, C, L := B*T, c.Dim, c.Layers
+	QD, KVD, H := c.Heads*c.HeadSize(), c.KVHeads*c.HeadSize(), c.Hidden
+	fcW := H
+	if c.Family == Llama {
+		fcW = 2 * H
+	}
+	a := &activations{B: B, T: T}
+	many := func(n, size int) []gpu.Buffer {
+		s := make([]gpu.Buffer, n)
+		for i := range s {
+			s[i] = be.Alloc(size)
+		}
+		return s
+	}
+	a.res, a.res2 = many(L+1, N*C), many(L, N*C)
+	a.ln1, a.ln2 = many(L, N*C), many(L, N*C)
+	a.mean1, a.rstd1, a.mean2, a.rstd2 = many(L, N), many(L, N), many(L, N), many(L, N)
+	a.q, a.k, a.v = many(L, N*QD), many(L, N*KVD), many(L, N*KVD)
+	a.att, a.attOut = many(L, B*c.Heads*T*T), many(L, N*QD)
+	a.fc, a.act = many(L, N*fcW), many(L, N*H)
+	a.lnf, a.meanf, a.rstdf = be.Alloc(N*C), be.Alloc(N), be.Alloc(N)
+	a.logits, a.logp, a.stats = be.Alloc(N*c.Vocab), be.Alloc(N), be.Alloc(2*N)
+	a.dres, a.dln, a.dattOut, a.tmp = be.Alloc(N*C), be.Alloc(N*C), be.Alloc(N*QD), be.Alloc(N*C)
+	a.dq, a.dk, a.dv = be.Alloc(N*QD), be.Alloc(N*KVD), be.Alloc(N*KVD)
+	a.dfc, a.dact = be.Alloc(N*fcW), be.Alloc(N*H)
+	m.acts = a
+	return a
+}
+
+func (m *Model) freeActivations() {
+	a := m.acts
+	for _, group := range [][]gpu.Buffer{a.res, a.res2, a.ln1, a.ln2, a.mean1, a.rstd1, a.mean2, a.rstd2,
+		a.q, a.k, a.v, a.att, a.attOut, a.fc, a.act,
+		{a.lnf, a.meanf, a.rstdf, a.logits, a.logp, a.stats, a.dres, a.dln, a.dattOut, a.tmp, a.dq, a.dk, a.dv, a.dfc, a.dact}} {
+		for _, b := range group {
+			m.be.Free(b)
+		}
+	}
+	m.acts = nil
+}
+
+func (m *Model) checkTokens(name string, ids []int32, n int) error {
+	if len(ids) != n {
+		return fmt.Errorf("%s: got %d token ids, want B*T = %d", name, len(ids), n)
+	}
+	for i, id := range ids {
+		if id < 0 || int(id) >= m.Cfg.Vocab {
+			return fmt.Errorf("%s[%d]: token id %d outside the vocabulary [0, %d)", name, i, id, m.Cfg.Vocab)
+		}
+	}
+	return nil
+}
+
+// norm applies the family's normalisation.
+func (m *Model) norm(out, mean, rstd, inp gpu.Buffer, w, b int, N int) {
+	if m.Cfg.Family == GPT2 {
+		m.be.LayerNormForward(out, mean, rstd, inp, m.view(m.params, w), m.view(m.params, b), N, m.Cfg.Dim, m.Cfg.NormEps)
+	} else {
+		m.be.RMSNormForward(out, rstd, inp, m.view(m.params, w), N, m.Cfg.Dim, m.Cfg.NormEps)
+	}
+}
+
+func (m *Model) normBackward(dinp, dout, inp, mean, rstd gpu.Buffer, w, b int, N int) {
+	if m.Cfg.Family == GPT2 {
+		m.be.LayerNormBackward(dinp, m.view(m.grads, w), m.view(m.grads, b), dout, inp, m.view(m.params, w), mean, rstd, N, m.Cfg.Dim)
+	} else {
+		m.be.RMSNormBackward(dinp, m.view(m.grads, w), dout, inp, m.view(m.params, w), rstd, N, m.Cfg.Dim)
+	}
+}
+
+// Forward runs the model over inputs (B*T token ids) and returns, for every
+// position, the log-probability of the matching target token (B*T). With
+// withStats it also returns per-token [entropy, KL(uniform || p)] pairs.
+// Activations are kept for Backward.
+func (m *Model) Forward(inputs, targets []int32, B, T int, withStats bool) (logp []float32, stats []float32, err error) {
+	c, be := m.Cfg, m.be
+	N := B * T
+	if B <= 0 || T <= 0 || T > c.MaxSeq {
+		return nil, nil, fmt.Errorf("forward: batch %d x %d outside 1..%d positions", B, T, c.MaxSeq)
+	}
+	if err := m.checkTokens("inputs", inputs, N); err != nil {
+		return nil, nil, err
+	}
+	if err := m.checkTokens("targets", targets, N); err != nil {
+		return nil, nil, err
+	}
+	a := m.activationsFor(B, T)
+	a.inputs, a.targets = inputs, targets
+	C, HS, H := c.Dim, c.HeadSize(), c.Hidden
+	QD, KVD := c.Heads*HS, c.KVHeads*HS
+	lo := m.lo
+	be.EmbeddingForward(a.res[0], m.view(m.params, lo.wte), m.view(m.params, lo.wpe), inputs, B, T, C, 0)
+	shape := gpu.AttnShape{B: B, Tq: T, Tk: T, Tcap: T, NH: c.Heads, NKV: c.KVHeads, HS: HS}
+	for l, lp := range lo.layers {
+		P := func(i int) gpu.Buffer { return m.view(m.params, i) }
+		m.norm(a.ln1[l], a.mean1[l], a.rstd1[l], a.res[l], lp.norm1w, lp.norm1b, N)
+		be.MatMulForward(a.q[l], a.ln1[l], P(lp.wq), P(lp.bq), N, C, QD)
+		be.MatMulForward(a.k[l], a.ln1[l], P(lp.wk), P(lp.bk), N, C, KVD)
+		be.MatMulForward(a.v[l], a.ln1[l], P(lp.wv), P(lp.bv), N, C, KVD)
+		if c.Family == Llama {
+			be.RoPEForward(a.q[l], B, T, c.Heads, HS, 0, c.RopeTheta)
+			be.RoPEForward(a.k[l], B, T, c.KVHeads, HS, 0, c.RopeTheta)
+		}
+		be.AttentionForward(a.attOut[l], a.att[l], a.q[l], a.k[l], a.v[l], shape)
+		be.MatMulForward(a.tmp, a.attOut[l], P(lp.wo), P(lp.bo), N, QD, C)
+		be.Add(a.res2[l], a.res[l], a.tmp, N*C)
+		m.norm(a.ln2[l], a.mean2[l], a.rstd2[l], a.res2[l], lp.norm2w, lp.norm2b, N)
+		if c.Family == GPT2 {
+			be.MatMulForward(a.fc[l], a.ln2[l], P(lp.wfc), P(lp.bfc), N, C, H)
+			be.GELUForward(a.act[l], a.fc[l], N*H)
+		} else {
+			be.MatMulForward(a.fc[l], a.ln2[l], P(lp.wfc), nil, N, C, 2*H)
+			be.SwiGLUForward(a.act[l], a.fc[l], N, H)
+		}
+		be.MatMulForward(a.tmp, a.act[l], P(lp.wproj), P(lp.bproj), N, H, C)
+		be.Add(a.res[l+1], a.res2[l], a.tmp, N*C)
+	}
+	m.norm(a.lnf, a.meanf, a.rstdf, a.res[c.Layers], lo.normfW, lo.normfB, N)
+	be.MatMulForward(a.logits, a.lnf, m.view(m.params, lo.lmHead), nil, N, C, c.Vocab)
+	var st gpu.Buffer
+	if withStats {
+		st = a.stats
+	}
+	be.TokenLogProbs(a.logp, st, a.logits, targets, N, c.Vocab)
+	logp = make([]float32, N)
+	be.Download(logp, a.logp)
+	if withStats {
+		stats = make([]float32, 2*N)
+		be.Download(stats, a.stats)
+	}
+	if err := be.Sync(); err != nil {
+		return nil, nil, fmt.Errorf("forward: %w", err)
+	}
+	return logp, stats, nil
+}
+
+// Backward accumulates into the gradients the effect of dlogp (B*T), the
+// derivative of the loss with respect to each target log-probability returned
+// by the last Forward. It consumes the logits of that pass.
+func (m *Model) Backward(dlogp []float32) error {
+	a := m.acts
+	if a == nil || a.inputs == nil {
+		return fmt.Errorf("backward: no forward pass to differentiate")
+	}
+	c, be, lo := m.Cfg, m.be, m.lo
+	B, T := a.B, a.T
+	N, C, HS, H := B*T, c.Dim, c.HeadSize(), c.Hidden
+	QD, KVD := c.Heads*HS, c.KVHeads*HS
+	if len(dlogp) != N {
+		return fmt.Errorf("backward: got %d token weights, want %d", len(dlogp), N)
+	}
+	G := func(i int) gpu.Buffer { return m.view(m.grads, i) }
+	P := func(i int) gpu.Buffer { return m.view(m.params, i) }
+	dlogits := a.logits // the logits are dead after this: reuse their memory
+	be.TokenLogProbsBackward(dlogits, a.logits, a.targets, dlogp, N, c.Vocab)
+	be.Zero(a.dln)
+	be.MatMulBackward(a.dln, G(lo.lmHead), nil, dlogits, a.lnf, P(lo.lmHead), N, C, c.Vocab)
+	be.Zero(a.dres)
+	m.normBackward(a.dres, a.dln, a.res[c.Layers], a.meanf, a.rstdf, lo.normfW, lo.normfB, N)
+	shape := gpu.AttnShape{B: B, Tq: T, Tk: T, Tcap: T, NH: c.Heads, NKV: c.KVHeads, HS: HS}
+	for l := c.Layers - 1; l >= 0; l-- {
+		lp := lo.layers[l]
+		// MLP: res[l+1] = res2 + proj(act(fc(norm2(res2)))); dres carries d res2 too.
+		be.Zero(a.dact)
+		be.MatMulBackward(a.dact, G(lp.wproj), G(lp.bproj), a.dres, a.act[l], P(lp.wproj), N, H, C)
+		be.Zero(a.dfc)
+		if c.Family == GPT2 {
+			be.GELUBackward(a.dfc, a.dact, a.fc[l], N*H)
+			be.Zero(a.dln)
+			be.MatMulBackward(a.dln, G(lp.wfc), G(lp.bfc), a.dfc, a.ln2[l], P(lp.wfc), N, C, H)
+		} else {
+			be.SwiGLUBackward(a.dfc, a.dact, a.fc[l], N, H)
+			be.Zero(a.dln)
+			be.MatMulBackward(a.dln, G(lp.wfc), nil, a.dfc, a.ln2[l], P(lp.wfc), N, C, 2*H)
+		}
+		m.normBackward(a.dres, a.dln, a.res2[l], a.mean2[l], a.rstd2[l], lp.norm2w, lp.norm2b, N)
+		// Attention: res2 = res + o(attn(q, k, v)).
+		be.Zero(a.dattOut)
+		be.MatMulBackward(a.dattOut, G(lp.wo), G(lp.bo), a.dres, a.attOut[l], P(lp.wo), N, QD, C)
+		be.Zero(a.dq)
+		be.Zero(a.dk)
+		be.Zero(a.dv)
+		be.AttentionBackward(a.dq, a.dk, a.dv, a.dattOut, a.att[l], a.q[l], a.k[l], a.v[l], shape)
+		if c.Family == Llama {
+			be.RoPEBackward(a.dq, B, T, c.Heads, HS, 0, c.RopeTheta)
+			be.RoPEBackward(a.dk, B, T, c.KVHeads, HS, 0, c.RopeTheta)
+		}
+		be.Zero(a.dln)
+		be.MatMulBackward(a.dln, G(lp.wq), G(lp.bq), a.dq, a.ln1[l], P(lp.wq), N, C, QD)
+		be.MatMulBackward(a.dln, G(lp.wk), G(lp.bk), a.dk, a.ln1[l], P(lp.wk), N, C, KVD)
+		be.MatMulBackward(a.dln, G(lp.wv), G(lp.bv), a.dv, a.ln1[l], P(lp.wv), N, C, KVD)
+		m.normBackward(a.dres, a.dln, a.res[l], a.mean1[l], a.rstd1[l], lp.norm1w, lp.norm1b, N)
+	}
+	be.EmbeddingBackward(G(lo.wte), m.view(m.grads, lo.wpe), a.dres, a.inputs, B, T, C, 0)
+	a.inputs = nil // the logits were consumed
+	if err := be.Sync(); err != nil {
+		return fmt.Errorf("backward: %w", err)
+	}
+	return nil
+}

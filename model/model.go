@@ -1,0 +1,90 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/corl-project/corl/gpu"
+)
+
+// Model is one transformer on one backend: parameters, gradients, AdamW state
+// and the activations of the last forward pass. It is not safe for concurrent use.
+type Model struct {
+	Cfg Config
+	be  gpu.Backend
+	lo  *layout
+
+	params, grads, m, v gpu.Buffer
+	step                int // optimizer steps taken
+
+	acts *activations // sized for the last (B, T)
+}
+
+// New builds a model with freshly initialised weights (deterministic from seed).
+func New(be gpu.Backend, cfg Config, seed uint64) (*Model, error) {
+	c, err := cfg.Normalized()
+	if err != nil {
+		return nil, fmt.Errorf("model config: %w", err)
+	}
+	lo := newLayout(c)
+	m := &Model{Cfg: c, be: be, lo: lo,
+		params: be.Alloc(lo.total), grads: be.Alloc(lo.total), m: be.Alloc(lo.total), v: be.Alloc(lo.total)}
+	be.Upload(m.params, initParams(c, lo, seed))
+	return m, nil
+}
+
+// Backend returns the device the model lives on.
+func (m *Model) Backend() gpu.Backend { return m.be }
+
+// Tensors lists the parameters in buffer order.
+func (m *Model) Tensors() []Tensor { return m.lo.tensors }
+
+// NumParams is the number of parameters (tied embeddings counted once).
+func (m *Model) NumParams() int { return m.lo.total }
+
+// Params is the parameter buffer (all tensors, see Tensors for the layout).
+func (m *Model) Params() gpu.Buffer { return m.params }
+
+// Grads is the gradient buffer, laid out like Params.
+func (m *Model) Grads() gpu.Buffer { return m.grads }
+
+// OptimizerState returns AdamW's first and second moments and the step count.
+func (m *Model) OptimizerState() (mom, vel gpu.Buffer, step int) { return m.m, m.v, m.step }
+
+// SetOptimizerStep restores the step count after loading optimizer state.
+func (m *Model) SetOptimizerStep(step int) { m.step = step }
+
+// FLOPsPerToken estimates the floating-point operations of one training token
+// (forward and backward) at sequence length T: 6 per weight of every matmul the
+// token passes through (the LM head included; embedding lookups excluded) plus
+// attention's score and value products, 6 * 2 * layers * dim * T/2 (a causal
+// query sees T/2 keys on average).
+func (m *Model) FLOPsPerToken(T int) float64 {
+	c := m.Cfg
+	dense := float64(m.lo.total - m.lo.tensors[m.lo.wte].Size())
+	if m.lo.wpe >= 0 {
+		dense -= float64(m.lo.tensors[m.lo.wpe].Size())
+	}
+	if m.lo.lmHead == m.lo.wte { // a tied head is a matmul too
+		dense += float64(m.lo.tensors[m.lo.wte].Size())
+	}
+	attn := 12 * float64(c.Layers) * float64(c.Dim) * float64(T) / 2
+	return 6*dense + attn
+}
+
+func (m *Model) view(buf gpu.Buffer, i int) gpu.Buffer {
+	if i < 0 {
+		return nil
+	}
+	t := m.lo.tensors[i]
+	return buf.Slice(t.Off, t.Size())
+}
+
+// Tensor returns the parameter view of the named tensor, or an error.
+func (m *Model) Tensor(name string) (gpu.Buffer, Tensor, error) {
+	for i, t := range m.lo.tensors {
+		if t.Name == name {
+			return m.view(m.params, i), t, nil
+		}
+	}
+	return nil, Tensor{}, fmt.Errorf("model has no tensor %q", name)
+}
