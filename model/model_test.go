@@ -143,7 +143,15 @@ func TestLossFallsOnFixedBatch(t *testing.T) {
 // TestTrainingIsBitwiseDeterministic: same seed, same data -> identical weights
 // after several steps, whatever the thread count.
 func TestTrainingIsBitwiseDeterministic(t *testing.T) {
-	cfg := Config{Family: Llama, Layers: 2, Dim: 64, Heads: 4, KVHeads: 2, Vocab: 97, MaxSeq: 32}
+	for _, cfg := range []Config{
+		{Family: Llama, Layers: 2, Dim: 64, Heads: 4, KVHeads: 2, Vocab: 97, MaxSeq: 32},
+		{Family: GPT2, Layers: 2, Dim: 48, Heads: 3, Vocab: 97, MaxSeq: 32},
+	} {
+		t.Run(cfg.Family, func(t *testing.T) { checkDeterministic(t, cfg) })
+	}
+}
+
+func checkDeterministic(t *testing.T, cfg Config) {
 	train := func(threads int) []float32 {
 		m, err := New(cpu.New(threads), cfg, 3)
 		if err != nil {

@@ -12,6 +12,11 @@ func checkAttn(s gpu.AttnShape) {
 	}
 }
 
+// Attention runs per (batch, head) as small GEMMs on one goroutine each:
+// scores = q k^T, probabilities in place, out = p v; backward likewise. Keys past
+// a query's position get probability exactly 0, so the full-width products
+// are equal to the causal ones.
+
 // AttentionForward implements gpu.Backend.
 // q (B, Tq, NH*HS), k, v (B, Tcap, NKV*HS) -> out (B, Tq, NH*HS), att (B, NH, Tq, Tk).
 // Query tq sits at position Tk-Tq+tq and attends to keys 0..that position.
@@ -20,23 +25,24 @@ func (be *Backend) AttentionForward(out, att, q, k, v gpu.Buffer, s gpu.AttnShap
 	o, a, qd, kd, vd := Data(out), Data(att), Data(q), Data(k), Data(v)
 	C, CKV, group := s.NH*s.HS, s.NKV*s.HS, s.NH/s.NKV
 	scale := float32(1 / math.Sqrt(float64(s.HS)))
-	be.parallelFor(s.B*s.NH, 1, func(lo, hi int) {
+	be.parallelWorkers(s.B*s.NH, func(w, lo, hi int) {
+		scr := be.workerScratch(w)
 		for bh := lo; bh < hi; bh++ {
 			b, h := bh/s.NH, bh%s.NH
-			kvo := (h / group) * s.HS
+			qo, kvo := b*s.Tq*C+h*s.HS, b*s.Tcap*CKV+(h/group)*s.HS
+			p := a[(b*s.NH+h)*s.Tq*s.Tk:][:s.Tq*s.Tk]
+			gemmSerial(scr, false, true, s.Tq, s.Tk, s.HS, qd[qo:], C, kd[kvo:], CKV, p, s.Tk, false)
 			for tq := 0; tq < s.Tq; tq++ {
 				pos := s.Tk - s.Tq + tq
-				qv := qd[(b*s.Tq+tq)*C+h*s.HS:][:s.HS]
-				row := a[((b*s.NH+h)*s.Tq+tq)*s.Tk:][:s.Tk]
+				row := p[tq*s.Tk : (tq+1)*s.Tk]
 				maxv := float32(math.Inf(-1))
 				for tk := 0; tk <= pos; tk++ {
-					x := dot(qv, kd[(b*s.Tcap+tk)*CKV+kvo:][:s.HS]) * scale
-					row[tk] = x
-					maxv = max(maxv, x)
+					row[tk] *= scale
+					maxv = max(maxv, row[tk])
 				}
 				var sum float32
 				for tk := 0; tk <= pos; tk++ {
-					e := float32(math.Exp(float64(row[tk] - maxv)))
+					e := exp32(row[tk] - maxv)
 					row[tk] = e
 					sum += e
 				}
@@ -45,12 +51,8 @@ func (be *Backend) AttentionForward(out, att, q, k, v gpu.Buffer, s gpu.AttnShap
 					row[tk] *= inv
 				}
 				clear(row[pos+1:])
-				ov := o[(b*s.Tq+tq)*C+h*s.HS:][:s.HS]
-				clear(ov)
-				for tk := 0; tk <= pos; tk++ {
-					axpy(ov, row[tk], vd[(b*s.Tcap+tk)*CKV+kvo:][:s.HS])
-				}
 			}
+			gemmSerial(scr, false, false, s.Tq, s.HS, s.Tk, p, s.Tk, vd[kvo:], CKV, o[qo:], C, false)
 		}
 	})
 }
@@ -62,35 +64,37 @@ func (be *Backend) AttentionBackward(dq, dk, dv, dout, att, q, k, v gpu.Buffer, 
 	dqd, dkd, dvd, d, a, qd, kd, vd := Data(dq), Data(dk), Data(dv), Data(dout), Data(att), Data(q), Data(k), Data(v)
 	C, CKV, group := s.NH*s.HS, s.NKV*s.HS, s.NH/s.NKV
 	scale := float32(1 / math.Sqrt(float64(s.HS)))
-	be.parallelFor(s.B*s.NKV, 1, func(lo, hi int) {
-		datt := make([]float32, s.Tk)
+	be.parallelWorkers(s.B*s.NKV, func(w, lo, hi int) {
+		scr := be.workerScratch(w)
+		dp := make([]float32, s.Tq*s.Tk)
 		for bk := lo; bk < hi; bk++ {
 			b, kvh := bk/s.NKV, bk%s.NKV
-			kvo := kvh * s.HS
+			kvo := b*s.Tcap*CKV + kvh*s.HS
 			for h := kvh * group; h < (kvh+1)*group; h++ {
+				qo := b*s.Tq*C + h*s.HS
+				p := a[(b*s.NH+h)*s.Tq*s.Tk:][:s.Tq*s.Tk]
+				// dp = dout v^T; dv += p^T dout
+				gemmSerial(scr, false, true, s.Tq, s.Tk, s.HS, d[qo:], C, vd[kvo:], CKV, dp, s.Tk, false)
+				gemmSerial(scr, true, false, s.Tk, s.HS, s.Tq, p, s.Tk, d[qo:], C, dvd[kvo:], CKV, true)
+				// ds = p * (dp - sum(p*dp)) * scale, in place in dp
 				for tq := 0; tq < s.Tq; tq++ {
-					pos := s.Tk - s.Tq + tq
-					row := a[((b*s.NH+h)*s.Tq+tq)*s.Tk:][:s.Tk]
-					dov := d[(b*s.Tq+tq)*C+h*s.HS:][:s.HS]
-					var sum float32
-					for tk := 0; tk <= pos; tk++ {
-						off := (b*s.Tcap+tk)*CKV + kvo
-						datt[tk] = dot(dov, vd[off:][:s.HS])
-						axpy(dvd[off:][:s.HS], row[tk], dov)
-						sum += row[tk] * datt[tk]
-					}
-					qv := qd[(b*s.Tq+tq)*C+h*s.HS:][:s.HS]
-					dqv := dqd[(b*s.Tq+tq)*C+h*s.HS:][:s.HS]
-					for tk := 0; tk <= pos; tk++ {
-						off := (b*s.Tcap+tk)*CKV + kvo
-						g := row[tk] * (datt[tk] - sum) * scale
-						axpy(dqv, g, kd[off:][:s.HS])
-						axpy(dkd[off:][:s.HS], g, qv)
+					pr, dr := p[tq*s.Tk:(tq+1)*s.Tk], dp[tq*s.Tk:(tq+1)*s.Tk]
+					sum := dot(pr, dr)
+					for tk := range dr {
+						dr[tk] = pr[tk] * (dr[tk] - sum) * scale
 					}
 				}
+				// dq += ds k; dk += ds^T q
+				gemmSerial(scr, false, false, s.Tq, s.HS, s.Tk, dp, s.Tk, kd[kvo:], CKV, dqd[qo:], C, true)
+				gemmSerial(scr, true, false, s.Tk, s.HS, s.Tq, dp, s.Tk, qd[qo:], C, dkd[kvo:], CKV, true)
 			}
 		}
 	})
+}
+
+// workerScratch returns worker w's private GEMM scratch for serial GEMMs.
+func (be *Backend) workerScratch(w int) *gemmScratch {
+	return be.serialScratch[w]
 }
 
 // dot returns sum a[i]*b[i] with four independent accumulators.

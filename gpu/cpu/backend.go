@@ -56,8 +56,9 @@ func Wrap(d []float32) gpu.Buffer { return &Buffer{d} }
 
 // Backend is the CPU backend. The zero value is not usable; call New.
 type Backend struct {
-	threads int
-	pool    *gemmScratch
+	threads       int
+	pool          *gemmScratch   // the parallel GEMM's
+	serialScratch []*gemmScratch // one per worker, for GEMMs inside parallel work
 }
 
 // New returns a CPU backend using threads goroutines (0: all cores).
@@ -65,7 +66,11 @@ func New(threads int) *Backend {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	return &Backend{threads: threads, pool: newGemmScratch(threads)}
+	be := &Backend{threads: threads, pool: newGemmScratch(threads), serialScratch: make([]*gemmScratch, threads)}
+	for i := range be.serialScratch {
+		be.serialScratch[i] = newGemmScratch(1)
+	}
+	return be
 }
 
 var _ gpu.Backend = (*Backend)(nil)

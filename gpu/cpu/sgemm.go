@@ -24,20 +24,47 @@ type gemmScratch struct {
 }
 
 func newGemmScratch(threads int) *gemmScratch {
-	s := &gemmScratch{a: make([][]float32, threads), b: make([]float32, kc*nc)}
+	s := &gemmScratch{a: make([][]float32, threads)}
 	for i := range s.a {
 		s.a[i] = make([]float32, mc*kc)
 	}
 	return s
 }
 
+// packedB returns the packed-B buffer, grown to hold a kc x n block.
+func (s *gemmScratch) packedB(n int) []float32 {
+	need := kc * min(nc, (n+nr-1)/nr*nr)
+	if len(s.b) < need {
+		s.b = make([]float32, need)
+	}
+	return s.b
+}
+
 // smallGemm is the size (M*N*K) below which packing costs more than it saves.
 const smallGemm = 16 * 16 * 16
 
-// gemm computes c (M x N, row stride ldc) = or += op(a) (M x K) @ op(b) (K x N).
-// op(a) is a (M x K, stride lda) or, with transA, the transpose of a stored
-// K x M; likewise for b. With accumulate false c is overwritten.
+// gemm computes c (M x N, row stride ldc) = or += op(a) (M x K) @ op(b) (K x N)
+// on all the backend's threads. op(a) is a (M x K, stride lda) or, with
+// transA, the transpose of a stored K x M; likewise for b. With accumulate
+// false c is overwritten.
 func (be *Backend) gemm(transA, transB bool, M, N, K int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, accumulate bool) {
+	gemmOn(be.parallelWorkers, be.threads, be.pool, transA, transB, M, N, K, a, lda, b, ldb, c, ldc, accumulate)
+}
+
+// gemmSerial is gemm on the calling goroutine with its own scratch, for use
+// inside work that is already parallel (attention heads).
+func gemmSerial(s *gemmScratch, transA, transB bool, M, N, K int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, accumulate bool) {
+	gemmOn(serial, 1, s, transA, transB, M, N, K, a, lda, b, ldb, c, ldc, accumulate)
+}
+
+func serial(n int, fn func(worker, lo, hi int)) {
+	if n > 0 {
+		fn(0, 0, n)
+	}
+}
+
+func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmScratch,
+	transA, transB bool, M, N, K int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, accumulate bool) {
 	if M == 0 || N == 0 {
 		return
 	}
@@ -53,21 +80,21 @@ func (be *Backend) gemm(transA, transB bool, M, N, K int, a []float32, lda int, 
 		gemmNaive(transA, transB, M, N, K, a, lda, b, ldb, c, ldc)
 		return
 	}
-	s := be.pool
+	pb := s.packedB(N)
 	icBlocks := (M + mc - 1) / mc
 	for jc := 0; jc < N; jc += nc {
 		nb := min(nc, N-jc)
 		panels := (nb + nr - 1) / nr
 		// Split each A block's B panels into enough ranges to feed every thread.
-		ranges := min(panels, max(1, (2*be.threads+icBlocks-1)/icBlocks))
+		ranges := min(panels, max(1, (2*threads+icBlocks-1)/icBlocks))
 		for pc := 0; pc < K; pc += kc {
 			kb := min(kc, K-pc)
-			be.parallelFor(panels, 4, func(lo, hi int) {
+			par(panels, func(_, lo, hi int) {
 				for jp := lo; jp < hi; jp++ {
-					packB(transB, b, ldb, pc, kb, jc+jp*nr, min(nr, nb-jp*nr), s.b[jp*nr*kb:(jp+1)*nr*kb])
+					packB(transB, b, ldb, pc, kb, jc+jp*nr, min(nr, nb-jp*nr), pb[jp*nr*kb:(jp+1)*nr*kb])
 				}
 			})
-			be.parallelWorkers(icBlocks*ranges, func(w, lo, hi int) {
+			par(icBlocks*ranges, func(w, lo, hi int) {
 				pa := s.a[w]
 				packed := -1
 				var tile [mr * nr]float32
@@ -82,7 +109,7 @@ func (be *Backend) gemm(transA, transB bool, M, N, K int, a []float32, lda int, 
 						packed = ib
 					}
 					for jp := rg * panels / ranges; jp < (rg+1)*panels/ranges; jp++ {
-						bp := s.b[jp*nr*kb : (jp+1)*nr*kb]
+						bp := pb[jp*nr*kb : (jp+1)*nr*kb]
 						j0, nw := jc+jp*nr, min(nr, nb-jp*nr)
 						for ip := 0; ip*mr < mb; ip++ {
 							ap := pa[ip*mr*kb : (ip+1)*mr*kb]
@@ -116,6 +143,19 @@ func packA(trans bool, a []float32, lda, i0, mh, p0, kb int, dst []float32) {
 	if trans { // op(a)[i][p] = a[p*lda+i]: each p reads mh contiguous values
 		for p := 0; p < kb; p++ {
 			copy(dst[p*mr:p*mr+mh], a[(p0+p)*lda+i0:(p0+p)*lda+i0+mh])
+		}
+		return
+	}
+	if mh == mr { // full panel: write dst sequentially, reading twelve row streams
+		var rows [mr][]float32
+		for i := range rows {
+			rows[i] = a[(i0+i)*lda+p0 : (i0+i)*lda+p0+kb]
+		}
+		for p := 0; p < kb; p++ {
+			d := dst[p*mr : p*mr+mr : p*mr+mr]
+			d[0], d[1], d[2], d[3] = rows[0][p], rows[1][p], rows[2][p], rows[3][p]
+			d[4], d[5], d[6], d[7] = rows[4][p], rows[5][p], rows[6][p], rows[7][p]
+			d[8], d[9], d[10], d[11] = rows[8][p], rows[9][p], rows[10][p], rows[11][p]
 		}
 		return
 	}

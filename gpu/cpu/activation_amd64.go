@@ -1,0 +1,58 @@
+//go:build amd64 && !purego
+
+package cpu
+
+//go:noescape
+func geluFwdAVX512(out, inp *float32, n int)
+
+//go:noescape
+func geluBwdAVX512(dinp, dout, inp *float32, n int)
+
+//go:noescape
+func swigluFwdAVX512(out, gate, up *float32, n int)
+
+//go:noescape
+func swigluBwdAVX512(dgate, dup, dout, gate, up *float32, n int)
+
+// The vector kernels take the largest multiple of 16 and return how many
+// elements they did; the Go loops finish the rest.
+
+func geluFwdVec(out, inp []float32) int {
+	n := len(out) &^ 15
+	if !useAVX512 || n == 0 {
+		return 0
+	}
+	_ = inp[n-1]
+	geluFwdAVX512(&out[0], &inp[0], n)
+	return n
+}
+
+func geluBwdVec(dinp, dout, inp []float32) int {
+	n := len(dinp) &^ 15
+	if !useAVX512 || n == 0 {
+		return 0
+	}
+	_, _ = dout[n-1], inp[n-1]
+	geluBwdAVX512(&dinp[0], &dout[0], &inp[0], n)
+	return n
+}
+
+func swigluFwdVec(out, gate, up []float32) int {
+	n := len(out) &^ 15
+	if !useAVX512 || n == 0 {
+		return 0
+	}
+	_, _ = gate[n-1], up[n-1]
+	swigluFwdAVX512(&out[0], &gate[0], &up[0], n)
+	return n
+}
+
+func swigluBwdVec(dgate, dup, dout, gate, up []float32) int {
+	n := len(dout) &^ 15
+	if !useAVX512 || n == 0 {
+		return 0
+	}
+	_, _, _, _ = dgate[n-1], dup[n-1], gate[n-1], up[n-1]
+	swigluBwdAVX512(&dgate[0], &dup[0], &dout[0], &gate[0], &up[0], n)
+	return n
+}
