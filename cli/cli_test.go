@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 )
@@ -39,5 +40,31 @@ func TestBenchTrainBadConfigNamesField(t *testing.T) {
 	code, _, errs = run(t, "bench", "train", "--backend", "tpu")
 	if code == 0 || !strings.Contains(errs, "--backend") {
 		t.Fatalf("exit %d, stderr %q; want a failure naming --backend", code, errs)
+	}
+}
+
+func TestDataCommands(t *testing.T) {
+	code, out, errs := run(t, "data", "tasks")
+	if code != 0 || !strings.Contains(out, "arith") || !strings.Contains(out, "linear") {
+		t.Fatalf("data tasks: exit %d, %s %s", code, out, errs)
+	}
+	code, out, _ = run(t, "data", "preview", "--task", "word", "--n", "2")
+	if code != 0 || strings.Count(out, "rephrased:") != 2 || !strings.Contains(out, "The answer is") {
+		t.Fatalf("data preview: exit %d\n%s", code, out)
+	}
+	dir := t.TempDir()
+	file := dir + "/eval.parquet"
+	if code, _, errs = run(t, "data", "export", "--task", "mod", "--split", "eval", "--eval", "7", "--out", file); code != 0 {
+		t.Fatalf("export: %s", errs)
+	}
+	code, out, errs = run(t, "data", "check", "--file", file)
+	if code != 0 || !strings.Contains(out, "7 rows, 7 with answers") {
+		t.Fatalf("check: exit %d\n%s%s", code, out, errs)
+	}
+	bad := dir + "/bad.jsonl"
+	os.WriteFile(bad, []byte("{\"q\": \"x\", \"a\": \"1\"}\n{\"q\": \"y\"}\n"), 0o644)
+	code, out, errs = run(t, "data", "check", "--file", bad, "--prompt-field", "q", "--answer-field", "a")
+	if code == 0 || !strings.Contains(out, "bad.jsonl:line 2") || !strings.Contains(errs, "1 bad row") {
+		t.Fatalf("check of a bad file: exit %d\n%s%s", code, out, errs)
 	}
 }
