@@ -28,10 +28,21 @@ type Buffer interface {
 // AttnShape describes one causal attention call. Queries are the last Tq positions
 // of a sequence whose keys and values occupy positions [0, Tk) of a cache with
 // room for Tcap positions per batch row; training uses Tq == Tk == Tcap.
+// KLen, when set, gives each row its own key count (KLen[b] <= Tk): rows of a
+// decoding batch sit at different positions; att entries past KLen[b] are 0.
 //
 //	q, out (B, Tq, NH*HS)    k, v (B, Tcap, NKV*HS)    att (B, NH, Tq, Tk)
 type AttnShape struct {
 	B, Tq, Tk, Tcap, NH, NKV, HS int
+	KLen                         []int32
+}
+
+// Keys returns the number of keys row b attends over.
+func (s AttnShape) Keys(b int) int {
+	if s.KLen != nil {
+		return int(s.KLen[b])
+	}
+	return s.Tk
 }
 
 // Backend is a compute device. Operations are issued in program order; results of
@@ -50,11 +61,11 @@ type Backend interface {
 	// Sync waits for all issued work and reports an asynchronous device error.
 	Sync() error
 
-	// Embedding: out (B*T, C) = wte[ids] (+ wpe[pos0+t] when wpe is non-nil).
-	// ids (B*T) in host memory; wte (V, C); wpe (maxT, C).
-	EmbeddingForward(out, wte, wpe Buffer, ids []int32, B, T, C, pos0 int)
-	// dwte (V, C) += scatter of dout; dwpe (maxT, C) += sum over batch (nil skips).
-	EmbeddingBackward(dwte, dwpe, dout Buffer, ids []int32, B, T, C, pos0 int)
+	// Embedding: out (N, C) = wte[ids] (+ wpe[pos] when wpe is non-nil).
+	// ids, pos (N) in host memory; wte (V, C); wpe (maxT, C).
+	EmbeddingForward(out, wte, wpe Buffer, ids, pos []int32, N, C int)
+	// dwte (V, C) += scatter of dout; dwpe (maxT, C) += scatter by position (nil skips).
+	EmbeddingBackward(dwte, dwpe, dout Buffer, ids, pos []int32, N, C int)
 
 	// MatMul: out (N, OC) = inp (N, C) @ w(OC, C)^T + bias (OC; nil for none).
 	MatMulForward(out, inp, w, bias Buffer, N, C, OC int)
@@ -69,11 +80,11 @@ type Backend interface {
 	LayerNormForward(out, mean, rstd, inp, w, b Buffer, N, C int, eps float32)
 	LayerNormBackward(dinp, dw, db, dout, inp, w, mean, rstd Buffer, N, C int)
 
-	// RoPE rotates x (B, T, H, HS) in place for positions pos0+t (half-split
-	// pairs (i, i+HS/2), as in Llama/Qwen2 on Hugging Face). Backward rotates
+	// RoPE rotates x (N, H, HS) in place, token i at position pos[i] (half-split
+	// pairs (j, j+HS/2), as in Llama/Qwen2 on Hugging Face). Backward rotates
 	// the gradient in place by the opposite angle.
-	RoPEForward(x Buffer, B, T, H, HS, pos0 int, theta float32)
-	RoPEBackward(dx Buffer, B, T, H, HS, pos0 int, theta float32)
+	RoPEForward(x Buffer, pos []int32, N, H, HS int, theta float32)
+	RoPEBackward(dx Buffer, pos []int32, N, H, HS int, theta float32)
 
 	// Attention: causal scaled dot-product attention with grouped-query heads
 	// (query head h reads key/value head h / (NH/NKV)); att saves probabilities.

@@ -27,6 +27,7 @@ type activations struct {
 	dq, dk, dv, dfc, dact gpu.Buffer
 	tmp                   gpu.Buffer // (N, C)
 	inputs, targets       []int32
+	pos                   []int32 // (N) position of each token: t
 }
 
 func (m *Model) activationsFor(B, T int) *activations {
@@ -43,7 +44,10 @@ func (m *Model) activationsFor(B, T int) *activations {
 	if c.Family == Llama {
 		fcW = 2 * H
 	}
-	a := &activations{B: B, T: T}
+	a := &activations{B: B, T: T, pos: make([]int32, B*T)}
+	for i := range a.pos {
+		a.pos[i] = int32(i % T)
+	}
 	many := func(n, size int) []gpu.Buffer {
 		s := make([]gpu.Buffer, n)
 		for i := range s {
@@ -128,7 +132,7 @@ func (m *Model) Forward(inputs, targets []int32, B, T int, withStats bool) (logp
 	C, HS, H := c.Dim, c.HeadSize(), c.Hidden
 	QD, KVD := c.Heads*HS, c.KVHeads*HS
 	lo := m.lo
-	be.EmbeddingForward(a.res[0], m.view(m.params, lo.wte), m.view(m.params, lo.wpe), inputs, B, T, C, 0)
+	be.EmbeddingForward(a.res[0], m.view(m.params, lo.wte), m.view(m.params, lo.wpe), inputs, a.pos, N, C)
 	shape := gpu.AttnShape{B: B, Tq: T, Tk: T, Tcap: T, NH: c.Heads, NKV: c.KVHeads, HS: HS}
 	for l, lp := range lo.layers {
 		P := func(i int) gpu.Buffer { return m.view(m.params, i) }
@@ -137,8 +141,8 @@ func (m *Model) Forward(inputs, targets []int32, B, T int, withStats bool) (logp
 		be.MatMulForward(a.k[l], a.ln1[l], P(lp.wk), P(lp.bk), N, C, KVD)
 		be.MatMulForward(a.v[l], a.ln1[l], P(lp.wv), P(lp.bv), N, C, KVD)
 		if c.Family == Llama {
-			be.RoPEForward(a.q[l], B, T, c.Heads, HS, 0, c.RopeTheta)
-			be.RoPEForward(a.k[l], B, T, c.KVHeads, HS, 0, c.RopeTheta)
+			be.RoPEForward(a.q[l], a.pos, N, c.Heads, HS, c.RopeTheta)
+			be.RoPEForward(a.k[l], a.pos, N, c.KVHeads, HS, c.RopeTheta)
 		}
 		be.AttentionForward(a.attOut[l], a.att[l], a.q[l], a.k[l], a.v[l], shape)
 		be.MatMulForward(a.tmp, a.attOut[l], P(lp.wo), P(lp.bo), N, QD, C)
@@ -221,8 +225,8 @@ func (m *Model) Backward(dlogp []float32) error {
 		be.Zero(a.dv)
 		be.AttentionBackward(a.dq, a.dk, a.dv, a.dattOut, a.att[l], a.q[l], a.k[l], a.v[l], shape)
 		if c.Family == Llama {
-			be.RoPEBackward(a.dq, B, T, c.Heads, HS, 0, c.RopeTheta)
-			be.RoPEBackward(a.dk, B, T, c.KVHeads, HS, 0, c.RopeTheta)
+			be.RoPEBackward(a.dq, a.pos, N, c.Heads, HS, c.RopeTheta)
+			be.RoPEBackward(a.dk, a.pos, N, c.KVHeads, HS, c.RopeTheta)
 		}
 		be.Zero(a.dln)
 		be.MatMulBackward(a.dln, G(lp.wq), G(lp.bq), a.dq, a.ln1[l], P(lp.wq), N, C, QD)
@@ -230,7 +234,7 @@ func (m *Model) Backward(dlogp []float32) error {
 		be.MatMulBackward(a.dln, G(lp.wv), G(lp.bv), a.dv, a.ln1[l], P(lp.wv), N, C, KVD)
 		m.normBackward(a.dres, a.dln, a.res[l], a.mean1[l], a.rstd1[l], lp.norm1w, lp.norm1b, N)
 	}
-	be.EmbeddingBackward(G(lo.wte), m.view(m.grads, lo.wpe), a.dres, a.inputs, B, T, C, 0)
+	be.EmbeddingBackward(G(lo.wte), m.view(m.grads, lo.wpe), a.dres, a.inputs, a.pos, N, C)
 	a.inputs = nil // the logits were consumed
 	if err := be.Sync(); err != nil {
 		return fmt.Errorf("backward: %w", err)

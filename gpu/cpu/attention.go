@@ -10,6 +10,16 @@ func checkAttn(s gpu.AttnShape) {
 	if s.NKV <= 0 || s.NH%s.NKV != 0 || s.Tq > s.Tk || s.Tk > s.Tcap {
 		panic("gpu: bad attention shape")
 	}
+	if s.KLen != nil {
+		if len(s.KLen) != s.B {
+			panic("gpu: attention KLen needs one entry per batch row")
+		}
+		for _, n := range s.KLen {
+			if int(n) < s.Tq || int(n) > s.Tk {
+				panic("gpu: attention KLen outside [Tq, Tk]")
+			}
+		}
+	}
 }
 
 // Attention runs per (batch, head) as small GEMMs on one goroutine each:
@@ -31,9 +41,10 @@ func (be *Backend) AttentionForward(out, att, q, k, v gpu.Buffer, s gpu.AttnShap
 			b, h := bh/s.NH, bh%s.NH
 			qo, kvo := b*s.Tq*C+h*s.HS, b*s.Tcap*CKV+(h/group)*s.HS
 			p := a[(b*s.NH+h)*s.Tq*s.Tk:][:s.Tq*s.Tk]
-			gemmSerial(scr, false, true, s.Tq, s.Tk, s.HS, qd[qo:], C, kd[kvo:], CKV, p, s.Tk, false)
+			tk := s.Keys(b) // keys past tk are never read: a cache may hold anything there
+			gemmSerial(scr, false, true, s.Tq, tk, s.HS, qd[qo:], C, kd[kvo:], CKV, p, s.Tk, false)
 			for tq := 0; tq < s.Tq; tq++ {
-				pos := s.Tk - s.Tq + tq
+				pos := tk - s.Tq + tq
 				row := p[tq*s.Tk : (tq+1)*s.Tk]
 				maxv := float32(math.Inf(-1))
 				for tk := 0; tk <= pos; tk++ {
@@ -52,7 +63,7 @@ func (be *Backend) AttentionForward(out, att, q, k, v gpu.Buffer, s gpu.AttnShap
 				}
 				clear(row[pos+1:])
 			}
-			gemmSerial(scr, false, false, s.Tq, s.HS, s.Tk, p, s.Tk, vd[kvo:], CKV, o[qo:], C, false)
+			gemmSerial(scr, false, false, s.Tq, s.HS, tk, p, s.Tk, vd[kvo:], CKV, o[qo:], C, false)
 		}
 	})
 }
@@ -70,23 +81,24 @@ func (be *Backend) AttentionBackward(dq, dk, dv, dout, att, q, k, v gpu.Buffer, 
 		for bk := lo; bk < hi; bk++ {
 			b, kvh := bk/s.NKV, bk%s.NKV
 			kvo := b*s.Tcap*CKV + kvh*s.HS
+			tk := s.Keys(b)
 			for h := kvh * group; h < (kvh+1)*group; h++ {
 				qo := b*s.Tq*C + h*s.HS
 				p := a[(b*s.NH+h)*s.Tq*s.Tk:][:s.Tq*s.Tk]
 				// dp = dout v^T; dv += p^T dout
-				gemmSerial(scr, false, true, s.Tq, s.Tk, s.HS, d[qo:], C, vd[kvo:], CKV, dp, s.Tk, false)
-				gemmSerial(scr, true, false, s.Tk, s.HS, s.Tq, p, s.Tk, d[qo:], C, dvd[kvo:], CKV, true)
+				gemmSerial(scr, false, true, s.Tq, tk, s.HS, d[qo:], C, vd[kvo:], CKV, dp, s.Tk, false)
+				gemmSerial(scr, true, false, tk, s.HS, s.Tq, p, s.Tk, d[qo:], C, dvd[kvo:], CKV, true)
 				// ds = p * (dp - sum(p*dp)) * scale, in place in dp
 				for tq := 0; tq < s.Tq; tq++ {
-					pr, dr := p[tq*s.Tk:(tq+1)*s.Tk], dp[tq*s.Tk:(tq+1)*s.Tk]
+					pr, dr := p[tq*s.Tk:tq*s.Tk+tk], dp[tq*s.Tk:tq*s.Tk+tk]
 					sum := dot(pr, dr)
-					for tk := range dr {
-						dr[tk] = pr[tk] * (dr[tk] - sum) * scale
+					for j := range dr {
+						dr[j] = pr[j] * (dr[j] - sum) * scale
 					}
 				}
 				// dq += ds k; dk += ds^T q
-				gemmSerial(scr, false, false, s.Tq, s.HS, s.Tk, dp, s.Tk, kd[kvo:], CKV, dqd[qo:], C, true)
-				gemmSerial(scr, true, false, s.Tk, s.HS, s.Tq, dp, s.Tk, qd[qo:], C, dkd[kvo:], CKV, true)
+				gemmSerial(scr, false, false, s.Tq, s.HS, tk, dp, s.Tk, kd[kvo:], CKV, dqd[qo:], C, true)
+				gemmSerial(scr, true, false, tk, s.HS, s.Tq, dp, s.Tk, qd[qo:], C, dkd[kvo:], CKV, true)
 			}
 		}
 	})

@@ -54,11 +54,14 @@ func Data(b gpu.Buffer) []float32 {
 // Wrap makes a gpu.Buffer of an existing slice without copying.
 func Wrap(d []float32) gpu.Buffer { return &Buffer{d} }
 
-// Backend is the CPU backend. The zero value is not usable; call New.
+// Backend is the CPU backend. The zero value is not usable; call New. Like a
+// device stream, one Backend runs one operation at a time: it is not safe for
+// concurrent use.
 type Backend struct {
 	threads       int
 	pool          *gemmScratch   // the parallel GEMM's
 	serialScratch []*gemmScratch // one per worker, for GEMMs inside parallel work
+	rope          map[ropeKey]ropeTab
 }
 
 // New returns a CPU backend using threads goroutines (0: all cores).
@@ -66,7 +69,8 @@ func New(threads int) *Backend {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	be := &Backend{threads: threads, pool: newGemmScratch(threads), serialScratch: make([]*gemmScratch, threads)}
+	be := &Backend{threads: threads, pool: newGemmScratch(threads), serialScratch: make([]*gemmScratch, threads),
+		rope: map[ropeKey]ropeTab{}}
 	for i := range be.serialScratch {
 		be.serialScratch[i] = newGemmScratch(1)
 	}

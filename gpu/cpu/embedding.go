@@ -3,11 +3,11 @@ package cpu
 import "github.com/corl-project/corl/gpu"
 
 // EmbeddingForward implements gpu.Backend.
-// ids (B*T), wte (V, C), wpe (maxT, C) or nil -> out (B*T, C).
-func (be *Backend) EmbeddingForward(out, wte, wpe gpu.Buffer, ids []int32, B, T, C, pos0 int) {
+// ids, pos (N), wte (V, C), wpe (maxT, C) or nil -> out (N, C).
+func (be *Backend) EmbeddingForward(out, wte, wpe gpu.Buffer, ids, pos []int32, N, C int) {
 	o, te, pe := Data(out), Data(wte), Data(wpe)
 	V := len(te) / C
-	be.parallelFor(B*T, 16, func(lo, hi int) {
+	be.parallelFor(N, 16, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			id := int(ids[i])
 			if id < 0 || id >= V {
@@ -16,7 +16,7 @@ func (be *Backend) EmbeddingForward(out, wte, wpe gpu.Buffer, ids []int32, B, T,
 			row := o[i*C : (i+1)*C]
 			copy(row, te[id*C:(id+1)*C])
 			if pe != nil {
-				p := pe[(pos0+i%T)*C : (pos0+i%T+1)*C]
+				p := pe[int(pos[i])*C : (int(pos[i])+1)*C]
 				for c := range row {
 					row[c] += p[c]
 				}
@@ -26,12 +26,12 @@ func (be *Backend) EmbeddingForward(out, wte, wpe gpu.Buffer, ids []int32, B, T,
 }
 
 // EmbeddingBackward implements gpu.Backend. Work is split over channels, and
-// every goroutine visits the tokens in order, so repeated ids accumulate in a
-// fixed order.
-func (be *Backend) EmbeddingBackward(dwte, dwpe, dout gpu.Buffer, ids []int32, B, T, C, pos0 int) {
+// every goroutine visits the tokens in order, so repeated ids and positions
+// accumulate in a fixed order.
+func (be *Backend) EmbeddingBackward(dwte, dwpe, dout gpu.Buffer, ids, pos []int32, N, C int) {
 	dte, dpe, d := Data(dwte), Data(dwpe), Data(dout)
 	be.parallelFor(C, 32, func(lo, hi int) {
-		for i := 0; i < B*T; i++ {
+		for i := 0; i < N; i++ {
 			src := d[i*C+lo : i*C+hi]
 			if dte != nil {
 				dst := dte[int(ids[i])*C+lo : int(ids[i])*C+hi]
@@ -40,7 +40,7 @@ func (be *Backend) EmbeddingBackward(dwte, dwpe, dout gpu.Buffer, ids []int32, B
 				}
 			}
 			if dpe != nil {
-				p := pos0 + i%T
+				p := int(pos[i])
 				dst := dpe[p*C+lo : p*C+hi]
 				for c, v := range src {
 					dst[c] += v

@@ -6,44 +6,62 @@ import (
 	"github.com/corl-project/corl/gpu"
 )
 
-// ropeTable returns cos and sin (T, HS/2) for positions pos0..pos0+T-1 with
-// inverse frequency theta^(-2i/HS), computed in float64.
-func ropeTable(T, HS, pos0 int, theta float32) (cos, sin []float32) {
+// ropeTable returns cos and sin (maxPos, HS/2) with inverse frequency
+// theta^(-2i/HS), computed in float64 and cached per (theta, HS), grown to
+// cover the largest position asked for.
+func (be *Backend) ropeTable(maxPos, HS int, theta float32) (cos, sin []float32) {
 	half := HS / 2
-	cos, sin = make([]float32, T*half), make([]float32, T*half)
-	for t := 0; t < T; t++ {
-		for i := 0; i < half; i++ {
-			inv := math.Pow(float64(theta), -2*float64(i)/float64(HS))
-			s, c := math.Sincos(float64(pos0+t) * inv)
-			cos[t*half+i], sin[t*half+i] = float32(c), float32(s)
+	key := ropeKey{theta, HS}
+	t := be.rope[key]
+	if len(t.cos) < maxPos*half {
+		n := max(maxPos, 2*len(t.cos)/max(half, 1))
+		t.cos, t.sin = make([]float32, n*half), make([]float32, n*half)
+		for p := 0; p < n; p++ {
+			for i := 0; i < half; i++ {
+				inv := math.Pow(float64(theta), -2*float64(i)/float64(HS))
+				s, c := math.Sincos(float64(p) * inv)
+				t.cos[p*half+i], t.sin[p*half+i] = float32(c), float32(s)
+			}
 		}
+		be.rope[key] = t
 	}
-	return cos, sin
+	return t.cos, t.sin
 }
 
-// RoPEForward implements gpu.Backend. x (B, T, H, HS) rotated in place.
-func (be *Backend) RoPEForward(x gpu.Buffer, B, T, H, HS, pos0 int, theta float32) {
-	be.rope(Data(x), B, T, H, HS, pos0, theta, 1)
+type ropeKey struct {
+	theta float32
+	hs    int
+}
+
+type ropeTab struct{ cos, sin []float32 }
+
+// RoPEForward implements gpu.Backend. x (N, H, HS) rotated in place.
+func (be *Backend) RoPEForward(x gpu.Buffer, pos []int32, N, H, HS int, theta float32) {
+	be.applyRoPE(Data(x), pos, N, H, HS, theta, 1)
 }
 
 // RoPEBackward implements gpu.Backend: the transpose of a rotation is the
 // rotation by the opposite angle.
-func (be *Backend) RoPEBackward(dx gpu.Buffer, B, T, H, HS, pos0 int, theta float32) {
-	be.rope(Data(dx), B, T, H, HS, pos0, theta, -1)
+func (be *Backend) RoPEBackward(dx gpu.Buffer, pos []int32, N, H, HS int, theta float32) {
+	be.applyRoPE(Data(dx), pos, N, H, HS, theta, -1)
 }
 
-func (be *Backend) rope(x []float32, B, T, H, HS, pos0 int, theta, sign float32) {
+func (be *Backend) applyRoPE(x []float32, pos []int32, N, H, HS int, theta, sign float32) {
 	if HS%2 != 0 {
 		panic("gpu: rope needs an even head size")
 	}
 	half := HS / 2
-	cos, sin := ropeTable(T, HS, pos0, theta)
-	be.parallelFor(B*T, 8, func(lo, hi int) {
-		for bt := lo; bt < hi; bt++ {
-			t := bt % T
-			cs, sn := cos[t*half:(t+1)*half], sin[t*half:(t+1)*half]
+	maxPos := 0
+	for _, p := range pos[:N] {
+		maxPos = max(maxPos, int(p)+1)
+	}
+	cos, sin := be.ropeTable(maxPos, HS, theta)
+	be.parallelFor(N, 8, func(lo, hi int) {
+		for n := lo; n < hi; n++ {
+			p := int(pos[n])
+			cs, sn := cos[p*half:(p+1)*half], sin[p*half:(p+1)*half]
 			for h := 0; h < H; h++ {
-				v := x[(bt*H+h)*HS : (bt*H+h+1)*HS]
+				v := x[(n*H+h)*HS : (n*H+h+1)*HS]
 				x1, x2 := v[:half], v[half:]
 				for i := range x1 {
 					c, s := cs[i], sign*sn[i]

@@ -18,29 +18,36 @@ const (
 )
 
 func testEmbedding(h *harness) {
-	for _, sh := range [][4]int{{1, 1, 1, 1}, {2, 3, 5, 7}, {3, 17, 33, 50}} {
-		B, T, C, V := sh[0], sh[1], sh[2], sh[3]
-		wte, wpe := h.rnd(V*C, 1), h.rnd((T+2)*C, 1)
-		ids := h.ids(B*T, V)
-		for _, pos := range []int{0, 2} {
-			out := h.be.Alloc(B * T * C)
-			h.be.EmbeddingForward(out, h.up(wte), h.up(wpe), ids, B, T, C, pos)
-			h.close(fmt.Sprintf("embedding %v pos0=%d", sh, pos), h.down(out), refEmbedding(wte, wpe, ids, B, T, C, pos), 1e-6, 1e-6)
-		}
-		out := h.be.Alloc(B * T * C)
-		h.be.EmbeddingForward(out, h.up(wte), nil, ids, B, T, C, 0)
-		h.close(fmt.Sprintf("embedding %v no positions", sh), h.down(out), refEmbedding(wte, nil, ids, B, T, C, 0), 1e-6, 1e-6)
+	for _, sh := range [][3]int{{1, 1, 1}, {6, 5, 7}, {51, 33, 50}} {
+		N, C, V := sh[0], sh[1], sh[2]
+		maxT := 9
+		wte, wpe := h.rnd(V*C, 1), h.rnd(maxT*C, 1)
+		ids, pos := h.ids(N, V), h.ids(N, maxT) // positions in any order, repeated
+		out := h.be.Alloc(N * C)
+		h.be.EmbeddingForward(out, h.up(wte), h.up(wpe), ids, pos, N, C)
+		h.close(fmt.Sprintf("embedding %v", sh), h.down(out), refEmbedding(wte, wpe, ids, pos, N, C), 1e-6, 1e-6)
+		h.be.EmbeddingForward(out, h.up(wte), nil, ids, nil, N, C)
+		h.close(fmt.Sprintf("embedding %v no positions", sh), h.down(out), refEmbedding(wte, nil, ids, nil, N, C), 1e-6, 1e-6)
 	}
-	B, T, C, V, pos := 2, 5, 3, 4, 1 // V < B*T, so ids repeat and gradients accumulate
-	wte, wpe := h.rnd(V*C, 1), h.rnd((T+pos)*C, 1)
-	ids := h.ids(B*T, V)
-	dout := h.rnd(B*T*C, 1)
-	g0te, g0pe := h.rnd(V*C, 1), h.rnd((T+pos)*C, 1)
+	N, C, V, maxT := 10, 3, 4, 3 // V, maxT < N, so ids and positions repeat and gradients accumulate
+	wte, wpe := h.rnd(V*C, 1), h.rnd(maxT*C, 1)
+	ids, pos := h.ids(N, V), h.ids(N, maxT)
+	dout := h.rnd(N*C, 1)
+	g0te, g0pe := h.rnd(V*C, 1), h.rnd(maxT*C, 1)
 	dte, dpe := h.up(g0te), h.up(g0pe)
-	h.be.EmbeddingBackward(dte, dpe, h.up(dout), ids, B, T, C, pos)
+	h.be.EmbeddingBackward(dte, dpe, h.up(dout), ids, pos, N, C)
 	h.gradCheck("embedding", [][]float64{wte, wpe}, func(in [][]float64) []float64 {
-		return refEmbedding(in[0], in[1], ids, B, T, C, pos)
+		return refEmbedding(in[0], in[1], ids, pos, N, C)
 	}, dout, [][]float64{sub(h.down(dte), g0te), sub(h.down(dpe), g0pe)}, gradAtol, gradRtol)
+}
+
+// positions returns B rows of T consecutive positions starting at pos0.
+func positions(B, T, pos0 int) []int32 {
+	p := make([]int32, B*T)
+	for i := range p {
+		p[i] = int32(pos0 + i%T)
+	}
+	return p
 }
 
 func testMatMul(h *harness) {
@@ -117,17 +124,22 @@ func testLayerNorm(h *harness) {
 func testRoPE(h *harness) {
 	const theta = 10000
 	for _, sh := range [][5]int{{1, 1, 1, 2, 0}, {2, 3, 2, 4, 5}, {1, 9, 3, 16, 1}, {2, 5, 1, 64, 100}} {
-		B, T, H, HS, pos := sh[0], sh[1], sh[2], sh[3], sh[4]
-		x := h.rnd(B*T*H*HS, 1)
+		B, T, H, HS, pos0 := sh[0], sh[1], sh[2], sh[3], sh[4]
+		N := B * T
+		pos := positions(B, T, pos0)
+		if sh[4] == 5 {
+			pos = h.ids(N, 300) // arbitrary per-token positions, as in a decoding batch
+		}
+		x := h.rnd(N*H*HS, 1)
 		xb := h.up(x)
-		h.be.RoPEForward(xb, B, T, H, HS, pos, theta)
-		// Angles up to ~100 rad are computed in float64 and rounded once.
-		h.close(fmt.Sprintf("rope %v", sh), h.down(xb), refRoPE(x, B, T, H, HS, pos, theta), 1e-6, 1e-5)
+		h.be.RoPEForward(xb, pos, N, H, HS, theta)
+		// Angles up to ~300 rad are computed in float64 and rounded once.
+		h.close(fmt.Sprintf("rope %v", sh), h.down(xb), refRoPE(x, pos, N, H, HS, theta), 1e-6, 1e-5)
 		dout := h.rnd(len(x), 1)
 		db := h.up(dout)
-		h.be.RoPEBackward(db, B, T, H, HS, pos, theta)
+		h.be.RoPEBackward(db, pos, N, H, HS, theta)
 		h.gradCheck(fmt.Sprintf("rope %v", sh), [][]float64{x}, func(in [][]float64) []float64 {
-			return refRoPE(in[0], B, T, H, HS, pos, theta)
+			return refRoPE(in[0], pos, N, H, HS, theta)
 		}, dout, [][]float64{h.down(db)}, gradAtol, gradRtol)
 	}
 }
@@ -140,16 +152,30 @@ func testAttention(h *harness) {
 		{B: 2, Tq: 1, Tk: 6, Tcap: 9, NH: 4, NKV: 1, HS: 4}, // one decode step from a cache
 		{B: 1, Tq: 3, Tk: 8, Tcap: 8, NH: 2, NKV: 2, HS: 5}, // a chunk appended to a prefix
 		{B: 2, Tq: 33, Tk: 33, Tcap: 33, NH: 4, NKV: 2, HS: 32},
+		// A decoding batch: rows at different positions in one cache.
+		{B: 3, Tq: 1, Tk: 7, Tcap: 10, NH: 4, NKV: 2, HS: 4, KLen: []int32{7, 1, 4}},
+		{B: 2, Tq: 2, Tk: 6, Tcap: 6, NH: 2, NKV: 1, HS: 3, KLen: []int32{2, 6}},
 	}
 	for _, s := range shapes {
 		C, CKV := s.NH*s.HS, s.NKV*s.HS
 		q, k, v := h.rnd(s.B*s.Tq*C, 1), h.rnd(s.B*s.Tcap*CKV, 1), h.rnd(s.B*s.Tcap*CKV, 1)
+		// Cache slots past a row's keys may hold anything; they must not be read.
+		for b := 0; b < s.B; b++ {
+			for t := s.Keys(b); t < s.Tcap; t++ {
+				for i := 0; i < CKV; i++ {
+					k[(b*s.Tcap+t)*CKV+i], v[(b*s.Tcap+t)*CKV+i] = math.NaN(), math.Inf(1)
+				}
+			}
+		}
 		out, att := h.be.Alloc(s.B*s.Tq*C), h.be.Alloc(s.B*s.NH*s.Tq*s.Tk)
 		qb, kb, vb := h.up(q), h.up(k), h.up(v)
 		h.be.AttentionForward(out, att, qb, kb, vb, s)
 		h.close(fmt.Sprintf("attention %+v", s), h.down(out), refAttention(q, k, v, s), 1e-5, 1e-4)
 		if s.Tq > 8 {
 			continue
+		}
+		if s.KLen != nil {
+			continue // a decoding batch is never differentiated
 		}
 		dout := h.rnd(len(q), 1)
 		g0q, g0k, g0v := h.rnd(len(q), 1), h.rnd(len(k), 1), h.rnd(len(v), 1)
@@ -318,7 +344,7 @@ func testDeterministic(h *harness) {
 		di, dw, db := h.be.Alloc(N*C), h.be.Alloc(OC*C), h.be.Alloc(OC)
 		h.be.MatMulBackward(di, dw, db, dout, inp, w, N, C, OC)
 		dte := h.be.Alloc(V * C)
-		h.be.EmbeddingBackward(dte, nil, inp, ids, 1, N, C, 0)
+		h.be.EmbeddingBackward(dte, nil, inp, ids, nil, N, C)
 		out, att := h.be.Alloc(N*C), h.be.Alloc(2*4*35*35)
 		h.be.AttentionForward(out, att, q, k, v, s)
 		dq, dk, dv := h.be.Alloc(N*C), h.be.Alloc(N*C/2), h.be.Alloc(N*C/2)

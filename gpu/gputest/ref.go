@@ -9,13 +9,13 @@ import (
 // float64 reference implementations of every forward op: straightforward loops,
 // written from the definitions in gpu.Backend's documentation.
 
-func refEmbedding(wte, wpe []float64, ids []int32, B, T, C, pos0 int) []float64 {
-	out := make([]float64, B*T*C)
-	for i := 0; i < B*T; i++ {
+func refEmbedding(wte, wpe []float64, ids, pos []int32, N, C int) []float64 {
+	out := make([]float64, N*C)
+	for i := 0; i < N; i++ {
 		for c := 0; c < C; c++ {
 			out[i*C+c] = wte[int(ids[i])*C+c]
 			if wpe != nil {
-				out[i*C+c] += wpe[(pos0+i%T)*C+c]
+				out[i*C+c] += wpe[int(pos[i])*C+c]
 			}
 		}
 	}
@@ -74,15 +74,15 @@ func refLayerNorm(inp, w, b []float64, N, C int, eps float64) []float64 {
 	return out
 }
 
-func refRoPE(x []float64, B, T, H, HS, pos0 int, theta float64) []float64 {
+func refRoPE(x []float64, pos []int32, N, H, HS int, theta float64) []float64 {
 	out := append([]float64(nil), x...)
 	half := HS / 2
-	for b := 0; b < B; b++ {
-		for t := 0; t < T; t++ {
+	for n := 0; n < N; n++ {
+		{
 			for h := 0; h < H; h++ {
-				base := ((b*T+t)*H + h) * HS
+				base := (n*H + h) * HS
 				for i := 0; i < half; i++ {
-					ang := float64(pos0+t) * math.Pow(theta, -2*float64(i)/float64(HS))
+					ang := float64(pos[n]) * math.Pow(theta, -2*float64(i)/float64(HS))
 					c, s := math.Cos(ang), math.Sin(ang)
 					x1, x2 := x[base+i], x[base+i+half]
 					out[base+i] = x1*c - x2*s
@@ -102,7 +102,7 @@ func refAttention(q, k, v []float64, s gpu.AttnShape) []float64 {
 		for h := 0; h < s.NH; h++ {
 			kvo := (h / group) * s.HS
 			for tq := 0; tq < s.Tq; tq++ {
-				pos := s.Tk - s.Tq + tq
+				pos := s.Keys(b) - s.Tq + tq
 				sc := make([]float64, pos+1)
 				mx := math.Inf(-1)
 				for tk := 0; tk <= pos; tk++ {

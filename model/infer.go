@@ -1,0 +1,200 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/corl-project/corl/gpu"
+)
+
+// Cache is a key/value cache for incremental decoding: Slots sequences of up
+// to Cap positions each, every slot at its own length, so prompts of different
+// lengths decode together and a finished slot can take a new sequence.
+type Cache struct {
+	Slots, Cap int
+	Len        []int32 // positions held per slot
+
+	k, v []gpu.Buffer // per layer (Slots, Cap, NKV*HS)
+	// scratch for up to maxN tokens at once
+	maxN                                 int
+	x, x2, ln, mean, rstd, q, kn, vn     gpu.Buffer
+	att, attOut, fc, act, tmp, lnf, logs gpu.Buffer
+}
+
+// NewCache allocates a cache of slots x capacity positions (capacity at most
+// max_position_embeddings).
+func (m *Model) NewCache(slots, capacity int) (*Cache, error) {
+	c := m.Cfg
+	if slots <= 0 || capacity <= 0 || capacity > c.MaxSeq {
+		return nil, fmt.Errorf("kv cache: %d slots x %d positions; want positive, at most %d positions", slots, capacity, c.MaxSeq)
+	}
+	be := m.be
+	C, KVD, QD := c.Dim, c.KVHeads*c.HeadSize(), c.Heads*c.HeadSize()
+	fcW := c.Hidden
+	if c.Family == Llama {
+		fcW = 2 * c.Hidden
+	}
+	n := max(slots, capacity)
+	kc := &Cache{Slots: slots, Cap: capacity, Len: make([]int32, slots), maxN: n,
+		k: make([]gpu.Buffer, c.Layers), v: make([]gpu.Buffer, c.Layers)}
+	for l := range kc.k {
+		kc.k[l], kc.v[l] = be.Alloc(slots*capacity*KVD), be.Alloc(slots*capacity*KVD)
+	}
+	kc.x, kc.x2, kc.ln, kc.tmp, kc.lnf = be.Alloc(n*C), be.Alloc(n*C), be.Alloc(n*C), be.Alloc(n*C), be.Alloc(n*C)
+	kc.mean, kc.rstd = be.Alloc(n), be.Alloc(n)
+	kc.q, kc.attOut, kc.kn, kc.vn = be.Alloc(n*QD), be.Alloc(n*QD), be.Alloc(n*KVD), be.Alloc(n*KVD)
+	kc.att = be.Alloc(c.Heads * max(capacity*capacity, slots*capacity))
+	kc.fc, kc.act = be.Alloc(n*fcW), be.Alloc(n*c.Hidden)
+	kc.logs = be.Alloc(slots * c.Vocab)
+	return kc, nil
+}
+
+// Free releases the cache's device memory.
+func (m *Model) FreeCache(kc *Cache) {
+	for _, b := range append(append([]gpu.Buffer{kc.x, kc.x2, kc.ln, kc.mean, kc.rstd, kc.q, kc.kn, kc.vn,
+		kc.att, kc.attOut, kc.fc, kc.act, kc.tmp, kc.lnf, kc.logs}, kc.k...), kc.v...) {
+		m.be.Free(b)
+	}
+}
+
+// Prefill replaces slot's contents with tokens and returns the logits (V) of
+// the next token after them.
+func (m *Model) Prefill(kc *Cache, slot int, tokens []int32) ([]float32, error) {
+	n := len(tokens)
+	if slot < 0 || slot >= kc.Slots {
+		return nil, fmt.Errorf("prefill: slot %d outside [0, %d)", slot, kc.Slots)
+	}
+	if n == 0 || n > kc.Cap {
+		return nil, fmt.Errorf("prefill: %d tokens; want 1..%d (the cache's capacity)", n, kc.Cap)
+	}
+	if err := m.checkTokens("prompt", tokens, n); err != nil {
+		return nil, err
+	}
+	pos := make([]int32, n)
+	for i := range pos {
+		pos[i] = int32(i)
+	}
+	KVD := m.Cfg.KVHeads * m.Cfg.HeadSize()
+	off := slot * kc.Cap * KVD
+	shape := gpu.AttnShape{B: 1, Tq: n, Tk: n, Tcap: kc.Cap, NH: m.Cfg.Heads, NKV: m.Cfg.KVHeads, HS: m.Cfg.HeadSize()}
+	m.inferLayers(kc, tokens, pos, shape, func(l int) (gpu.Buffer, gpu.Buffer) {
+		m.be.Copy(kc.k[l].Slice(off, n*KVD), kc.kn.Slice(0, n*KVD))
+		m.be.Copy(kc.v[l].Slice(off, n*KVD), kc.vn.Slice(0, n*KVD))
+		return kc.k[l].Slice(off, kc.Cap*KVD), kc.v[l].Slice(off, kc.Cap*KVD)
+	})
+	kc.Len[slot] = int32(n)
+	return m.inferLogits(kc, n-1, 1)
+}
+
+// Decode appends tokens[s] to every active slot s and returns the next-token
+// logits (Slots, V). Inactive slots (active[s] false) are computed at position
+// 0 and left unchanged; their logits are meaningless.
+func (m *Model) Decode(kc *Cache, tokens []int32, active []bool) ([]float32, error) {
+	B := kc.Slots
+	if len(tokens) != B || len(active) != B {
+		return nil, fmt.Errorf("decode: %d tokens and %d active flags for %d slots", len(tokens), len(active), B)
+	}
+	if err := m.checkTokens("tokens", tokens, B); err != nil {
+		return nil, err
+	}
+	pos, klen := make([]int32, B), make([]int32, B)
+	tk := 1
+	for s := range pos {
+		if active[s] {
+			if kc.Len[s] == 0 || int(kc.Len[s]) >= kc.Cap {
+				return nil, fmt.Errorf("decode: slot %d holds %d of %d positions; prefill it first or free room", s, kc.Len[s], kc.Cap)
+			}
+			pos[s] = kc.Len[s]
+		}
+		klen[s] = pos[s] + 1
+		tk = max(tk, int(klen[s]))
+	}
+	KVD := m.Cfg.KVHeads * m.Cfg.HeadSize()
+	shape := gpu.AttnShape{B: B, Tq: 1, Tk: tk, Tcap: kc.Cap, NH: m.Cfg.Heads, NKV: m.Cfg.KVHeads, HS: m.Cfg.HeadSize(), KLen: klen}
+	m.inferLayers(kc, tokens, pos, shape, func(l int) (gpu.Buffer, gpu.Buffer) {
+		for s := 0; s < B; s++ {
+			at := (s*kc.Cap + int(pos[s])) * KVD
+			m.be.Copy(kc.k[l].Slice(at, KVD), kc.kn.Slice(s*KVD, KVD))
+			m.be.Copy(kc.v[l].Slice(at, KVD), kc.vn.Slice(s*KVD, KVD))
+		}
+		return kc.k[l], kc.v[l]
+	})
+	for s := range active {
+		if active[s] {
+			kc.Len[s]++
+		}
+	}
+	return m.inferLogits(kc, 0, B)
+}
+
+// inferLayers runs the blocks over N = len(ids) tokens without saving
+// activations. store writes layer l's new keys/values (kc.kn, kc.vn) into the
+// cache and returns the cache views attention reads.
+func (m *Model) inferLayers(kc *Cache, ids, pos []int32, shape gpu.AttnShape, store func(l int) (k, v gpu.Buffer)) {
+	c, be, lo := m.Cfg, m.be, m.lo
+	N := len(ids)
+	C, HS, H := c.Dim, c.HeadSize(), c.Hidden
+	QD, KVD := c.Heads*HS, c.KVHeads*HS
+	P := func(i int) gpu.Buffer { return m.view(m.params, i) }
+	sl := func(b gpu.Buffer, n int) gpu.Buffer { return b.Slice(0, n) }
+	x, x2 := sl(kc.x, N*C), sl(kc.x2, N*C)
+	be.EmbeddingForward(x, P(lo.wte), P(lo.wpe), ids, pos, N, C)
+	for l, lp := range lo.layers {
+		ln := sl(kc.ln, N*C)
+		m.norm(ln, sl(kc.mean, N), sl(kc.rstd, N), x, lp.norm1w, lp.norm1b, N)
+		q, kn, vn := sl(kc.q, N*QD), sl(kc.kn, N*KVD), sl(kc.vn, N*KVD)
+		be.MatMulForward(q, ln, P(lp.wq), P(lp.bq), N, C, QD)
+		be.MatMulForward(kn, ln, P(lp.wk), P(lp.bk), N, C, KVD)
+		be.MatMulForward(vn, ln, P(lp.wv), P(lp.bv), N, C, KVD)
+		if c.Family == Llama {
+			be.RoPEForward(q, pos, N, c.Heads, HS, c.RopeTheta)
+			be.RoPEForward(kn, pos, N, c.KVHeads, HS, c.RopeTheta)
+		}
+		k, v := store(l)
+		attOut := sl(kc.attOut, N*QD)
+		be.AttentionForward(attOut, sl(kc.att, shape.B*c.Heads*shape.Tq*shape.Tk), q, k, v, shape)
+		tmp := sl(kc.tmp, N*C)
+		be.MatMulForward(tmp, attOut, P(lp.wo), P(lp.bo), N, QD, C)
+		be.Add(x2, x, tmp, N*C)
+		m.norm(ln, sl(kc.mean, N), sl(kc.rstd, N), x2, lp.norm2w, lp.norm2b, N)
+		act := sl(kc.act, N*H)
+		if c.Family == GPT2 {
+			fc := sl(kc.fc, N*H)
+			be.MatMulForward(fc, ln, P(lp.wfc), P(lp.bfc), N, C, H)
+			be.GELUForward(act, fc, N*H)
+		} else {
+			fc := sl(kc.fc, N*2*H)
+			be.MatMulForward(fc, ln, P(lp.wfc), nil, N, C, 2*H)
+			be.SwiGLUForward(act, fc, N, H)
+		}
+		be.MatMulForward(tmp, act, P(lp.wproj), P(lp.bproj), N, H, C)
+		be.Add(x, x2, tmp, N*C)
+	}
+	m.norm(sl(kc.lnf, N*C), sl(kc.mean, N), sl(kc.rstd, N), x, lo.normfW, lo.normfB, N)
+}
+
+// inferLogits projects rows [first, first+n) of the final hidden state to
+// logits and downloads them (n, V).
+func (m *Model) inferLogits(kc *Cache, first, n int) ([]float32, error) {
+	C, V := m.Cfg.Dim, m.Cfg.Vocab
+	out := kc.logs.Slice(0, n*V)
+	m.be.MatMulForward(out, kc.lnf.Slice(first*C, n*C), m.view(m.params, m.lo.lmHead), nil, n, C, V)
+	logits := make([]float32, n*V)
+	m.be.Download(logits, out)
+	if err := m.be.Sync(); err != nil {
+		return nil, fmt.Errorf("inference: %w", err)
+	}
+	return logits, nil
+}
+
+// ForwardLogits runs the full (training) forward pass over inputs (B*T) and
+// returns every position's logits (B*T, V): the reference the cached path
+// must agree with, and what a prefix-recomputing generator would use.
+func (m *Model) ForwardLogits(inputs []int32, B, T int) ([]float32, error) {
+	if _, _, err := m.Forward(inputs, inputs, B, T, false); err != nil {
+		return nil, err
+	}
+	logits := make([]float32, B*T*m.Cfg.Vocab)
+	m.be.Download(logits, m.acts.logits)
+	m.acts.inputs = nil // nothing to differentiate: the caller asked for logits only
+	return logits, m.be.Sync()
+}

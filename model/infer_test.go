@@ -1,0 +1,99 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/corl-project/corl/gpu/cpu"
+)
+
+// TestCachedLogitsMatchFullForward: prefill a prefix, then decode the rest one
+// token at a time, several sequences of different lengths in one batch; every
+// position's logits must equal the full forward pass's.
+func TestCachedLogitsMatchFullForward(t *testing.T) {
+	for name, cfg := range tinyConfigs() {
+		t.Run(name, func(t *testing.T) {
+			cfg.MaxSeq = 16
+			m, err := New(cpu.New(2), cfg, 11)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := cpu.Data(m.params)
+			for i := range p[:m.lo.decayed] {
+				p[i] *= 10 // sharper attention, so position mistakes show
+			}
+			r := rand.New(rand.NewPCG(2, 3))
+			V := cfg.Vocab
+			seqs := [][]int32{make([]int32, 13), make([]int32, 9), make([]int32, 16)}
+			prefix := []int{5, 1, 8}
+			full := make([][]float32, len(seqs))
+			for i, s := range seqs {
+				for j := range s {
+					s[j] = int32(r.IntN(V))
+				}
+				if full[i], err = m.ForwardLogits(s, 1, len(s)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			kc, err := m.NewCache(len(seqs), cfg.MaxSeq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check := func(i, pos int, got []float32) {
+				t.Helper()
+				want := full[i][pos*V : (pos+1)*V]
+				for j := range want {
+					if math.Abs(float64(got[j]-want[j])) > 1e-4*(1+math.Abs(float64(want[j]))) {
+						t.Fatalf("sequence %d position %d logit %d: cached %v, full %v", i, pos, j, got[j], want[j])
+					}
+				}
+			}
+			for i, s := range seqs {
+				lg, err := m.Prefill(kc, i, s[:prefix[i]])
+				if err != nil {
+					t.Fatal(err)
+				}
+				check(i, prefix[i]-1, lg)
+			}
+			for step := 0; ; step++ {
+				tokens, active := make([]int32, len(seqs)), make([]bool, len(seqs))
+				any := false
+				for i, s := range seqs {
+					if n := int(kc.Len[i]); n < len(s) {
+						tokens[i], active[i], any = s[n], true, true
+					}
+				}
+				if !any {
+					break
+				}
+				lg, err := m.Decode(kc, tokens, active)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range seqs {
+					if active[i] {
+						check(i, int(kc.Len[i])-1, lg[i*V:(i+1)*V])
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestCacheRejectsOverflow(t *testing.T) {
+	m, _ := New(cpu.New(1), tinyConfigs()["gpt2"], 1)
+	if _, err := m.NewCache(2, 99); err == nil {
+		t.Fatal("a cache longer than max_position_embeddings was accepted")
+	}
+	kc, _ := m.NewCache(1, 4)
+	if _, err := m.Prefill(kc, 0, []int32{1, 2, 3, 4, 5}); err == nil {
+		t.Fatal("a prompt longer than the cache was accepted")
+	}
+	if _, err := m.Prefill(kc, 0, []int32{1, 2, 3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Decode(kc, []int32{1}, []bool{true}); err == nil {
+		t.Fatal("decoding into a full slot was accepted")
+	}
+}
