@@ -1,0 +1,428 @@
+package model
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/corl-project/corl/gpu"
+	"github.com/corl-project/corl/safetensors"
+)
+
+// Hugging Face checkpoints: config.json plus model.safetensors (or shards with
+// model.safetensors.index.json), tensor names as transformers writes them.
+// GPT-2 stores its projections as Conv1D, (in, out), with q/k/v fused into
+// c_attn; Llama stores gate_proj and up_proj separately. The mapping below
+// converts in both directions, so a saved model reads back bitwise identical.
+
+type hfConfig struct {
+	ModelType     string   `json:"model_type"`
+	Architectures []string `json:"architectures,omitempty"`
+	// llama / qwen2 names
+	HiddenSize       int     `json:"hidden_size,omitempty"`
+	Intermediate     int     `json:"intermediate_size,omitempty"`
+	NumLayers        int     `json:"num_hidden_layers,omitempty"`
+	NumHeads         int     `json:"num_attention_heads,omitempty"`
+	NumKVHeads       int     `json:"num_key_value_heads,omitempty"`
+	MaxPositions     int     `json:"max_position_embeddings,omitempty"`
+	RMSNormEps       float32 `json:"rms_norm_eps,omitempty"`
+	RopeTheta        float32 `json:"rope_theta,omitempty"`
+	AttentionBias    *bool   `json:"attention_bias,omitempty"`
+	TieWordEmbedding *bool   `json:"tie_word_embeddings,omitempty"`
+	VocabSize        int     `json:"vocab_size"`
+	InitRange        float32 `json:"initializer_range,omitempty"`
+	// gpt2 names
+	NLayer      int     `json:"n_layer,omitempty"`
+	NEmbd       int     `json:"n_embd,omitempty"`
+	NHead       int     `json:"n_head,omitempty"`
+	NPositions  int     `json:"n_positions,omitempty"`
+	NInner      *int    `json:"n_inner,omitempty"`
+	LayerNormEp float32 `json:"layer_norm_epsilon,omitempty"`
+	Activation  string  `json:"activation_function,omitempty"`
+}
+
+func (c Config) toHF() hfConfig {
+	if c.Family == GPT2 {
+		inner := c.Hidden
+		return hfConfig{ModelType: "gpt2", Architectures: []string{"GPT2LMHeadModel"}, NLayer: c.Layers, NEmbd: c.Dim, NHead: c.Heads,
+			NPositions: c.MaxSeq, NInner: &inner, LayerNormEp: c.NormEps, VocabSize: c.Vocab, Activation: "gelu_new", InitRange: c.InitStdDev}
+	}
+	typ, arch := "llama", "LlamaForCausalLM"
+	if c.QKVBias {
+		typ, arch = "qwen2", "Qwen2ForCausalLM"
+	}
+	tied, bias := c.TiedEmbed, c.QKVBias
+	return hfConfig{ModelType: typ, Architectures: []string{arch}, HiddenSize: c.Dim, Intermediate: c.Hidden, NumLayers: c.Layers,
+		NumHeads: c.Heads, NumKVHeads: c.KVHeads, MaxPositions: c.MaxSeq, RMSNormEps: c.NormEps, RopeTheta: c.RopeTheta,
+		AttentionBias: &bias, TieWordEmbedding: &tied, VocabSize: c.Vocab, InitRange: c.InitStdDev}
+}
+
+func (h hfConfig) toConfig() (Config, error) {
+	switch h.ModelType {
+	case "gpt2":
+		c := Config{Family: GPT2, Layers: h.NLayer, Dim: h.NEmbd, Heads: h.NHead, Vocab: h.VocabSize, MaxSeq: h.NPositions,
+			NormEps: h.LayerNormEp, InitStdDev: h.InitRange, TiedEmbed: true}
+		if h.NInner != nil {
+			c.Hidden = *h.NInner
+		}
+		return c, nil
+	case "llama", "qwen2", "mistral":
+		c := Config{Family: Llama, Layers: h.NumLayers, Dim: h.HiddenSize, Heads: h.NumHeads, KVHeads: h.NumKVHeads,
+			Hidden: h.Intermediate, Vocab: h.VocabSize, MaxSeq: h.MaxPositions, RopeTheta: h.RopeTheta, NormEps: h.RMSNormEps,
+			InitStdDev: h.InitRange, QKVBias: h.ModelType == "qwen2"}
+		if h.AttentionBias != nil {
+			c.QKVBias = *h.AttentionBias
+		}
+		if h.TieWordEmbedding != nil {
+			c.TiedEmbed = *h.TieWordEmbedding
+		}
+		return c, nil
+	}
+	return Config{}, fmt.Errorf("model_type: %q is not supported (gpt2, llama, qwen2, mistral)", h.ModelType)
+}
+
+// ReadConfig reads a Hugging Face config.json.
+func ReadConfig(dir string) (Config, error) {
+	path := filepath.Join(dir, "config.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("model config: %w", err)
+	}
+	var h hfConfig
+	if err := json.Unmarshal(data, &h); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	c, err := h.toConfig()
+	if err == nil {
+		c, err = c.Normalized()
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// hfTensor is one checkpoint tensor and how it maps onto internal tensors:
+// parts are concatenated along the output dimension (rows of the internal
+// (out, in) matrices); half >= 0 selects the first or second half of a single
+// part's rows (Llama's gate and up inside the fused gate_up matrix);
+// transposed marks GPT-2's Conv1D (in, out) layout.
+type hfTensor struct {
+	name       string
+	shape      []int
+	parts      []int // internal tensor indexes
+	half       int
+	transposed bool
+}
+
+func (m *Model) hfLayout() []hfTensor {
+	var out []hfTensor
+	lo := m.lo
+	one := func(i int) hfTensor {
+		t := lo.tensors[i]
+		return hfTensor{name: t.Name, shape: t.Shape, parts: []int{i}, half: -1}
+	}
+	if m.Cfg.Family == GPT2 {
+		C := m.Cfg.Dim
+		conv := func(name string, in, outDim int, parts ...int) hfTensor {
+			return hfTensor{name: name, shape: []int{in, outDim}, parts: parts, half: -1, transposed: true}
+		}
+		vec := func(name string, n int, parts ...int) hfTensor {
+			return hfTensor{name: name, shape: []int{n}, parts: parts, half: -1}
+		}
+		out = append(out, one(lo.wte), one(lo.wpe))
+		for l, lp := range lo.layers {
+			p := fmt.Sprintf("h.%d.", l)
+			out = append(out, one(lp.norm1w), one(lp.norm1b),
+				conv(p+"attn.c_attn.weight", C, 3*C, lp.wq, lp.wk, lp.wv), vec(p+"attn.c_attn.bias", 3*C, lp.bq, lp.bk, lp.bv),
+				conv(p+"attn.c_proj.weight", C, C, lp.wo), one(lp.bo),
+				one(lp.norm2w), one(lp.norm2b),
+				conv(p+"mlp.c_fc.weight", C, m.Cfg.Hidden, lp.wfc), one(lp.bfc),
+				conv(p+"mlp.c_proj.weight", m.Cfg.Hidden, C, lp.wproj), one(lp.bproj))
+		}
+		return append(out, one(lo.normfW), one(lo.normfB))
+	}
+	for i, t := range lo.tensors {
+		if !strings.HasSuffix(t.Name, "mlp.gate_up_proj.weight") {
+			out = append(out, one(i))
+			continue
+		}
+		base := strings.TrimSuffix(t.Name, "gate_up_proj.weight")
+		H, C := t.Shape[0]/2, t.Shape[1]
+		out = append(out, hfTensor{name: base + "gate_proj.weight", shape: []int{H, C}, parts: []int{i}, half: 0},
+			hfTensor{name: base + "up_proj.weight", shape: []int{H, C}, parts: []int{i}, half: 1})
+	}
+	return out
+}
+
+// hfParts returns the views of the host parameter array that an hfTensor
+// covers, in order, and the row length (columns of the internal matrices).
+func (m *Model) hfParts(h hfTensor, host []float32) (views [][]float32, cols int) {
+	if h.half >= 0 {
+		t := m.lo.tensors[h.parts[0]]
+		n := t.Size() / 2
+		return [][]float32{host[t.Off+h.half*n : t.Off+(h.half+1)*n]}, t.Shape[1]
+	}
+	for _, i := range h.parts {
+		t := m.lo.tensors[i]
+		views = append(views, host[t.Off:t.Off+t.Size()])
+		cols = t.Shape[len(t.Shape)-1]
+	}
+	return views, cols
+}
+
+// exportHF converts the host parameter array into checkpoint tensors.
+func (m *Model) exportHF(host []float32) []safetensors.Tensor {
+	var out []safetensors.Tensor
+	for _, h := range m.hfLayout() {
+		views, cols := m.hfParts(h, host)
+		var data []float32
+		for _, v := range views {
+			data = append(data, v...)
+		}
+		if h.transposed { // internal (out, in) -> Conv1D (in, out)
+			rows := len(data) / cols
+			tr := make([]float32, len(data))
+			for r := 0; r < rows; r++ {
+				for c := 0; c < cols; c++ {
+					tr[c*rows+r] = data[r*cols+c]
+				}
+			}
+			data = tr
+		}
+		out = append(out, safetensors.Tensor{Name: h.name, Shape: h.shape, Data: data})
+	}
+	return out
+}
+
+// SaveHF writes config.json and model.safetensors into dir (created if needed).
+func (m *Model) SaveHF(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("save model: %w", err)
+	}
+	host := make([]float32, m.lo.total)
+	m.be.Download(host, m.params)
+	if err := m.be.Sync(); err != nil {
+		return err
+	}
+	cfg, err := json.MarshalIndent(m.Cfg.toHF(), "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(dir, "config.json"), func(w io.Writer) error { _, err := w.Write(append(cfg, '\n')); return err }); err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(dir, "model.safetensors"), func(w io.Writer) error {
+		return safetensors.Write(w, m.exportHF(host), map[string]string{"format": "pt"})
+	})
+}
+
+// LoadHF builds a model from a Hugging Face checkpoint directory. Every
+// tensor of the architecture must be present with its exact shape; tensors the
+// architecture does not use are an error, except known non-parameter buffers.
+func LoadHF(be gpu.Backend, dir string) (*Model, error) {
+	cfg, err := ReadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	m, err := New(be, cfg, 0)
+	if err != nil {
+		return nil, err
+	}
+	files, err := openWeights(dir)
+	if err != nil {
+		return nil, err
+	}
+	lookup := func(name string) (*safetensors.File, string, bool) {
+		for _, cand := range []string{name, "transformer." + name} {
+			for _, f := range files {
+				if _, ok := f.Info(cand); ok {
+					return f, cand, true
+				}
+			}
+		}
+		return nil, "", false
+	}
+	host := make([]float32, m.lo.total)
+	used := map[string]bool{}
+	for _, h := range m.hfLayout() {
+		f, name, ok := lookup(h.name)
+		if !ok {
+			return nil, fmt.Errorf("%s: checkpoint has no tensor %q", dir, h.name)
+		}
+		used[name] = true
+		info, _ := f.Info(name)
+		if fmt.Sprint(info.Shape) != fmt.Sprint(h.shape) {
+			return nil, fmt.Errorf("%s: tensor %q has shape %v, config.json implies %v", dir, name, info.Shape, h.shape)
+		}
+		data, err := f.Float32(name)
+		if err != nil {
+			return nil, err
+		}
+		views, cols := m.hfParts(h, host)
+		if h.transposed {
+			rows := len(data) / cols
+			tr := make([]float32, len(data))
+			for c := 0; c < cols; c++ {
+				for r := 0; r < rows; r++ {
+					tr[r*cols+c] = data[c*rows+r]
+				}
+			}
+			data = tr
+		}
+		for _, v := range views {
+			copy(v, data[:len(v)])
+			data = data[len(v):]
+		}
+	}
+	var unexpected []string
+	for _, f := range files {
+		for _, in := range f.Infos() {
+			if !used[in.Name] && !ignorableBuffer(in.Name) && !(m.lo.lmHead == m.lo.wte && in.Name == "lm_head.weight") {
+				unexpected = append(unexpected, in.Name)
+			}
+		}
+	}
+	if len(unexpected) > 0 {
+		sort.Strings(unexpected)
+		return nil, fmt.Errorf("%s: tensors the %s architecture does not use: %s", dir, cfg.Family, strings.Join(unexpected, ", "))
+	}
+	be.Upload(m.params, host)
+	return m, be.Sync()
+}
+
+// ignorableBuffer names non-parameter buffers older checkpoints carry.
+func ignorableBuffer(name string) bool {
+	return strings.HasSuffix(name, ".attn.bias") || strings.HasSuffix(name, ".attn.masked_bias") ||
+		strings.HasSuffix(name, "rotary_emb.inv_freq")
+}
+
+func openWeights(dir string) ([]*safetensors.File, error) {
+	single := filepath.Join(dir, "model.safetensors")
+	if _, err := os.Stat(single); err == nil {
+		f, err := safetensors.ReadFile(single)
+		if err != nil {
+			return nil, err
+		}
+		return []*safetensors.File{f}, nil
+	}
+	index := filepath.Join(dir, "model.safetensors.index.json")
+	data, err := os.ReadFile(index)
+	if err != nil {
+		return nil, fmt.Errorf("%s: no model.safetensors or model.safetensors.index.json", dir)
+	}
+	var idx struct {
+		WeightMap map[string]string `json:"weight_map"`
+	}
+	if err := json.Unmarshal(data, &idx); err != nil {
+		return nil, fmt.Errorf("%s: %w", index, err)
+	}
+	shards := map[string]bool{}
+	for _, f := range idx.WeightMap {
+		shards[f] = true
+	}
+	names := make([]string, 0, len(shards))
+	for f := range shards {
+		if filepath.Base(f) != f {
+			return nil, fmt.Errorf("%s: shard %q must be a file name in the same directory", index, f)
+		}
+		names = append(names, f)
+	}
+	sort.Strings(names)
+	var out []*safetensors.File
+	for _, n := range names {
+		f, err := safetensors.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// SaveOptimizer writes AdamW's moments (internal tensor names) and the step
+// count to path, so a resumed run continues exactly.
+func (m *Model) SaveOptimizer(path string) error {
+	host := make([]float32, m.lo.total)
+	var ts []safetensors.Tensor
+	for _, pair := range []struct {
+		prefix string
+		buf    gpu.Buffer
+	}{{"exp_avg/", m.m}, {"exp_avg_sq/", m.v}} {
+		m.be.Download(host, pair.buf)
+		if err := m.be.Sync(); err != nil {
+			return err
+		}
+		for _, t := range m.lo.tensors {
+			ts = append(ts, safetensors.Tensor{Name: pair.prefix + t.Name, Shape: t.Shape, Data: append([]float32(nil), host[t.Off:t.Off+t.Size()]...)})
+		}
+	}
+	return writeAtomic(path, func(w io.Writer) error {
+		return safetensors.Write(w, ts, map[string]string{"step": strconv.Itoa(m.step)})
+	})
+}
+
+// LoadOptimizer restores what SaveOptimizer wrote.
+func (m *Model) LoadOptimizer(path string) error {
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	step, err := strconv.Atoi(f.Metadata["step"])
+	if err != nil || step < 0 {
+		return fmt.Errorf("%s: metadata step %q is not a step count", path, f.Metadata["step"])
+	}
+	host := make([]float32, m.lo.total)
+	for _, pair := range []struct {
+		prefix string
+		buf    gpu.Buffer
+	}{{"exp_avg/", m.m}, {"exp_avg_sq/", m.v}} {
+		for _, t := range m.lo.tensors {
+			d, err := f.Float32(pair.prefix + t.Name)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			if len(d) != t.Size() {
+				return fmt.Errorf("%s: %s%s has %d values, want %d", path, pair.prefix, t.Name, len(d), t.Size())
+			}
+			copy(host[t.Off:], d)
+		}
+		m.be.Upload(pair.buf, host)
+	}
+	m.step = step
+	return m.be.Sync()
+}
+
+// writeAtomic writes path through a temporary file in the same directory and
+// renames it into place, so a crash never leaves a half-written file.
+func writeAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
