@@ -56,3 +56,30 @@ func swigluBwdVec(dgate, dup, dout, gate, up []float32) int {
 	swigluBwdAVX512(&dgate[0], &dup[0], &dout[0], &gate[0], &up[0], n)
 	return n
 }
+
+//go:noescape
+func dotAVX512(a, b *float32, n int) float32
+
+//go:noescape
+func axpyAVX512(y *float32, alpha float32, x *float32, n int)
+
+// dotVec returns the dot product of the first multiple-of-16 elements and how
+// many it covered.
+func dotVec(a, b []float32) (float32, int) {
+	n := len(a) &^ 15
+	if !useAVX512 || n == 0 {
+		return 0, 0
+	}
+	_ = b[n-1]
+	return dotAVX512(&a[0], &b[0], n), n
+}
+
+func axpyVec(y []float32, alpha float32, x []float32) int {
+	n := len(y) &^ 15
+	if !useAVX512 || n == 0 {
+		return 0
+	}
+	_ = x[n-1]
+	axpyAVX512(&y[0], alpha, &x[0], n)
+	return n
+}

@@ -42,6 +42,10 @@ func (be *Backend) AttentionForward(out, att, q, k, v gpu.Buffer, s gpu.AttnShap
 			qo, kvo := b*s.Tq*C+h*s.HS, b*s.Tcap*CKV+(h/group)*s.HS
 			p := a[(b*s.NH+h)*s.Tq*s.Tk:][:s.Tq*s.Tk]
 			tk := s.Keys(b) // keys past tk are never read: a cache may hold anything there
+			if s.Tq < decodeRows {
+				attendRows(o[qo:], p, qd[qo:], kd[kvo:], vd[kvo:], s, tk, C, CKV, scale)
+				continue
+			}
 			gemmSerial(scr, false, true, s.Tq, tk, s.HS, qd[qo:], C, kd[kvo:], CKV, p, s.Tk, false)
 			for tq := 0; tq < s.Tq; tq++ {
 				pos := tk - s.Tq + tq
@@ -104,16 +108,50 @@ func (be *Backend) AttentionBackward(dq, dk, dv, dout, att, q, k, v gpu.Buffer, 
 	})
 }
 
+// decodeRows is the query count below which attention uses dot products and
+// axpys directly: packing the whole key and value cache for one or two query
+// rows (decoding) costs more than the products themselves.
+const decodeRows = 4
+
+// attendRows is attention for a few query rows of one (batch, head):
+// q, out rows at stride C; k, v rows at stride CKV; p (Tq, Tk) probabilities.
+func attendRows(out, p, q, k, v []float32, s gpu.AttnShape, tk, C, CKV int, scale float32) {
+	for tq := 0; tq < s.Tq; tq++ {
+		pos := tk - s.Tq + tq
+		qv := q[tq*C:][:s.HS]
+		row := p[tq*s.Tk : (tq+1)*s.Tk]
+		maxv := float32(math.Inf(-1))
+		for j := 0; j <= pos; j++ {
+			row[j] = dot(qv, k[j*CKV:][:s.HS]) * scale
+			maxv = max(maxv, row[j])
+		}
+		var sum float32
+		for j := 0; j <= pos; j++ {
+			row[j] = exp32(row[j] - maxv)
+			sum += row[j]
+		}
+		inv := 1 / sum
+		ov := out[tq*C:][:s.HS]
+		clear(ov)
+		for j := 0; j <= pos; j++ {
+			row[j] *= inv
+			axpy(ov, row[j], v[j*CKV:][:s.HS])
+		}
+		clear(row[pos+1:])
+	}
+}
+
 // workerScratch returns worker w's private GEMM scratch for serial GEMMs.
 func (be *Backend) workerScratch(w int) *gemmScratch {
 	return be.serialScratch[w]
 }
 
-// dot returns sum a[i]*b[i] with four independent accumulators.
+// dot returns sum a[i]*b[i]: the vector kernel over the largest multiple of
+// 16, then four scalar accumulators.
 func dot(a, b []float32) float32 {
 	b = b[:len(a)]
+	s, i := dotVec(a, b)
 	var s0, s1, s2, s3 float32
-	i := 0
 	for ; i+4 <= len(a); i += 4 {
 		s0 += a[i] * b[i]
 		s1 += a[i+1] * b[i+1]
@@ -123,13 +161,13 @@ func dot(a, b []float32) float32 {
 	for ; i < len(a); i++ {
 		s0 += a[i] * b[i]
 	}
-	return (s0 + s1) + (s2 + s3)
+	return s + ((s0 + s1) + (s2 + s3))
 }
 
 // axpy computes y += alpha*x.
 func axpy(y []float32, alpha float32, x []float32) {
 	x = x[:len(y)]
-	for i := range y {
+	for i := axpyVec(y, alpha, x); i < len(y); i++ {
 		y[i] += alpha * x[i]
 	}
 }

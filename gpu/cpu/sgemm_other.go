@@ -8,3 +8,5 @@ func geluFwdVec(out, inp []float32) int                     { return 0 }
 func geluBwdVec(dinp, dout, inp []float32) int              { return 0 }
 func swigluFwdVec(out, gate, up []float32) int              { return 0 }
 func swigluBwdVec(dgate, dup, dout, gate, up []float32) int { return 0 }
+func dotVec(a, b []float32) (float32, int)                  { return 0, 0 }
+func axpyVec(y []float32, alpha float32, x []float32) int   { return 0 }

@@ -1,0 +1,213 @@
+package generate
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/tokenizer"
+)
+
+// Request is one prompt (token ids) to complete.
+type Request struct {
+	Prompt []int32
+	Params
+}
+
+// Output is one completion.
+type Output struct {
+	Tokens   []int32   // generated ids, EOS included when it ended the sequence
+	LogProbs []float32 // per generated token, see sampler.next
+	Text     string    // decoded completion, cut before a stop string, without EOS
+	Finish   string    // "eos", "stop" or "length"
+}
+
+// Generator runs requests through a model.
+type Generator struct {
+	Model *model.Model
+	Tok   tokenizer.Tokenizer
+	// Slots bounds the decoding batch (0: 64).
+	Slots int
+	// Progress, if set, is called after each finished request.
+	Progress func(done, total int)
+}
+
+type slotState struct {
+	req     int
+	s       *sampler
+	out     Output
+	last    int32
+	started bool
+}
+
+// Run completes every request and returns the outputs in request order.
+func (g *Generator) Run(reqs []Request) ([]Output, error) {
+	m := g.Model
+	if len(reqs) == 0 {
+		return nil, nil
+	}
+	capNeeded := 0
+	for i, r := range reqs {
+		if len(r.Prompt) == 0 {
+			return nil, fmt.Errorf("request %d: empty prompt", i)
+		}
+		if r.MaxNewTokens <= 0 {
+			return nil, fmt.Errorf("request %d: max_new_tokens must be positive, got %d", i, r.MaxNewTokens)
+		}
+		need := len(r.Prompt) + r.MaxNewTokens
+		if need > m.Cfg.MaxSeq {
+			return nil, fmt.Errorf("request %d: %d prompt tokens + %d new tokens exceed the model's %d positions",
+				i, len(r.Prompt), r.MaxNewTokens, m.Cfg.MaxSeq)
+		}
+		capNeeded = max(capNeeded, need)
+	}
+	slots := g.Slots
+	if slots <= 0 {
+		slots = 64
+	}
+	slots = min(slots, len(reqs))
+	kc, err := m.NewCache(slots, capNeeded)
+	if err != nil {
+		return nil, err
+	}
+	defer m.FreeCache(kc)
+	V := m.Cfg.Vocab
+	outs := make([]Output, len(reqs))
+	state := make([]*slotState, slots)
+	nextReq, done := 0, 0
+	eos := g.Tok.EOS()
+	// fill starts the next request in slot s (prefill + first token).
+	fill := func(s int) error {
+		for state[s] == nil && nextReq < len(reqs) {
+			i := nextReq
+			nextReq++
+			st := &slotState{req: i, s: newSampler(reqs[i].Params)}
+			logits, err := m.Prefill(kc, s, reqs[i].Prompt)
+			if err != nil {
+				return fmt.Errorf("request %d: %w", i, err)
+			}
+			state[s] = st
+			if g.accept(st, logits[:V], eos, reqs[i]) {
+				outs[i], state[s] = st.out, nil
+				done++
+				g.report(done, len(reqs))
+			}
+		}
+		return nil
+	}
+	for s := range state {
+		if err := fill(s); err != nil {
+			return nil, err
+		}
+	}
+	tokens, active := make([]int32, slots), make([]bool, slots)
+	for done < len(reqs) {
+		for s, st := range state {
+			active[s] = st != nil
+			tokens[s] = 0
+			if st != nil {
+				tokens[s] = st.last
+			}
+		}
+		logits, err := m.Decode(kc, tokens, active)
+		if err != nil {
+			return nil, err
+		}
+		for s, st := range state {
+			if st == nil {
+				continue
+			}
+			if g.accept(st, logits[s*V:(s+1)*V], eos, reqs[st.req]) {
+				outs[st.req], state[s] = st.out, nil
+				done++
+				g.report(done, len(reqs))
+				if err := fill(s); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return outs, nil
+}
+
+func (g *Generator) report(done, total int) {
+	if g.Progress != nil {
+		g.Progress(done, total)
+	}
+}
+
+// accept samples one token for a slot and reports whether its request ended.
+func (g *Generator) accept(st *slotState, logits []float32, eos int32, r Request) bool {
+	tok, lp := st.s.next(logits)
+	st.out.Tokens = append(st.out.Tokens, tok)
+	st.out.LogProbs = append(st.out.LogProbs, lp)
+	st.last = tok
+	if tok == eos {
+		st.out.Text = g.Tok.Decode(st.out.Tokens[:len(st.out.Tokens)-1])
+		st.out.Finish = "eos"
+		return true
+	}
+	if len(r.Stop) > 0 || len(st.out.Tokens) >= r.MaxNewTokens {
+		text := g.Tok.Decode(st.out.Tokens)
+		for _, stop := range r.Stop {
+			if i := strings.Index(text, stop); stop != "" && i >= 0 {
+				st.out.Text, st.out.Finish = text[:i], "stop"
+				return true
+			}
+		}
+		if len(st.out.Tokens) >= r.MaxNewTokens {
+			st.out.Text, st.out.Finish = text, "length"
+			return true
+		}
+	}
+	return false
+}
+
+// RunWithoutCache completes requests by recomputing the whole sequence at
+// every step (rows of equal length batched together). It is the reference
+// the cached path is measured against; outputs agree with Run up to float
+// rounding in the logits.
+func (g *Generator) RunWithoutCache(reqs []Request) ([]Output, error) {
+	m := g.Model
+	V := m.Cfg.Vocab
+	eos := g.Tok.EOS()
+	states := make([]*slotState, len(reqs))
+	seqs := make([][]int32, len(reqs))
+	for i, r := range reqs {
+		if len(r.Prompt)+r.MaxNewTokens > m.Cfg.MaxSeq {
+			return nil, fmt.Errorf("request %d: too long for the model's %d positions", i, m.Cfg.MaxSeq)
+		}
+		states[i] = &slotState{req: i, s: newSampler(r.Params)}
+		seqs[i] = append([]int32(nil), r.Prompt...)
+	}
+	outs := make([]Output, len(reqs))
+	for {
+		groups := map[int][]int{}
+		for i, st := range states {
+			if st != nil {
+				groups[len(seqs[i])] = append(groups[len(seqs[i])], i)
+			}
+		}
+		if len(groups) == 0 {
+			return outs, nil
+		}
+		for T, rows := range groups {
+			flat := make([]int32, 0, len(rows)*T)
+			for _, i := range rows {
+				flat = append(flat, seqs[i]...)
+			}
+			logits, err := m.ForwardLogits(flat, len(rows), T)
+			if err != nil {
+				return nil, err
+			}
+			for b, i := range rows {
+				last := logits[((b+1)*T-1)*V : (b+1)*T*V]
+				if g.accept(states[i], last, eos, reqs[i]) {
+					outs[i], states[i] = states[i].out, nil
+				} else {
+					seqs[i] = append(seqs[i], states[i].last)
+				}
+			}
+		}
+	}
+}

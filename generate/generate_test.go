@@ -1,0 +1,202 @@
+package generate
+
+import (
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/corl-project/corl/gpu/cpu"
+	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/tokenizer"
+)
+
+func tinyModel(t testing.TB, family string) *model.Model {
+	t.Helper()
+	cfg := model.Config{Family: family, Layers: 2, Dim: 32, Heads: 4, KVHeads: 2, Vocab: 257, MaxSeq: 64}
+	if family == model.GPT2 {
+		cfg.KVHeads = 0
+	}
+	m, err := model.New(cpu.New(2), cfg, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sharpen the random model a little so samples are not uniform noise.
+	p := cpu.Data(m.Params())
+	for i := range p {
+		p[i] *= 8
+	}
+	return m
+}
+
+func requests(tok tokenizer.Tokenizer, temp float32) []Request {
+	var reqs []Request
+	for i, s := range []string{"1+1=", "hello", "a much longer prompt than the others", "x"} {
+		ids, _ := tok.Encode(s)
+		reqs = append(reqs, Request{Prompt: ids, Params: Params{MaxNewTokens: 6 + i, Temperature: temp, TopK: 50, TopP: 0.95, Seed: uint64(100 + i)}})
+	}
+	return reqs
+}
+
+// TestReproducibleAcrossBatching: a request's completion depends on its seed
+// only: the same with 1 slot or 4, and in any order.
+func TestReproducibleAcrossBatching(t *testing.T) {
+	for _, family := range []string{model.GPT2, model.Llama} {
+		tok := tokenizer.NewBytes()
+		m := tinyModel(t, family)
+		reqs := requests(tok, 1)
+		a, err := (&Generator{Model: m, Tok: tok, Slots: 4}).Run(reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := (&Generator{Model: m, Tok: tok, Slots: 1}).Run(reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev := []Request{reqs[3], reqs[2], reqs[1], reqs[0]}
+		c, err := (&Generator{Model: m, Tok: tok, Slots: 3}).Run(rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range reqs {
+			if !reflect.DeepEqual(a[i].Tokens, b[i].Tokens) || !reflect.DeepEqual(a[i].Tokens, c[3-i].Tokens) {
+				t.Fatalf("%s request %d: %v (4 slots), %v (1 slot), %v (reversed)", family, i, a[i].Tokens, b[i].Tokens, c[3-i].Tokens)
+			}
+			if len(a[i].LogProbs) != len(a[i].Tokens) {
+				t.Fatalf("request %d: %d log-probs for %d tokens", i, len(a[i].LogProbs), len(a[i].Tokens))
+			}
+		}
+		hot := reqs[2]
+		hot.Temperature, hot.TopK, hot.TopP = 5, 0, 0 // flat enough that seeds matter
+		e, _ := (&Generator{Model: m, Tok: tok}).Run([]Request{hot})
+		hot.Seed++
+		d, _ := (&Generator{Model: m, Tok: tok}).Run([]Request{hot})
+		if reflect.DeepEqual(d[0].Tokens, e[0].Tokens) {
+			t.Errorf("%s: another seed gave the same sample %v", family, d[0].Tokens)
+		}
+	}
+}
+
+// TestCacheMatchesRecompute: greedy decoding with the cache equals greedy
+// decoding that recomputes the prefix every step, log-probs included.
+func TestCacheMatchesRecompute(t *testing.T) {
+	for _, family := range []string{model.GPT2, model.Llama} {
+		tok := tokenizer.NewBytes()
+		m := tinyModel(t, family)
+		reqs := requests(tok, 0)
+		g := &Generator{Model: m, Tok: tok, Slots: 2}
+		a, err := g.Run(reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := g.RunWithoutCache(reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range reqs {
+			if !reflect.DeepEqual(a[i].Tokens, b[i].Tokens) || a[i].Text != b[i].Text {
+				t.Fatalf("%s request %d: cached %v, recomputed %v", family, i, a[i].Tokens, b[i].Tokens)
+			}
+			for j := range a[i].LogProbs {
+				if math.Abs(float64(a[i].LogProbs[j]-b[i].LogProbs[j])) > 1e-4 {
+					t.Fatalf("%s request %d token %d: log-prob %v cached, %v recomputed", family, i, j, a[i].LogProbs[j], b[i].LogProbs[j])
+				}
+			}
+		}
+	}
+}
+
+// constModel returns a gpt2 model whose next token is always tok (greedy):
+// ln_f scales to zero and its bias points at tok's embedding.
+func constModel(t *testing.T, tok int) *model.Model {
+	m, err := model.New(cpu.New(1), model.Config{Family: model.GPT2, Layers: 1, Dim: 8, Heads: 2, Vocab: 257, MaxSeq: 32}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _, _ := m.Tensor("ln_f.weight")
+	b, _, _ := m.Tensor("ln_f.bias")
+	wte, _, _ := m.Tensor("wte.weight")
+	clear(cpu.Data(w))
+	clear(cpu.Data(b))
+	cpu.Data(b)[0] = 1000 // the final hidden state is 1000*e0 whatever the input
+	for j := 0; j < 257; j++ {
+		cpu.Data(wte)[j*8] = 0
+	}
+	cpu.Data(wte)[tok*8] = 1 // so only tok's logit is large
+	return m
+}
+
+func TestFinishReasons(t *testing.T) {
+	tok := tokenizer.NewBytes()
+	prompt, _ := tok.Encode("go")
+	g := &Generator{Model: constModel(t, 'a'), Tok: tok}
+	outs, err := g.Run([]Request{
+		{Prompt: prompt, Params: Params{MaxNewTokens: 3}},
+		{Prompt: prompt, Params: Params{MaxNewTokens: 10, Stop: []string{"aa"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if outs[0].Text != "aaa" || outs[0].Finish != "length" {
+		t.Errorf("length: %+v", outs[0])
+	}
+	if outs[1].Text != "" || outs[1].Finish != "stop" || len(outs[1].Tokens) != 2 {
+		t.Errorf("stop: %+v", outs[1])
+	}
+	g = &Generator{Model: constModel(t, int(tok.EOS())), Tok: tok}
+	outs, _ = g.Run([]Request{{Prompt: prompt, Params: Params{MaxNewTokens: 5}}})
+	if outs[0].Finish != "eos" || outs[0].Text != "" || len(outs[0].Tokens) != 1 {
+		t.Errorf("eos: %+v", outs[0])
+	}
+	if _, err := g.Run([]Request{{Prompt: prompt, Params: Params{MaxNewTokens: 40}}}); err == nil {
+		t.Error("a request longer than the model's positions was accepted")
+	}
+}
+
+func TestSamplerDistribution(t *testing.T) {
+	logits := []float32{2, 1, 0, -1}
+	// log-probs are those of softmax(logits / T), before truncation.
+	s := newSampler(Params{Temperature: 0.5, Seed: 1})
+	tok, lp := s.next(logits)
+	var z float64
+	for _, x := range logits {
+		z += math.Exp(float64(x) / 0.5)
+	}
+	if want := float64(logits[tok])/0.5 - math.Log(z); math.Abs(float64(lp)-want) > 1e-5 {
+		t.Fatalf("log-prob %v, want %v", lp, want)
+	}
+	// Frequencies follow the tempered distribution.
+	counts := make([]int, 4)
+	s = newSampler(Params{Temperature: 1, Seed: 2})
+	const n = 20000
+	for i := 0; i < n; i++ {
+		tk, _ := s.next(logits)
+		counts[tk]++
+	}
+	z = 0
+	for _, x := range logits {
+		z += math.Exp(float64(x))
+	}
+	for i, c := range counts {
+		p := math.Exp(float64(logits[i])) / z
+		// 5 standard deviations of a binomial count.
+		if math.Abs(float64(c)-n*p) > 5*math.Sqrt(n*p*(1-p)) {
+			t.Errorf("token %d drawn %d times, expected %.0f", i, c, n*p)
+		}
+	}
+	// top-k 2 and top-p 0.5 never leave their candidate sets.
+	s = newSampler(Params{Temperature: 1, TopK: 2, Seed: 3})
+	for i := 0; i < 1000; i++ {
+		if tk, _ := s.next(logits); tk > 1 {
+			t.Fatalf("top-k 2 drew token %d", tk)
+		}
+	}
+	s = newSampler(Params{Temperature: 1, TopP: 0.5, Seed: 3}) // p(0) = 0.64 >= 0.5 alone
+	for i := 0; i < 1000; i++ {
+		if tk, _ := s.next(logits); tk != 0 {
+			t.Fatalf("top-p 0.5 drew token %d", tk)
+		}
+	}
+	if tk, _ := newSampler(Params{}).next(logits); tk != 0 {
+		t.Fatalf("greedy picked %d", tk)
+	}
+}
