@@ -37,6 +37,6 @@ func newRoot(stdio IO, getenv func(string) string) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newBenchCmd(stdio), newDataCmd(stdio))
+	root.AddCommand(newBenchCmd(stdio), newDataCmd(stdio), newGenerateCmd(stdio), newPretrainCmd(stdio))
 	return root
 }

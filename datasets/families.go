@@ -281,7 +281,7 @@ func genSeq(r *rand.Rand, level int) Problem {
 	var rule string
 	switch level {
 	case 1:
-		a, d := r.IntN(70)-20, 1+r.IntN(12)
+		a, d := r.IntN(150)-50, 1+r.IntN(15)
 		if r.IntN(2) == 0 {
 			d = -d
 		}
@@ -290,14 +290,14 @@ func genSeq(r *rand.Rand, level int) Problem {
 		}
 		rule = fmt.Sprintf("Each term adds %d: %d+%s=%d.", d, terms[3], signed(d), terms[4])
 	case 2:
-		a, q := 1+r.IntN(12), pick(r, 2, 3, 4, -2, -3)
+		a, q := 1+r.IntN(20), pick(r, 2, 3, 4, 5, -2, -3)
 		for i := range terms {
 			terms[i] = a
 			a *= q
 		}
 		rule = fmt.Sprintf("Each term is multiplied by %d: %d*%s=%d.", q, terms[3], signed(q), terms[4])
 	default:
-		a, d, dd := r.IntN(30), 1+r.IntN(9), 1+r.IntN(4)
+		a, d, dd := r.IntN(50), 1+r.IntN(12), 1+r.IntN(5)
 		for i := range terms {
 			terms[i] = a
 			a += d + i*dd

@@ -81,27 +81,50 @@ type Splits struct {
 }
 
 // Split generates disjoint sets of t's problems, levels drawn uniformly,
-// deterministic from seed. No prompt appears in two sets (or twice in one).
+// deterministic from seed. Which set a problem belongs to is a function of
+// the seed and the problem alone (a hash into 70% pretrain, 20% RL, 10% eval
+// buckets), so calls with other sizes and the same seed agree on membership:
+// a model pretrained on one call's Pretrain never sees another call's RL or
+// Eval problems. No prompt appears twice.
 func (t Task) Split(seed uint64, n SplitSizes) (Splits, error) {
 	h := fnv.New64a()
 	h.Write([]byte(t.Name))
 	r := rand.New(rand.NewPCG(seed, h.Sum64()))
 	seen := map[string]bool{}
+	want := [3]int{n.Pretrain, n.RL, n.Eval}
+	var sets [3][]Problem
 	total := n.Pretrain + n.RL + n.Eval
-	all := make([]Problem, 0, total)
-	for tries := 0; len(all) < total; tries++ {
-		if tries > 20*total+1000 {
-			return Splits{}, fmt.Errorf("task %s: only %d distinct problems after %d draws, %d wanted", t.Name, len(all), tries, total)
+	for tries := 0; len(sets[0]) < want[0] || len(sets[1]) < want[1] || len(sets[2]) < want[2]; tries++ {
+		if tries > 50*total+1000 {
+			return Splits{}, fmt.Errorf("task %s: only %d/%d/%d distinct problems after %d draws, %d/%d/%d wanted",
+				t.Name, len(sets[0]), len(sets[1]), len(sets[2]), tries, want[0], want[1], want[2])
 		}
 		p := t.Generate(r, 1+r.IntN(t.Levels))
 		if seen[p.views[0]] {
 			continue
 		}
 		seen[p.views[0]] = true
-		p.ID = fmt.Sprintf("%s-%d-%d", t.Name, seed, len(all))
-		all = append(all, p)
+		b := bucket(seed, p.views[0])
+		if len(sets[b]) >= want[b] {
+			continue
+		}
+		p.ID = fmt.Sprintf("%s-%d-%s-%d", t.Name, seed, [...]string{"pre", "rl", "eval"}[b], len(sets[b]))
+		sets[b] = append(sets[b], p)
 	}
-	return Splits{Pretrain: all[:n.Pretrain], RL: all[n.Pretrain : n.Pretrain+n.RL], Eval: all[n.Pretrain+n.RL:]}, nil
+	return Splits{Pretrain: sets[0], RL: sets[1], Eval: sets[2]}, nil
+}
+
+// bucket assigns a problem to pretrain (0), RL (1) or eval (2).
+func bucket(seed uint64, key string) int {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d\x00%s", seed, key)
+	switch v := h.Sum64() % 10; {
+	case v < 7:
+		return 0
+	case v < 9:
+		return 1
+	}
+	return 2
 }
 
 // Rephrase returns a row-aligned view of set in which every problem is stated

@@ -134,6 +134,18 @@ func TestSplitsAreDisjointAndDeterministic(t *testing.T) {
 				t.Fatalf("%s: same seed gave different problem %d", task.Name, i)
 			}
 		}
+		// Other sizes, same seed: membership agrees (no problem changes set).
+		big, err := task.Split(7, SplitSizes{Pretrain: 600, RL: 50, Eval: 150})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, set := range map[string][]Problem{"pretrain": big.Pretrain, "rl": big.RL, "eval": big.Eval} {
+			for _, p := range set {
+				if other, ok := seen[p.Prompt]; ok && other != name {
+					t.Fatalf("%s: %q is %s in one call and %s in another", task.Name, p.Prompt, other, name)
+				}
+			}
+		}
 		c, _ := task.Split(8, sizes)
 		if c.RL[0].Prompt == a.RL[0].Prompt && c.RL[1].Prompt == a.RL[1].Prompt {
 			t.Fatalf("%s: different seeds gave the same problems", task.Name)

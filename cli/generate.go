@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/corl-project/corl/generate"
+	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/tokenizer"
+)
+
+func newGenerateCmd(stdio IO) *cobra.Command {
+	var (
+		dir, prompt, template string
+		p                     generate.Params
+		n, threads            int
+		stop                  []string
+	)
+	cmd := &cobra.Command{
+		Use:   "generate",
+		Short: "Sample completions of a prompt from a checkpoint directory",
+		Long: `Loads a Hugging Face-style checkpoint directory (config.json, model.safetensors,
+tokenizer.json) and prints completions of --prompt. Temperature 0 decodes greedily.
+
+Example:
+  corl generate --model runs/pretrain/gpt2-small --prompt "Compute 12+30." --template qa`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if dir == "" || prompt == "" {
+				return fmt.Errorf("--model and --prompt are required")
+			}
+			tpl, err := tokenizer.LookupTemplate(template)
+			if err != nil {
+				return fmt.Errorf("--template: %w", err)
+			}
+			be, err := newBackend("cpu", threads)
+			if err != nil {
+				return err
+			}
+			m, err := model.LoadHF(be, dir)
+			if err != nil {
+				return err
+			}
+			tok, err := tokenizer.Load(dir)
+			if err != nil {
+				return err
+			}
+			ids, err := tok.Encode(tpl.Apply(prompt))
+			if err != nil {
+				return fmt.Errorf("--prompt: %w", err)
+			}
+			if n <= 0 {
+				return fmt.Errorf("--n must be positive")
+			}
+			p.Stop = stop
+			reqs := make([]generate.Request, n)
+			for i := range reqs {
+				reqs[i] = generate.Request{Prompt: ids, Params: p}
+				reqs[i].Seed = p.Seed + uint64(i)
+			}
+			outs, err := (&generate.Generator{Model: m, Tok: tok}).Run(reqs)
+			if err != nil {
+				return err
+			}
+			for i, o := range outs {
+				var sum float64
+				for _, lp := range o.LogProbs {
+					sum += float64(lp)
+				}
+				if n > 1 {
+					fmt.Fprintf(stdio.Out, "--- sample %d (%d tokens, %s, log-prob %.2f)\n", i+1, len(o.Tokens), o.Finish, sum)
+				}
+				fmt.Fprintln(stdio.Out, o.Text)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&dir, "model", "", "checkpoint directory")
+	fl.StringVar(&prompt, "prompt", "", "prompt text")
+	fl.StringVar(&template, "template", "plain", "chat template: plain, qa, chatml, llama3")
+	fl.IntVar(&p.MaxNewTokens, "max-new-tokens", 64, "tokens to generate at most")
+	fl.Float32Var(&p.Temperature, "temperature", 0, "sampling temperature (0: greedy)")
+	fl.IntVar(&p.TopK, "top-k", 0, "keep the k most likely tokens (0: all)")
+	fl.Float32Var(&p.TopP, "top-p", 1, "nucleus sampling mass (1: off)")
+	fl.Uint64Var(&p.Seed, "seed", 1, "seed of the first sample (sample i uses seed+i)")
+	fl.IntVar(&n, "n", 1, "number of samples")
+	fl.StringSliceVar(&stop, "stop", nil, "stop strings (repeatable)")
+	fl.IntVar(&threads, "threads", 0, "CPU threads (0 = all cores)")
+	return cmd
+}

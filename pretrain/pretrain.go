@@ -1,0 +1,195 @@
+// Package pretrain trains small base models on the labeled pretraining split
+// of built-in tasks (supervised next-token loss on worked solutions) until
+// they reach a chosen partial competence: the "base models" that label-free RL
+// then improves.
+package pretrain
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/corl-project/corl/datasets"
+	"github.com/corl-project/corl/evaluate"
+	"github.com/corl-project/corl/gpu"
+	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/tokenizer"
+)
+
+// Config says what to train and for how long.
+type Config struct {
+	Model      model.Config `json:"model"`
+	Tasks      []string     `json:"tasks"`
+	DataSeed   uint64       `json:"data_seed"` // the split seed; RL must use the same one
+	PerTask    int          `json:"per_task"`  // pretraining problems per task
+	EvalN      int          `json:"eval_per_task"`
+	Steps      int          `json:"steps"`
+	Batch      int          `json:"batch"`
+	LR         float32      `json:"learning_rate"`
+	Warmup     int          `json:"warmup_steps"`
+	Seed       uint64       `json:"seed"`
+	EvalEvery  int          `json:"eval_every"`
+	TargetPass float64      `json:"target_pass_at_1"` // stop once mean pass@1 reaches it (0: never)
+	MaxNew     int          `json:"max_new_tokens"`
+}
+
+// Report is written next to the checkpoint as pretrain.json.
+type Report struct {
+	Config   Config          `json:"config"`
+	Steps    int             `json:"steps"`
+	Loss     float64         `json:"final_loss"`
+	Eval     evaluate.Result `json:"eval"`
+	Seconds  float64         `json:"seconds"`
+	Params   int             `json:"params"`
+	TokensPS float64         `json:"train_tokens_per_second"`
+}
+
+type example struct {
+	ids     []int32
+	weights []float32 // 1 on the completion (and EOS), 0 on the prompt
+}
+
+// Run trains, evaluating every EvalEvery steps, and saves the model,
+// tokenizer and report to out. Progress lines go to log.
+func Run(ctx context.Context, be gpu.Backend, c Config, out string, log io.Writer) (*Report, error) {
+	if len(c.Tasks) == 0 || c.Steps <= 0 || c.Batch <= 0 || c.PerTask <= 0 || c.EvalN <= 0 {
+		return nil, fmt.Errorf("pretrain: tasks, steps, batch, per_task and eval_per_task must be set and positive")
+	}
+	tok := tokenizer.NewBytes()
+	c.Model.Vocab = tok.VocabSize()
+	m, err := model.New(be, c.Model, c.Seed)
+	if err != nil {
+		return nil, err
+	}
+	var train []example
+	var eval []datasets.Problem
+	for _, name := range c.Tasks {
+		task, err := datasets.LookupTask(name)
+		if err != nil {
+			return nil, err
+		}
+		s, err := task.Split(c.DataSeed, datasets.SplitSizes{Pretrain: c.PerTask, Eval: c.EvalN})
+		if err != nil {
+			return nil, err
+		}
+		eval = append(eval, s.Eval...)
+		for _, p := range s.Pretrain {
+			ex, err := makeExample(tok, p, m.Cfg.MaxSeq)
+			if err != nil {
+				return nil, err
+			}
+			train = append(train, ex)
+		}
+	}
+	r := rand.New(rand.NewPCG(c.Seed, 0x70726574))
+	rep := &Report{Config: c, Params: m.NumParams()}
+	start := time.Now()
+	tokens := 0
+	evalEvery := c.EvalEvery
+	if evalEvery <= 0 {
+		evalEvery = c.Steps
+	}
+	for step := 1; step <= c.Steps; step++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		b := batch(train, c.Batch, r, tok.EOS())
+		opt := model.DefaultOptim(lrAt(c, step))
+		loss, err := m.TrainStep(b, opt)
+		if err != nil {
+			return nil, fmt.Errorf("step %d: %w", step, err)
+		}
+		tokens += b.B * b.T
+		rep.Steps, rep.Loss = step, loss
+		if step%25 == 0 || step == 1 {
+			fmt.Fprintf(log, "step %d/%d  loss %.4f  lr %.2e  %.0f tok/s\n", step, c.Steps, loss, opt.LR, float64(tokens)/time.Since(start).Seconds())
+		}
+		if step%evalEvery == 0 || step == c.Steps {
+			res, err := evaluate.PassAt1(m, tok, eval, c.MaxNew)
+			if err != nil {
+				return nil, err
+			}
+			rep.Eval = res
+			fmt.Fprintf(log, "step %d: eval pass@1 %.3f (no answer %.3f)", step, res.PassAt1, res.NoAnswer)
+			for _, t := range res.Tasks() {
+				fmt.Fprintf(log, "  %s %.2f", t, res.ByTask[t])
+			}
+			fmt.Fprintln(log)
+			if c.TargetPass > 0 && res.PassAt1 >= c.TargetPass {
+				break
+			}
+		}
+	}
+	rep.Seconds = time.Since(start).Seconds()
+	rep.TokensPS = float64(tokens) / rep.Seconds
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	if err := m.SaveHF(out); err != nil {
+		return nil, err
+	}
+	if err := tok.Save(out); err != nil {
+		return nil, err
+	}
+	js, _ := json.MarshalIndent(rep, "", "  ")
+	if err := os.WriteFile(filepath.Join(out, "pretrain.json"), append(js, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+func makeExample(tok tokenizer.Tokenizer, p datasets.Problem, maxSeq int) (example, error) {
+	prompt, err := tok.Encode(evaluate.PromptText(p.Prompt))
+	if err != nil {
+		return example{}, err
+	}
+	completion, err := tok.Encode(" " + p.Solution)
+	if err != nil {
+		return example{}, err
+	}
+	ids := append(append(prompt, completion...), tok.EOS())
+	if len(ids) > maxSeq+1 {
+		return example{}, fmt.Errorf("problem %s: %d tokens exceed max_position_embeddings %d", p.ID, len(ids), maxSeq)
+	}
+	w := make([]float32, len(ids))
+	for i := len(prompt); i < len(ids); i++ {
+		w[i] = 1
+	}
+	return example{ids: ids, weights: w}, nil
+}
+
+// batch draws B examples and pads them with EOS (weight 0) to the longest.
+func batch(train []example, B int, r *rand.Rand, eos int32) model.Batch {
+	picks := make([]example, B)
+	T := 0
+	for i := range picks {
+		picks[i] = train[r.IntN(len(train))]
+		T = max(T, len(picks[i].ids)-1)
+	}
+	b := model.Batch{B: B, T: T, Inputs: make([]int32, B*T), Targets: make([]int32, B*T), Weights: make([]float32, B*T)}
+	for i, ex := range picks {
+		for t := 0; t < T; t++ {
+			in, tg, w := eos, eos, float32(0)
+			if t+1 < len(ex.ids) {
+				in, tg, w = ex.ids[t], ex.ids[t+1], ex.weights[t+1]
+			}
+			b.Inputs[i*T+t], b.Targets[i*T+t], b.Weights[i*T+t] = in, tg, w
+		}
+	}
+	return b
+}
+
+// lrAt is linear warmup then cosine decay to 10% of the peak.
+func lrAt(c Config, step int) float32 {
+	if step <= c.Warmup {
+		return c.LR * float32(step) / float32(max(c.Warmup, 1))
+	}
+	frac := float64(step-c.Warmup) / float64(max(c.Steps-c.Warmup, 1))
+	return c.LR * float32(0.1+0.9*0.5*(1+math.Cos(math.Pi*frac)))
+}

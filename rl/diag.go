@@ -1,0 +1,179 @@
+package rl
+
+import "math"
+
+// ModelDiag is one model's diagnostics for a round.
+type ModelDiag struct {
+	RewardMean      float64 `json:"reward_mean"`
+	RewardStd       float64 `json:"reward_std"`
+	ZeroVarFrac     float64 `json:"zero_variance_groups"` // groups whose rewards are all equal: no gradient
+	LabeledFrac     float64 `json:"labeled_fraction"`
+	ParseRate       float64 `json:"parse_rate"`
+	AnswerEntropy   float64 `json:"answer_entropy"`   // nats, mean over prompts; collapse -> 0
+	DistinctAnswers float64 `json:"distinct_answers"` // mean over prompts
+	MeanLength      float64 `json:"mean_length"`
+	// Against held-out truth, when the prompts have it (diagnostic only).
+	PseudoLabelAcc *float64 `json:"pseudo_label_accuracy,omitempty"` // labeled prompts whose label is right
+	SampleAcc      *float64 `json:"sample_accuracy,omitempty"`       // samples with the right answer
+	MajAcc         *float64 `json:"maj_accuracy,omitempty"`          // prompts whose plurality is right
+}
+
+// PairDiag compares two models of the cohort.
+type PairDiag struct {
+	I, J            int      `json:"-"`
+	Pair            [2]int   `json:"pair"`
+	Agreement       float64  `json:"vote_agreement"` // prompts where both vote the same answer
+	Kappa           *float64 `json:"kappa,omitempty"`
+	Complementarity *float64 `json:"complementarity,omitempty"`
+}
+
+// Diagnostics are a round's numbers beyond the loss.
+type Diagnostics struct {
+	Models []ModelDiag `json:"models"`
+	Pairs  []PairDiag  `json:"pairs"`
+}
+
+// Diagnose computes diagnostics from rollouts, the strategy output and,
+// optionally, the normalised truth (nil: no accuracy figures).
+func Diagnose(rollouts [][]Group, out Output, truth []string, threshold float64) Diagnostics {
+	var d Diagnostics
+	correct := make([][]bool, len(rollouts)) // per model, per prompt: plurality right
+	votes := make([][]Vote, len(rollouts))
+	for i, m := range rollouts {
+		var md ModelDiag
+		var all []float64
+		var labeled, parsed, samples, lengths, pseudoN, pseudoOK, sampleOK, majOK int
+		for p, g := range m {
+			r := out.Rewards[i][p]
+			all = append(all, r...)
+			if _, s := meanStd(r); s == 0 {
+				md.ZeroVarFrac++
+			}
+			if out.Labels != nil && out.Labels[i][p].Labeled {
+				labeled++
+				if truth != nil {
+					pseudoN++
+					if out.Labels[i][p].Answer == truth[p] {
+						pseudoOK++
+					}
+				}
+			}
+			counts := map[string]int{}
+			for _, s := range g {
+				samples++
+				lengths += s.Tokens
+				counts[s.Answer]++
+				if s.Answer != "" {
+					parsed++
+					if truth != nil && s.Answer == truth[p] {
+						sampleOK++
+					}
+				}
+			}
+			var h float64
+			distinct := 0
+			for a, n := range counts {
+				q := float64(n) / float64(len(g))
+				h -= q * math.Log(q)
+				if a != "" {
+					distinct++
+				}
+			}
+			md.AnswerEntropy += h
+			md.DistinctAnswers += float64(distinct)
+			v := Plurality(g, threshold)
+			votes[i] = append(votes[i], v)
+			ok := truth != nil && v.Answer != "" && v.Answer == truth[p]
+			correct[i] = append(correct[i], ok)
+			if ok {
+				majOK++
+			}
+		}
+		P := float64(len(m))
+		md.RewardMean, md.RewardStd = meanStd(all)
+		if P > 0 {
+			md.ZeroVarFrac /= P
+			md.LabeledFrac = float64(labeled) / P
+			md.AnswerEntropy /= P
+			md.DistinctAnswers /= P
+		}
+		if samples > 0 {
+			md.ParseRate = float64(parsed) / float64(samples)
+			md.MeanLength = float64(lengths) / float64(samples)
+		}
+		if truth != nil {
+			sa, ma := float64(sampleOK)/math.Max(1, float64(samples)), float64(majOK)/math.Max(1, P)
+			md.SampleAcc, md.MajAcc = &sa, &ma
+			if pseudoN > 0 {
+				pa := float64(pseudoOK) / float64(pseudoN)
+				md.PseudoLabelAcc = &pa
+			}
+		}
+		d.Models = append(d.Models, md)
+	}
+	for i := range rollouts {
+		for j := i + 1; j < len(rollouts); j++ {
+			pd := PairDiag{I: i, J: j, Pair: [2]int{i, j}}
+			agree := 0
+			for p := range votes[i] {
+				if votes[i][p].Answer != "" && votes[i][p].Answer == votes[j][p].Answer {
+					agree++
+				}
+			}
+			if n := len(votes[i]); n > 0 {
+				pd.Agreement = float64(agree) / float64(n)
+			}
+			if truth != nil {
+				k, c := CohenKappa(correct[i], correct[j]), Complementarity(correct[i], correct[j])
+				pd.Kappa, pd.Complementarity = &k, &c
+			}
+			d.Pairs = append(d.Pairs, pd)
+		}
+	}
+	return d
+}
+
+// CohenKappa is the chance-corrected agreement of two models' per-problem
+// correctness: (p_o - p_e) / (1 - p_e). When chance agreement is total (both
+// always right or always wrong) it is 1 if they agree everywhere, else 0.
+func CohenKappa(a, b []bool) float64 {
+	n := float64(len(a))
+	if n == 0 {
+		return 0
+	}
+	var agree, pa, pb float64
+	for i := range a {
+		if a[i] == b[i] {
+			agree++
+		}
+		if a[i] {
+			pa++
+		}
+		if b[i] {
+			pb++
+		}
+	}
+	po, pa, pb := agree/n, pa/n, pb/n
+	pe := pa*pb + (1-pa)*(1-pb)
+	if pe == 1 {
+		if po == 1 {
+			return 1
+		}
+		return 0
+	}
+	return (po - pe) / (1 - pe)
+}
+
+// Complementarity is the share of problems exactly one of the two solves.
+func Complementarity(a, b []bool) float64 {
+	if len(a) == 0 {
+		return 0
+	}
+	n := 0
+	for i := range a {
+		if a[i] != b[i] {
+			n++
+		}
+	}
+	return float64(n) / float64(len(a))
+}
