@@ -125,16 +125,24 @@ type LossStats struct {
 // sequences of each sequence's token mean) or seq-mean-token-sum-norm (sum /
 // (sequences * MaxNewTokens), Dr. GRPO).
 func (g GRPO) Loss(seqs []Seq) (LossStats, [][]float64, error) {
-	epsHigh := g.EpsilonHigh
-	if epsHigh == 0 {
-		epsHigh = g.Epsilon
-	}
 	total := 0
 	for _, s := range seqs {
 		total += len(s.LogP)
 	}
+	return g.LossPart(seqs, total, len(seqs))
+}
+
+// LossPart is Loss over part of a batch (a micro-batch) whose whole holds
+// totalTokens completion tokens in totalSeqs sequences: the aggregation
+// weights are the whole batch's, so the parts' gradients add up to the
+// whole's exactly.
+func (g GRPO) LossPart(seqs []Seq, totalTokens, totalSeqs int) (LossStats, [][]float64, error) {
+	epsHigh := g.EpsilonHigh
+	if epsHigh == 0 {
+		epsHigh = g.Epsilon
+	}
+	total := totalTokens
 	var st LossStats
-	st.Tokens = total
 	grads := make([][]float64, len(seqs))
 	if total == 0 {
 		return st, grads, nil
@@ -146,17 +154,18 @@ func (g GRPO) Loss(seqs []Seq) (LossStats, [][]float64, error) {
 			w = 1 / float64(total)
 		case SeqMeanTokenMean:
 			if len(s.LogP) > 0 {
-				w = 1 / float64(len(seqs)*len(s.LogP))
+				w = 1 / float64(totalSeqs*len(s.LogP))
 			}
 		case SeqMeanTokenSumNorm:
 			if g.MaxNewTokens <= 0 {
 				return st, nil, fmt.Errorf("loss %s needs max_new_tokens", g.LossType)
 			}
-			w = 1 / float64(len(seqs)*g.MaxNewTokens)
+			w = 1 / float64(totalSeqs*g.MaxNewTokens)
 		default:
 			return st, nil, fmt.Errorf("loss_type: %q unknown", g.LossType)
 		}
 		grads[i] = make([]float64, len(s.LogP))
+		st.Tokens += len(s.LogP)
 		for t, lp := range s.LogP {
 			ratio := math.Exp(lp - s.OldLogP[t])
 			clipped := math.Min(math.Max(ratio, 1-g.Epsilon), 1+epsHigh)

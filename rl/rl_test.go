@@ -278,3 +278,43 @@ func TestLRSchedule(t *testing.T) {
 		t.Errorf("end: %v", lr)
 	}
 }
+
+// TestTruthNeverReachesLabelFreeRewards: the label-free strategies give the
+// same rewards whatever the prompts' held-out truth is; only ground truth
+// changes.
+func TestTruthNeverReachesLabelFreeRewards(t *testing.T) {
+	rollouts := [][]Group{
+		{g("1", "1", "2", ""), g("5", "5", "3", "5")},
+		{g("1", "3", "3", "3"), g("5", "", "", "4")},
+		{g("2", "2", "1", "1"), g("4", "4", "4", "5")},
+	}
+	for gi := range rollouts {
+		for p := range rollouts[gi] {
+			for k := range rollouts[gi][p] {
+				rollouts[gi][p][k].SelfCertainty, rollouts[gi][p][k].NegEntropy, rollouts[gi][p][k].JudgeScore = float64(k), -float64(p), 0.5
+			}
+		}
+	}
+	truthA := []Prompt{{ID: "a", Views: []string{"q"}, Truth: "1"}, {ID: "b", Views: []string{"q"}, Truth: "5"}}
+	truthB := []Prompt{{ID: "a", Views: []string{"q"}, Truth: "3"}, {ID: "b", Views: []string{"q"}, Truth: "4"}}
+	for _, name := range StrategyNames {
+		c := Config{Reward: name}
+		sa, err := c.strategy(truthA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb, _ := c.strategy(truthB)
+		oa, err := sa.Reward(Input{Rollouts: rollouts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ob, _ := sb.Reward(Input{Rollouts: rollouts})
+		same := reflect.DeepEqual(oa.Rewards, ob.Rewards)
+		if name == GroundTruthRL && same {
+			t.Errorf("ground truth ignored the labels")
+		}
+		if name != GroundTruthRL && !same {
+			t.Errorf("%s: rewards changed with the held-out truth", name)
+		}
+	}
+}

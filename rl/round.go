@@ -1,0 +1,525 @@
+package rl
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/corl-project/corl/datasets"
+	"github.com/corl-project/corl/evaluate"
+	"github.com/corl-project/corl/generate"
+	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/tokenizer"
+)
+
+// Member is one model of the cohort.
+type Member struct {
+	Name  string
+	Model *model.Model
+	Ref   *model.Model // frozen reference for the KL term; nil when beta == 0
+	Tok   tokenizer.Tokenizer
+	View  int // surface form of each prompt this member sees (0: original, 1: rephrased)
+}
+
+// Prompt is one RL prompt in every surface form. Truth is the normalised
+// answer for diagnostics (empty when unknown); it reaches a reward only
+// through the ground-truth strategy.
+type Prompt struct {
+	ID    string
+	Views []string
+	Truth string
+}
+
+// PromptsFrom converts problems into prompts with their truth.
+func PromptsFrom(ps []datasets.Problem) []Prompt {
+	out := make([]Prompt, len(ps))
+	for i, p := range ps {
+		out[i] = Prompt{ID: p.ID, Views: p.Views(), Truth: datasets.Normalize(p.Answer)}
+		if len(out[i].Views) == 0 {
+			out[i].Views = []string{p.Prompt}
+		}
+	}
+	return out
+}
+
+func (p Prompt) view(v int) string { return p.Views[v%len(p.Views)] }
+
+// Config is the round's algorithm settings (names after TRL where they exist).
+type Config struct {
+	Reward         string  `json:"reward"`
+	Threshold      float64 `json:"self_consistency_threshold"`
+	NumGenerations int     `json:"num_generations"`
+	Temperature    float32 `json:"temperature"`
+	TopK           int     `json:"top_k"`
+	TopP           float32 `json:"top_p"`
+	MaxNewTokens   int     `json:"max_new_tokens"`
+	GRPO           GRPO    `json:"grpo"`
+	LearningRate   float64 `json:"learning_rate"`
+	WarmupSteps    int     `json:"warmup_steps"`
+	TotalSteps     int     `json:"total_steps"` // optimizer steps of the whole run, for the cosine schedule
+	MinLRRatio     float64 `json:"min_lr_ratio"`
+	Optim          model.Optim
+	MicroBatch     int    `json:"micro_batch"` // sequences per forward/backward
+	Seed           uint64 `json:"seed"`
+}
+
+// Completion is one sampled response.
+type Completion struct {
+	Prompt     []int32
+	Tokens     []int32
+	SampleLogP []float32
+	Text       string
+	Answer     string // normalised; "" if none
+}
+
+// Rollout is one member's completions: [prompt][sample].
+type Rollout [][]Completion
+
+// SampleSeed derives a per-sample seed from the run seed and the sample's
+// coordinates, so a re-run of a round draws exactly the same samples.
+func SampleSeed(seed uint64, round, member, prompt, sample int) uint64 {
+	x := seed
+	for _, v := range []int{round, member, prompt, sample} {
+		x ^= uint64(v) + 0x9e3779b97f4a7c15 + (x << 6) + (x >> 2)
+		x = splitmix(x)
+	}
+	return x
+}
+
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// Generate samples NumGenerations completions per prompt from member mi.
+func Generate(m *Member, mi int, prompts []Prompt, c Config, round int) (Rollout, error) {
+	var reqs []generate.Request
+	for p, pr := range prompts {
+		ids, err := m.Tok.Encode(evaluate.PromptText(pr.view(m.View)))
+		if err != nil {
+			return nil, fmt.Errorf("%s: prompt %s: %w", m.Name, pr.ID, err)
+		}
+		for k := 0; k < c.NumGenerations; k++ {
+			reqs = append(reqs, generate.Request{Prompt: ids, Params: generate.Params{
+				MaxNewTokens: c.MaxNewTokens, Temperature: c.Temperature, TopK: c.TopK, TopP: c.TopP,
+				Stop: []string{"\nQ:"}, Seed: SampleSeed(c.Seed, round, mi, p, k)}})
+		}
+	}
+	outs, err := (&generate.Generator{Model: m.Model, Tok: m.Tok}).Run(reqs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: generate: %w", m.Name, err)
+	}
+	ro := make(Rollout, len(prompts))
+	for p := range prompts {
+		ro[p] = make([]Completion, c.NumGenerations)
+		for k := range ro[p] {
+			r, o := reqs[p*c.NumGenerations+k], outs[p*c.NumGenerations+k]
+			ans := ""
+			if a, ok := datasets.Extract(o.Text); ok {
+				ans = datasets.Normalize(a)
+			}
+			ro[p][k] = Completion{Prompt: r.Prompt, Tokens: o.Tokens, SampleLogP: o.LogProbs, Text: o.Text, Answer: ans}
+		}
+	}
+	return ro, nil
+}
+
+// Groups turns a rollout into what strategies grade.
+func (ro Rollout) Groups() []Group {
+	gs := make([]Group, len(ro))
+	for p, cs := range ro {
+		gs[p] = make(Group, len(cs))
+		for k, c := range cs {
+			gs[p][k] = Sample{Answer: c.Answer, Tokens: len(c.Tokens)}
+		}
+	}
+	return gs
+}
+
+// seqBatch is a padded (B, T) block of prompt+completion sequences: position
+// t predicts token t+1; completion positions are [start, end) per row.
+type seqBatch struct {
+	b          model.Batch
+	start, end []int
+}
+
+func buildBatch(cs []*Completion, pad int32) seqBatch {
+	T := 0
+	for _, c := range cs {
+		T = max(T, len(c.Prompt)+len(c.Tokens)-1)
+	}
+	sb := seqBatch{b: model.Batch{B: len(cs), T: T, Inputs: make([]int32, len(cs)*T), Targets: make([]int32, len(cs)*T)},
+		start: make([]int, len(cs)), end: make([]int, len(cs))}
+	for i, c := range cs {
+		seq := append(append([]int32(nil), c.Prompt...), c.Tokens...)
+		for t := 0; t < T; t++ {
+			in, tg := pad, pad
+			if t+1 < len(seq) {
+				in, tg = seq[t], seq[t+1]
+			}
+			sb.b.Inputs[i*T+t], sb.b.Targets[i*T+t] = in, tg
+		}
+		sb.start[i], sb.end[i] = len(c.Prompt)-1, len(seq)-1
+	}
+	return sb
+}
+
+// completionStats runs m over completions and returns, per completion, the
+// log-probability of each completion token and (with stats) the mean
+// KL(uniform || p_t) and mean entropy over those tokens.
+func completionStats(m *model.Model, cs []*Completion, pad int32, micro int, withStats bool) (logp [][]float64, selfCert, entropy []float64, err error) {
+	logp = make([][]float64, len(cs))
+	selfCert, entropy = make([]float64, len(cs)), make([]float64, len(cs))
+	for lo := 0; lo < len(cs); lo += micro {
+		part := cs[lo:min(lo+micro, len(cs))]
+		sb := buildBatch(part, pad)
+		lp, st, err := m.Forward(sb.b.Inputs, sb.b.Targets, sb.b.B, sb.b.T, withStats)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		for i := range part {
+			row := make([]float64, 0, sb.end[i]-sb.start[i])
+			for t := sb.start[i]; t < sb.end[i]; t++ {
+				row = append(row, float64(lp[i*sb.b.T+t]))
+				if withStats {
+					entropy[lo+i] += float64(st[2*(i*sb.b.T+t)])
+					selfCert[lo+i] += float64(st[2*(i*sb.b.T+t)+1])
+				}
+			}
+			if n := float64(len(row)); n > 0 && withStats {
+				entropy[lo+i] /= n
+				selfCert[lo+i] /= n
+			}
+			logp[lo+i] = row
+		}
+	}
+	return logp, selfCert, entropy, nil
+}
+
+// JudgeScores has the judge model score each completion's answer for the
+// judge's view of the prompt: exp of the mean log-probability of the tokens of
+// " The answer is <answer>." after the prompt, i.e. the geometric-mean
+// probability the judge gives that statement (0 when the completion has no
+// answer). Scores are cached per (prompt, answer).
+func JudgeScores(judge *Member, prompts []Prompt, ro Rollout, micro int) ([][]float64, error) {
+	type key struct {
+		p int
+		a string
+	}
+	index := map[key]int{}
+	var cs []*Completion
+	for p, row := range ro {
+		for _, c := range row {
+			k := key{p, c.Answer}
+			if _, ok := index[k]; ok || c.Answer == "" {
+				continue
+			}
+			prompt, err := judge.Tok.Encode(evaluate.PromptText(prompts[p].view(judge.View)))
+			if err != nil {
+				return nil, err
+			}
+			stmt, err := judge.Tok.Encode(" The answer is " + c.Answer + ".")
+			if err != nil {
+				return nil, err
+			}
+			index[k] = len(cs)
+			cs = append(cs, &Completion{Prompt: prompt, Tokens: stmt})
+		}
+	}
+	scores := make([][]float64, len(ro))
+	for p := range scores {
+		scores[p] = make([]float64, len(ro[p]))
+	}
+	if len(cs) == 0 {
+		return scores, nil
+	}
+	lp, _, _, err := completionStats(judge.Model, cs, judge.Tok.EOS(), micro, false)
+	if err != nil {
+		return nil, fmt.Errorf("judge %s: %w", judge.Name, err)
+	}
+	for p, row := range ro {
+		for k, c := range row {
+			if i, ok := index[key{p, c.Answer}]; ok {
+				var s float64
+				for _, v := range lp[i] {
+					s += v
+				}
+				scores[p][k] = math.Exp(s / float64(len(lp[i])))
+			}
+		}
+	}
+	return scores, nil
+}
+
+// UpdateStats reports one member's policy update.
+type UpdateStats struct {
+	Loss, KL, ClipFrac, GradNorm, LR float64
+	Tokens                           int     // completion tokens trained on (all epochs)
+	LogPMismatch                     float64 // mean |sampling - recomputed| log-prob, when computed
+	Steps                            int
+}
+
+// Update applies NumIterations clipped policy-gradient steps to member m for
+// its rollout and advantages [prompt][sample]. step is the number of optimizer
+// steps taken before this round (for the learning-rate schedule).
+func Update(m *Member, ro Rollout, adv [][]float64, c Config, step int) (UpdateStats, error) {
+	var st UpdateStats
+	micro := max(c.MicroBatch, 1)
+	pad := m.Tok.EOS()
+	var cs []*Completion
+	var advs []float64
+	for p := range ro {
+		for k := range ro[p] {
+			if adv[p][k] == 0 && c.GRPO.Beta == 0 {
+				continue // no gradient: skip the work
+			}
+			if len(ro[p][k].Tokens) == 0 {
+				continue
+			}
+			cs = append(cs, &ro[p][k])
+			advs = append(advs, adv[p][k])
+		}
+	}
+	if len(cs) == 0 {
+		return st, nil
+	}
+	totalTokens := 0
+	for _, cp := range cs {
+		totalTokens += len(cp.Tokens)
+	}
+	var old, ref [][]float64
+	if c.GRPO.NumIterations > 1 {
+		var err error
+		if old, _, _, err = completionStats(m.Model, cs, pad, micro, false); err != nil {
+			return st, err
+		}
+		var diff float64
+		for i, cp := range cs {
+			for t, v := range old[i] {
+				diff += math.Abs(v - float64(cp.SampleLogP[t]))
+			}
+		}
+		st.LogPMismatch = diff / float64(totalTokens)
+	}
+	if c.GRPO.Beta > 0 {
+		if m.Ref == nil {
+			return st, fmt.Errorf("%s: beta %v needs a reference model", m.Name, c.GRPO.Beta)
+		}
+		var err error
+		if ref, _, _, err = completionStats(m.Ref, cs, pad, micro, false); err != nil {
+			return st, err
+		}
+	}
+	g := c.GRPO
+	g.MaxNewTokens = c.MaxNewTokens
+	for epoch := 0; epoch < c.GRPO.NumIterations; epoch++ {
+		m.Model.ZeroGrad()
+		var ls LossStats
+		for lo := 0; lo < len(cs); lo += micro {
+			hi := min(lo+micro, len(cs))
+			sb := buildBatch(cs[lo:hi], pad)
+			lp, _, err := m.Model.Forward(sb.b.Inputs, sb.b.Targets, sb.b.B, sb.b.T, false)
+			if err != nil {
+				return st, err
+			}
+			seqs := make([]Seq, hi-lo)
+			for i := range seqs {
+				row := make([]float64, 0, sb.end[i]-sb.start[i])
+				for t := sb.start[i]; t < sb.end[i]; t++ {
+					row = append(row, float64(lp[i*sb.b.T+t]))
+				}
+				seqs[i] = Seq{LogP: row, OldLogP: row, Adv: advs[lo+i]}
+				if old != nil {
+					seqs[i].OldLogP = old[lo+i]
+				}
+				if ref != nil {
+					seqs[i].RefLogP = ref[lo+i]
+				}
+			}
+			part, grads, err := g.LossPart(seqs, totalTokens, len(cs))
+			if err != nil {
+				return st, fmt.Errorf("%s: %w", m.Name, err)
+			}
+			ls.Loss += part.Loss
+			ls.KL += part.KL
+			ls.ClipFrac += part.ClipFrac
+			dlogp := make([]float32, sb.b.B*sb.b.T)
+			for i := range seqs {
+				for t := range grads[i] {
+					dlogp[i*sb.b.T+sb.start[i]+t] = float32(grads[i][t])
+				}
+			}
+			if err := m.Model.Backward(dlogp); err != nil {
+				return st, err
+			}
+		}
+		lr := LRAt(c.LearningRate, step+epoch+1, c.WarmupSteps, c.TotalSteps, c.MinLRRatio)
+		o := c.Optim
+		o.LR = float32(lr)
+		norm, err := m.Model.Step(o)
+		if err != nil {
+			return st, fmt.Errorf("%s: update: %w", m.Name, err)
+		}
+		st.Loss, st.KL, st.ClipFrac, st.GradNorm, st.LR = ls.Loss, ls.KL, ls.ClipFrac, norm, lr
+		st.Tokens += totalTokens
+		st.Steps++
+	}
+	return st, nil
+}
+
+// ModelRound is one member's numbers for a round.
+type ModelRound struct {
+	Name          string  `json:"name"`
+	Loss          float64 `json:"loss"`
+	KL            float64 `json:"kl"`
+	ClipFrac      float64 `json:"clip_fraction"`
+	GradNorm      float64 `json:"grad_norm"`
+	LR            float64 `json:"learning_rate"`
+	LogPMismatch  float64 `json:"logp_mismatch,omitempty"`
+	GenTokens     int     `json:"generated_tokens"`
+	GenFLOPs      float64 `json:"generation_flops"`
+	UpdateFLOPs   float64 `json:"update_flops"`
+	GenSeconds    float64 `json:"generation_seconds"`
+	UpdateSeconds float64 `json:"update_seconds"`
+}
+
+// Metrics is one round's record.
+type Metrics struct {
+	Round   int          `json:"round"`
+	Reward  string       `json:"reward"`
+	Models  []ModelRound `json:"models"`
+	Diag    Diagnostics  `json:"diagnostics"`
+	Seconds float64      `json:"seconds"`
+}
+
+// Round runs generate -> grade -> aggregate -> update for a cohort held in
+// memory. steps is the optimizer steps each member has taken before the
+// round. truth-bearing prompts feed the diagnostics and, for the
+// ground-truth strategy only, the reward.
+func Round(members []*Member, prompts []Prompt, c Config, round, steps int, progress func(stage string)) (*Metrics, error) {
+	start := time.Now()
+	note := func(s string) {
+		if progress != nil {
+			progress(s)
+		}
+	}
+	met := &Metrics{Round: round, Reward: c.Reward, Models: make([]ModelRound, len(members))}
+	rollouts := make([]Rollout, len(members))
+	groups := make([][]Group, len(members))
+	for i, m := range members {
+		note("generate " + m.Name)
+		t0 := time.Now()
+		ro, err := Generate(m, i, prompts, c, round)
+		if err != nil {
+			return nil, err
+		}
+		rollouts[i], groups[i] = ro, ro.Groups()
+		mr := &met.Models[i]
+		mr.Name, mr.GenSeconds = m.Name, time.Since(t0).Seconds()
+		for _, row := range ro {
+			for _, cp := range row {
+				mr.GenTokens += len(cp.Tokens)
+				T := len(cp.Prompt) + len(cp.Tokens)
+				mr.GenFLOPs += m.Model.FLOPsPerToken(T) / 3 * float64(T)
+			}
+		}
+	}
+	strategy, err := c.strategy(prompts)
+	if err != nil {
+		return nil, err
+	}
+	if err := intrinsicSignals(members, prompts, rollouts, groups, c, note); err != nil {
+		return nil, err
+	}
+	note("grade")
+	out, err := strategy.Reward(Input{Rollouts: groups, Threshold: c.Threshold})
+	if err != nil {
+		return nil, err
+	}
+	var truth []string
+	for _, p := range prompts {
+		if p.Truth == "" {
+			truth = nil
+			break
+		}
+		truth = append(truth, p.Truth)
+	}
+	met.Diag = Diagnose(groups, out, truth, c.Threshold)
+	for i, m := range members {
+		note("update " + m.Name)
+		t0 := time.Now()
+		adv := Advantages(out.Rewards[i], c.GRPO.ScaleRewards)
+		us, err := Update(m, rollouts[i], adv, c, steps)
+		if err != nil {
+			return nil, fmt.Errorf("round %d: %w", round, err)
+		}
+		mr := &met.Models[i]
+		mr.Loss, mr.KL, mr.ClipFrac, mr.GradNorm, mr.LR, mr.LogPMismatch = us.Loss, us.KL, us.ClipFrac, us.GradNorm, us.LR, us.LogPMismatch
+		mr.UpdateSeconds = time.Since(t0).Seconds()
+		T := c.MaxNewTokens * 2
+		mr.UpdateFLOPs = m.Model.FLOPsPerToken(T) * float64(us.Tokens)
+	}
+	met.Seconds = time.Since(start).Seconds()
+	return met, nil
+}
+
+// strategy builds the configured reward; only ground truth sees the labels.
+func (c Config) strategy(prompts []Prompt) (Strategy, error) {
+	if c.Reward == GroundTruthRL {
+		truth := make([]string, len(prompts))
+		for i, p := range prompts {
+			truth[i] = p.Truth
+		}
+		return NewGroundTruth(truth), nil
+	}
+	return NewStrategy(c.Reward)
+}
+
+// intrinsicSignals fills the per-sample numbers the intrinsic and judge
+// strategies reward.
+func intrinsicSignals(members []*Member, prompts []Prompt, rollouts []Rollout, groups [][]Group, c Config, note func(string)) error {
+	micro := max(c.MicroBatch, 1)
+	switch c.Reward {
+	case SelfCertainty, Entropy:
+		for i, m := range members {
+			note("score " + m.Name)
+			var cs []*Completion
+			for p := range rollouts[i] {
+				for k := range rollouts[i][p] {
+					cs = append(cs, &rollouts[i][p][k])
+				}
+			}
+			_, sc, ent, err := completionStats(m.Model, cs, m.Tok.EOS(), micro, true)
+			if err != nil {
+				return err
+			}
+			n := 0
+			for p := range groups[i] {
+				for k := range groups[i][p] {
+					groups[i][p][k].SelfCertainty, groups[i][p][k].NegEntropy = sc[n], -ent[n]
+					n++
+				}
+			}
+		}
+	case PeerJudge:
+		if len(members) < 2 {
+			return fmt.Errorf("%s: needs at least 2 models", PeerJudge)
+		}
+		for i := range members {
+			judge := members[(i-1+len(members))%len(members)]
+			note(fmt.Sprintf("judge %s by %s", members[i].Name, judge.Name))
+			scores, err := JudgeScores(judge, prompts, rollouts[i], micro)
+			if err != nil {
+				return err
+			}
+			for p := range groups[i] {
+				for k := range groups[i][p] {
+					groups[i][p][k].JudgeScore = scores[p][k]
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package rl
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/corl-project/corl/datasets"
+	"github.com/corl-project/corl/evaluate"
+	"github.com/corl-project/corl/generate"
+	"github.com/corl-project/corl/gpu/cpu"
+	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/tokenizer"
+)
+
+// additions are sums of digits below 5: 25 facts, few enough that a tiny
+// model learns them partly in seconds and sees each one every round.
+func additions() []Prompt {
+	var ps []Prompt
+	for a := 0; a < 5; a++ {
+		for b := 0; b < 5; b++ {
+			ps = append(ps, Prompt{ID: fmt.Sprintf("%d+%d", a, b), Views: []string{fmt.Sprintf("%d+%d=?", a, b)}, Truth: fmt.Sprint(a + b)})
+		}
+	}
+	return ps
+}
+
+func greedyPass(t *testing.T, m *Member, ps []Prompt) float64 {
+	t.Helper()
+	var reqs []generate.Request
+	for _, p := range ps {
+		ids, _ := m.Tok.Encode(evaluate.PromptText(p.Views[0]))
+		reqs = append(reqs, generate.Request{Prompt: ids, Params: generate.Params{MaxNewTokens: 20}})
+	}
+	outs, err := (&generate.Generator{Model: m.Model, Tok: m.Tok}).Run(reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := 0
+	for i, o := range outs {
+		if datasets.Grade(o.Text, ps[i].Truth) == datasets.Correct {
+			ok++
+		}
+	}
+	return float64(ok) / float64(len(ps))
+}
+
+// supervised trains on "The answer is c." completions until greedy pass@1
+// is partial (between lo and hi).
+func supervised(t *testing.T, m *Member, ps []Prompt, lo, hi float64) float64 {
+	t.Helper()
+	r := rand.New(rand.NewPCG(1, 2))
+	for step := 1; step <= 2000; step++ {
+		var cs []*Completion
+		for i := 0; i < 32; i++ {
+			p := ps[r.IntN(len(ps))]
+			prompt, _ := m.Tok.Encode(evaluate.PromptText(p.Views[0]))
+			comp, _ := m.Tok.Encode(" The answer is " + p.Truth + ".")
+			cs = append(cs, &Completion{Prompt: prompt, Tokens: append(comp, m.Tok.EOS())})
+		}
+		sb := buildBatch(cs, m.Tok.EOS())
+		sb.b.Weights = make([]float32, len(sb.b.Inputs))
+		for i := range cs {
+			for t := sb.start[i]; t < sb.end[i]; t++ {
+				sb.b.Weights[i*sb.b.T+t] = 1
+			}
+		}
+		if _, err := m.Model.TrainStep(sb.b, model.DefaultOptim(2e-3)); err != nil {
+			t.Fatal(err)
+		}
+		if step%20 == 0 {
+			if acc := greedyPass(t, m, ps); acc >= lo {
+				if acc > hi {
+					t.Fatalf("supervised warm-up overshot: pass@1 %.2f > %.2f", acc, hi)
+				}
+				return acc
+			}
+		}
+	}
+	t.Fatal("the tiny model never reached partial competence")
+	return 0
+}
+
+// TestGroundTruthRLImprovesPassAt1 is the end-to-end check of the round: a
+// tiny model that partly solves single-digit sums gets better with
+// ground-truth rewards within a bounded number of rounds (fixed seeds).
+func TestGroundTruthRLImprovesPassAt1(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end RL test")
+	}
+	tok := tokenizer.NewBytes()
+	m, err := model.New(cpu.New(0), model.Config{Family: model.Llama, Layers: 2, Dim: 64, Heads: 4, KVHeads: 2, Vocab: tok.VocabSize(), MaxSeq: 64}, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := &Member{Name: "tiny", Model: m, Tok: tok}
+	ps := additions()
+	before := supervised(t, mem, ps, 0.3, 0.7) // above 0.2: answering "4" to everything scores 5/25
+	c := Config{Reward: GroundTruthRL, NumGenerations: 8, Temperature: 1, MaxNewTokens: 20,
+		GRPO:         GRPO{ScaleRewards: ScaleGroup, LossType: TokenMean, Epsilon: 0.2, NumIterations: 1},
+		LearningRate: 1e-3, TotalSteps: 40, MinLRRatio: 1, Optim: model.DefaultOptim(0), MicroBatch: 64, Seed: 5}
+	c.Optim.WeightDecay = 0
+	var after float64
+	for round := 0; round < 40; round++ {
+		met, err := Round([]*Member{mem}, ps, c, round, round, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if round%5 == 4 {
+			after = greedyPass(t, mem, ps)
+			t.Logf("round %d: reward %.2f, pass@1 %.2f (before RL %.2f)", round, met.Diag.Models[0].RewardMean, after, before)
+			if after >= before+0.15 {
+				return
+			}
+		}
+	}
+	t.Fatalf("pass@1 went from %.2f to %.2f in 40 rounds of ground-truth RL; want +0.15", before, after)
+}
