@@ -37,6 +37,6 @@ func newRoot(stdio IO, getenv func(string) string) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newBenchCmd(stdio), newDataCmd(stdio), newGenerateCmd(stdio), newPretrainCmd(stdio))
+	root.AddCommand(newBenchCmd(stdio), newDataCmd(stdio), newGenerateCmd(stdio), newPretrainCmd(stdio), newTrainCmd(stdio, getenv))
 	return root
 }

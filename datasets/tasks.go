@@ -71,8 +71,9 @@ func (t Task) Generate(r *rand.Rand, level int) Problem {
 	return p
 }
 
-// SplitSizes are the sizes of the three disjoint sets.
-type SplitSizes struct{ Pretrain, RL, Eval int }
+// SplitSizes are the sizes of the three disjoint sets, and the highest
+// difficulty level to draw (0: all levels).
+type SplitSizes struct{ Pretrain, RL, Eval, MaxLevel int }
 
 // Splits holds a task's three disjoint problem sets. Pretrain and Eval are
 // labeled; RL prompts are meant to be used without their answers.
@@ -99,7 +100,11 @@ func (t Task) Split(seed uint64, n SplitSizes) (Splits, error) {
 			return Splits{}, fmt.Errorf("task %s: only %d/%d/%d distinct problems after %d draws, %d/%d/%d wanted",
 				t.Name, len(sets[0]), len(sets[1]), len(sets[2]), tries, want[0], want[1], want[2])
 		}
-		p := t.Generate(r, 1+r.IntN(t.Levels))
+		levels := t.Levels
+		if n.MaxLevel > 0 {
+			levels = min(levels, n.MaxLevel)
+		}
+		p := t.Generate(r, 1+r.IntN(levels))
 		if seen[p.views[0]] {
 			continue
 		}

@@ -32,17 +32,27 @@ type Result struct {
 
 // PassAt1 decodes every problem greedily and grades the completion.
 func PassAt1(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.Problem, maxNew int) (Result, error) {
+	res, _, err := PassAt1Texts(m, tok, problems, maxNew)
+	return res, err
+}
+
+// PassAt1Texts is PassAt1 that also returns the completions.
+func PassAt1Texts(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.Problem, maxNew int) (Result, []string, error) {
 	reqs := make([]generate.Request, len(problems))
 	for i, p := range problems {
 		ids, err := tok.Encode(PromptText(p.Prompt))
 		if err != nil {
-			return Result{}, fmt.Errorf("problem %s: %w", p.ID, err)
+			return Result{}, nil, fmt.Errorf("problem %s: %w", p.ID, err)
 		}
 		reqs[i] = generate.Request{Prompt: ids, Params: generate.Params{MaxNewTokens: maxNew, Stop: []string{"\nQ:"}}}
 	}
 	outs, err := (&generate.Generator{Model: m, Tok: tok}).Run(reqs)
 	if err != nil {
-		return Result{}, err
+		return Result{}, nil, err
+	}
+	texts := make([]string, len(outs))
+	for i, o := range outs {
+		texts[i] = o.Text
 	}
 	res := Result{N: len(problems), ByTask: map[string]float64{}, Correct: make([]bool, len(problems))}
 	count := map[string]int{}
@@ -65,7 +75,7 @@ func PassAt1(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.Proble
 	for task, n := range count {
 		res.ByTask[task] /= float64(n)
 	}
-	return res, nil
+	return res, texts, nil
 }
 
 // Tasks returns the task names of a result in order.

@@ -28,6 +28,7 @@ type Config struct {
 	Tasks      []string     `json:"tasks"`
 	DataSeed   uint64       `json:"data_seed"` // the split seed; RL must use the same one
 	PerTask    int          `json:"per_task"`  // pretraining problems per task
+	MaxLevel   int          `json:"max_level"` // highest difficulty level (0: all)
 	EvalN      int          `json:"eval_per_task"`
 	Steps      int          `json:"steps"`
 	Batch      int          `json:"batch"`
@@ -74,7 +75,7 @@ func Run(ctx context.Context, be gpu.Backend, c Config, out string, log io.Write
 		if err != nil {
 			return nil, err
 		}
-		s, err := task.Split(c.DataSeed, datasets.SplitSizes{Pretrain: c.PerTask, Eval: c.EvalN})
+		s, err := task.Split(c.DataSeed, datasets.SplitSizes{Pretrain: c.PerTask, Eval: c.EvalN, MaxLevel: c.MaxLevel})
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/corl-project/corl/config"
+	"github.com/corl-project/corl/train"
+)
+
+// parseSets turns repeated --set key=value flags into overrides.
+func parseSets(sets []string) (map[string]any, error) {
+	out := map[string]any{}
+	for _, s := range sets {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--set %q: want key=value (e.g. grpo.beta=0.04)", s)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func newTrainCmd(stdio IO, getenv func(string) string) *cobra.Command {
+	var (
+		file          string
+		local, resume bool
+		sets          []string
+		threads       int
+		stopAfter     int
+	)
+	cmd := &cobra.Command{
+		Use:   "train",
+		Short: "Run a cohort from a run spec in this process (--local)",
+		Long: `Reads a run spec (YAML or JSON; CORL_* environment variables and --set key=value
+override it, e.g. --set rounds=3 or CORL_GRPO_BETA=0.04) and trains the cohort
+in this process: generate, grade, aggregate and update every round, evaluation
+on held-out problems, checkpoints, and one JSON line of metrics per round in
+<output_dir>/<name>/metrics.jsonl.
+
+Example:
+  corl train --local -f examples/local.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !local {
+				return fmt.Errorf("only --local runs are available in this build; pass --local")
+			}
+			over, err := parseSets(sets)
+			if err != nil {
+				return err
+			}
+			spec, err := config.Load(file, getenv, over)
+			if err != nil {
+				return err
+			}
+			be, err := newBackend("cpu", threads)
+			if err != nil {
+				return err
+			}
+			return train.Local(cmd.Context(), be, spec, train.Options{Resume: resume, StopAfter: stopAfter}, stdio.Err)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&file, "file", "f", "", "run spec (YAML or JSON)")
+	fl.BoolVar(&local, "local", false, "run in this process")
+	fl.BoolVar(&resume, "resume", false, "continue from the run's last checkpoint")
+	fl.StringArrayVar(&sets, "set", nil, "override a setting: key=value (repeatable)")
+	fl.IntVar(&threads, "threads", 0, "CPU threads (0 = all cores)")
+	fl.IntVar(&stopAfter, "stop-after", 0, "stop with a checkpoint after this many rounds (continue later with --resume)")
+	return cmd
+}

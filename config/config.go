@@ -1,0 +1,303 @@
+// Package config reads a run specification: one YAML (or JSON) file, CORL_*
+// environment variables and flags, merged by viper in this one place into a
+// typed, validated, JSON-serialisable RunSpec. Unknown keys and bad values are
+// errors that name the key. Names follow TRL/verl where they exist.
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/viper"
+
+	"github.com/corl-project/corl/datasets"
+	"github.com/corl-project/corl/rl"
+)
+
+// RunSpec is everything a cohort run needs. It travels as plain JSON (the
+// Temporal workflow's input), so it holds no paths that only one machine
+// understands except the members' base checkpoints and the output location.
+type RunSpec struct {
+	Name            string     `json:"name" mapstructure:"name"`
+	Seed            uint64     `json:"seed" mapstructure:"seed"`
+	Rounds          int        `json:"rounds" mapstructure:"rounds"`
+	PromptsPerRound int        `json:"prompts_per_round" mapstructure:"prompts_per_round"`
+	Data            Data       `json:"data" mapstructure:"data"`
+	Reward          Reward     `json:"reward" mapstructure:"reward"`
+	Generation      Generation `json:"generation" mapstructure:"generation"`
+	GRPO            rl.GRPO    `json:"grpo" mapstructure:"grpo"`
+	Optim           Optim      `json:"optim" mapstructure:"optim"`
+	MicroBatchSize  int        `json:"micro_batch_size" mapstructure:"micro_batch_size"`
+	Members         []Member   `json:"members" mapstructure:"members"`
+	Eval            Eval       `json:"eval" mapstructure:"eval"`
+	Checkpoint      Checkpoint `json:"checkpoint" mapstructure:"checkpoint"`
+	OutputDir       string     `json:"output_dir" mapstructure:"output_dir"`
+}
+
+// Data says where prompts come from: built-in tasks (split by data_seed, the
+// same seed the base models were pretrained with) or a user file.
+type Data struct {
+	Tasks       []string `json:"tasks" mapstructure:"tasks"`
+	DataSeed    uint64   `json:"data_seed" mapstructure:"data_seed"`
+	RLSize      int      `json:"rl_size" mapstructure:"rl_size"` // RL prompts per task
+	MaxLevel    int      `json:"max_level" mapstructure:"max_level"`
+	File        string   `json:"file,omitempty" mapstructure:"file"` // JSONL/Parquet prompts instead of tasks
+	PromptField string   `json:"prompt_field,omitempty" mapstructure:"prompt_field"`
+	AnswerField string   `json:"answer_field,omitempty" mapstructure:"answer_field"`
+}
+
+// Reward selects the strategy.
+type Reward struct {
+	Mode      string  `json:"mode" mapstructure:"mode"`
+	Threshold float64 `json:"self_consistency_threshold" mapstructure:"self_consistency_threshold"`
+}
+
+// Generation is the sampling setup (TRL names).
+type Generation struct {
+	NumGenerations int     `json:"num_generations" mapstructure:"num_generations"`
+	Temperature    float32 `json:"temperature" mapstructure:"temperature"`
+	TopK           int     `json:"top_k" mapstructure:"top_k"`
+	TopP           float32 `json:"top_p" mapstructure:"top_p"`
+	MaxCompletion  int     `json:"max_completion_length" mapstructure:"max_completion_length"`
+}
+
+// Optim is AdamW with warmup and cosine decay (TRL/transformers names).
+type Optim struct {
+	LearningRate float64 `json:"learning_rate" mapstructure:"learning_rate"`
+	WarmupSteps  int     `json:"warmup_steps" mapstructure:"warmup_steps"`
+	MinLRRatio   float64 `json:"min_lr_ratio" mapstructure:"min_lr_ratio"`
+	AdamBeta1    float32 `json:"adam_beta1" mapstructure:"adam_beta1"`
+	AdamBeta2    float32 `json:"adam_beta2" mapstructure:"adam_beta2"`
+	AdamEpsilon  float32 `json:"adam_epsilon" mapstructure:"adam_epsilon"`
+	WeightDecay  float32 `json:"weight_decay" mapstructure:"weight_decay"`
+	MaxGradNorm  float32 `json:"max_grad_norm" mapstructure:"max_grad_norm"`
+}
+
+// Member is one model of the cohort.
+type Member struct {
+	Name string `json:"name" mapstructure:"name"`
+	Base string `json:"base" mapstructure:"base"` // checkpoint directory (config.json, model.safetensors, tokenizer.json)
+	View int    `json:"view" mapstructure:"view"` // 0: original prompts, 1: rephrased (the "different data" axis)
+}
+
+// Eval runs held-out evaluation every Every rounds (0: at the end only).
+type Eval struct {
+	Every int `json:"every" mapstructure:"every"`
+	Size  int `json:"size" mapstructure:"size"` // problems per task
+}
+
+// Checkpoint saves the cohort every Every rounds (0: at the end only).
+type Checkpoint struct {
+	Every int `json:"every" mapstructure:"every"`
+}
+
+// defaults are the embedded settings: the paper's choices where it made
+// them (G = 8, temperature 1, ring rewards, no KL, group-scaled rewards).
+var defaults = map[string]any{
+	"name": "corl-run", "seed": 1, "rounds": 10, "prompts_per_round": 16,
+	"data.tasks": []string{"arith"}, "data.data_seed": 1, "data.rl_size": 400, "data.max_level": 0,
+	"data.file": "", "data.prompt_field": "", "data.answer_field": "",
+	"reward.mode": rl.PeerRing, "reward.self_consistency_threshold": 0.0,
+	"generation.num_generations": 8, "generation.temperature": 1.0, "generation.top_k": 0, "generation.top_p": 1.0,
+	"generation.max_completion_length": 64,
+	"grpo.scale_rewards":               rl.ScaleGroup, "grpo.loss_type": rl.TokenMean, "grpo.epsilon": 0.2, "grpo.epsilon_high": 0.0,
+	"grpo.beta": 0.0, "grpo.num_iterations": 1,
+	"optim.learning_rate": 1e-4, "optim.warmup_steps": 0, "optim.min_lr_ratio": 0.1, "optim.adam_beta1": 0.9,
+	"optim.adam_beta2": 0.99, "optim.adam_epsilon": 1e-8, "optim.weight_decay": 0.0, "optim.max_grad_norm": 1.0,
+	"micro_batch_size": 32, "members": []any{},
+	"eval.every": 0, "eval.size": 100, "checkpoint.every": 5, "output_dir": "runs",
+}
+
+// Load reads the spec from file (may be empty: defaults only), the CORL_*
+// environment (CORL_GRPO_BETA=0.04 sets grpo.beta) and overrides (dotted
+// keys, as flags give them), in increasing precedence.
+func Load(file string, getenv func(string) string, overrides map[string]any) (*RunSpec, error) {
+	v := viper.New()
+	for k, d := range defaults {
+		v.SetDefault(k, d)
+	}
+	if file != "" {
+		v.SetConfigFile(file)
+		if err := v.ReadInConfig(); err != nil {
+			return nil, fmt.Errorf("read config %s: %w", file, err)
+		}
+		if err := unknownKeys(v.AllSettings(), ""); err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+	}
+	keys := make([]string, 0, len(defaults))
+	for k := range defaults {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env := "CORL_" + strings.ToUpper(strings.ReplaceAll(k, ".", "_"))
+		if val := getenv(env); val != "" {
+			v.Set(k, val)
+		}
+	}
+	for k, val := range overrides {
+		if _, ok := defaults[k]; !ok {
+			return nil, fmt.Errorf("unknown setting %q", k)
+		}
+		v.Set(k, val)
+	}
+	var spec RunSpec
+	dec := func(c *mapstructure.DecoderConfig) {
+		c.ErrorUnused = true
+		c.WeaklyTypedInput = true
+		c.TagName = "mapstructure"
+	}
+	if err := v.Unmarshal(&spec, dec); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	return &spec, nil
+}
+
+// unknownKeys rejects keys outside the schema, naming the key and listing the
+// allowed ones at that level.
+func unknownKeys(settings map[string]any, prefix string) error {
+	allowed := map[string]bool{}
+	for k := range defaults {
+		if strings.HasPrefix(k, prefix) {
+			rest := strings.TrimPrefix(k, prefix)
+			allowed[strings.SplitN(rest, ".", 2)[0]] = true
+		}
+	}
+	names := make([]string, 0, len(settings))
+	for k := range settings {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if !allowed[k] {
+			list := make([]string, 0, len(allowed))
+			for a := range allowed {
+				list = append(list, a)
+			}
+			sort.Strings(list)
+			return fmt.Errorf("unknown key %q; allowed here: %s", prefix+k, strings.Join(list, ", "))
+		}
+		if sub, ok := settings[k].(map[string]any); ok {
+			if err := unknownKeys(sub, prefix+k+"."); err != nil {
+				return err
+			}
+		}
+		if k == "members" {
+			if list, ok := settings[k].([]any); ok {
+				for i, item := range list {
+					m, ok := item.(map[string]any)
+					if !ok {
+						return fmt.Errorf("members[%d]: want a mapping with name, base, view", i)
+					}
+					for mk := range m {
+						if mk != "name" && mk != "base" && mk != "view" {
+							return fmt.Errorf("unknown key \"members[%d].%s\"; allowed here: base, name, view", i, mk)
+						}
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Validate checks every field, naming it.
+func (s *RunSpec) Validate() error {
+	positive := []struct {
+		key string
+		v   int
+	}{{"rounds", s.Rounds}, {"prompts_per_round", s.PromptsPerRound}, {"generation.num_generations", s.Generation.NumGenerations},
+		{"generation.max_completion_length", s.Generation.MaxCompletion}, {"micro_batch_size", s.MicroBatchSize}, {"eval.size", s.Eval.Size}}
+	for _, p := range positive {
+		if p.v <= 0 {
+			return fmt.Errorf("%s: must be positive, got %d", p.key, p.v)
+		}
+	}
+	if s.Generation.Temperature < 0 {
+		return fmt.Errorf("generation.temperature: %v must not be negative", s.Generation.Temperature)
+	}
+	if s.Generation.TopP < 0 || s.Generation.TopP > 1 {
+		return fmt.Errorf("generation.top_p: %v must be in [0, 1]", s.Generation.TopP)
+	}
+	if s.Reward.Threshold < 0 || s.Reward.Threshold > 1 {
+		return fmt.Errorf("reward.self_consistency_threshold: %v must be in [0, 1]", s.Reward.Threshold)
+	}
+	known := false
+	for _, n := range rl.StrategyNames {
+		known = known || n == s.Reward.Mode
+	}
+	if !known {
+		return fmt.Errorf("reward.mode: %q is not one of %s", s.Reward.Mode, strings.Join(rl.StrategyNames, ", "))
+	}
+	if err := s.GRPO.Validate(); err != nil {
+		return fmt.Errorf("grpo.%w", err)
+	}
+	if s.Optim.LearningRate <= 0 {
+		return fmt.Errorf("optim.learning_rate: %v must be positive", s.Optim.LearningRate)
+	}
+	if s.Optim.MinLRRatio < 0 || s.Optim.MinLRRatio > 1 {
+		return fmt.Errorf("optim.min_lr_ratio: %v must be in [0, 1]", s.Optim.MinLRRatio)
+	}
+	if s.Data.File == "" {
+		if len(s.Data.Tasks) == 0 {
+			return fmt.Errorf("data.tasks: name at least one task (or set data.file)")
+		}
+		for _, t := range s.Data.Tasks {
+			if _, err := datasets.LookupTask(t); err != nil {
+				return fmt.Errorf("data.tasks: %w", err)
+			}
+		}
+		if s.Data.RLSize < s.PromptsPerRound {
+			return fmt.Errorf("data.rl_size: %d is smaller than prompts_per_round %d", s.Data.RLSize, s.PromptsPerRound)
+		}
+	}
+	if len(s.Members) == 0 {
+		return fmt.Errorf("members: the cohort is empty")
+	}
+	needPeers := s.Reward.Mode == rl.PeerRing || s.Reward.Mode == rl.PeerMajority || s.Reward.Mode == rl.PeerJudge
+	if needPeers && len(s.Members) < 2 {
+		return fmt.Errorf("members: reward.mode %s needs at least 2 members, have %d", s.Reward.Mode, len(s.Members))
+	}
+	seen := map[string]bool{}
+	for i, m := range s.Members {
+		switch {
+		case m.Name == "":
+			return fmt.Errorf("members[%d].name: empty", i)
+		case strings.ContainsAny(m.Name, "/\\ "):
+			return fmt.Errorf("members[%d].name: %q may not contain slashes or spaces", i, m.Name)
+		case seen[m.Name]:
+			return fmt.Errorf("members[%d].name: %q is used twice", i, m.Name)
+		case m.Base == "":
+			return fmt.Errorf("members[%d].base: empty", i)
+		case m.View < 0:
+			return fmt.Errorf("members[%d].view: %d must not be negative", i, m.View)
+		}
+		seen[m.Name] = true
+	}
+	return nil
+}
+
+// JSON returns the spec as indented JSON (what `temporal workflow start
+// --input-file` takes).
+func (s *RunSpec) JSON() ([]byte, error) { return json.MarshalIndent(s, "", "  ") }
+
+// RoundConfig converts the spec into the round's algorithm settings.
+func (s *RunSpec) RoundConfig() rl.Config {
+	g := s.GRPO
+	g.MaxNewTokens = s.Generation.MaxCompletion
+	return rl.Config{
+		Reward: s.Reward.Mode, Threshold: s.Reward.Threshold,
+		NumGenerations: s.Generation.NumGenerations, Temperature: s.Generation.Temperature, TopK: s.Generation.TopK,
+		TopP: s.Generation.TopP, MaxNewTokens: s.Generation.MaxCompletion, GRPO: g,
+		LearningRate: s.Optim.LearningRate, WarmupSteps: s.Optim.WarmupSteps, TotalSteps: s.Rounds * s.GRPO.NumIterations,
+		MinLRRatio: s.Optim.MinLRRatio, MicroBatch: s.MicroBatchSize, Seed: s.Seed,
+		Optim: modelOptim(s.Optim),
+	}
+}

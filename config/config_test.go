@@ -1,0 +1,99 @@
+package config
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func write(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "run.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const good = `
+name: test
+rounds: 3
+data:
+  tasks: [arith, linear]
+reward:
+  mode: peer-majority
+generation:
+  num_generations: 4
+grpo:
+  beta: 0.04
+members:
+  - {name: a, base: bases/a}
+  - {name: b, base: bases/b, view: 1}
+`
+
+func noEnv(string) string { return "" }
+
+func TestLoadMergesFileEnvAndOverrides(t *testing.T) {
+	env := map[string]string{"CORL_GRPO_EPSILON": "0.3", "CORL_ROUNDS": "7"}
+	s, err := Load(write(t, good), func(k string) string { return env[k] }, map[string]any{"rounds": 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "test" || s.Reward.Mode != "peer-majority" || s.Generation.NumGenerations != 4 || s.GRPO.Beta != 0.04 {
+		t.Fatalf("file values lost: %+v", s)
+	}
+	if s.GRPO.Epsilon != 0.3 {
+		t.Errorf("environment: epsilon %v, want 0.3", s.GRPO.Epsilon)
+	}
+	if s.Rounds != 9 {
+		t.Errorf("override: rounds %d, want 9 (flag beats environment)", s.Rounds)
+	}
+	if s.Generation.Temperature != 1 || s.GRPO.LossType != "token-mean" {
+		t.Errorf("defaults missing: %+v", s.Generation)
+	}
+	if len(s.Members) != 2 || s.Members[1].View != 1 {
+		t.Errorf("members = %+v", s.Members)
+	}
+	// The spec is plain JSON and reads back equal.
+	js, err := s.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back RunSpec
+	if err := json.Unmarshal(js, &back); err != nil {
+		t.Fatal(err)
+	}
+	js2, _ := back.JSON()
+	if string(js) != string(js2) {
+		t.Errorf("JSON round trip differs:\n%s\n%s", js, js2)
+	}
+}
+
+func TestErrorsNameTheKey(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{good + "\nlearning_rate: 1\n", `unknown key "learning_rate"`},
+		{strings.Replace(good, "beta: 0.04", "beta: 0.04\n  betta: 1", 1), `unknown key "grpo.betta"`},
+		{strings.Replace(good, "view: 1", "view: 1, vieww: 2", 1), `members[1].vieww`},
+		{strings.Replace(good, "peer-majority", "peer-magic", 1), "reward.mode"},
+		{strings.Replace(good, "rounds: 3", "rounds: 0", 1), "rounds: must be positive"},
+		{strings.Replace(good, "tasks: [arith, linear]", "tasks: [calculus]", 1), "data.tasks"},
+		{strings.Replace(good, "beta: 0.04", "beta: -1", 1), "grpo.beta"},
+		{strings.Replace(good, "beta: 0.04", "loss_type: sum", 1), "grpo.loss_type"},
+		{strings.Replace(good, "name: b, base: bases/b", "name: a, base: bases/b", 1), "used twice"},
+		{strings.Replace(good, "num_generations: 4", "num_generations: many", 1), "num_generations"},
+	} {
+		_, err := Load(write(t, tc.body), noEnv, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want it to mention %q", err, tc.want)
+		}
+	}
+	if _, err := Load("", noEnv, map[string]any{"grpo.bogus": 1}); err == nil || !strings.Contains(err.Error(), "grpo.bogus") {
+		t.Errorf("unknown override: %v", err)
+	}
+	one := strings.Replace(good, "  - {name: b, base: bases/b, view: 1}\n", "", 1)
+	if _, err := Load(write(t, one), noEnv, nil); err == nil || !strings.Contains(err.Error(), "at least 2 members") {
+		t.Errorf("peer reward with one member: %v", err)
+	}
+}

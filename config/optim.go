@@ -1,0 +1,8 @@
+package config
+
+import "github.com/corl-project/corl/model"
+
+func modelOptim(o Optim) model.Optim {
+	return model.Optim{LR: float32(o.LearningRate), Beta1: o.AdamBeta1, Beta2: o.AdamBeta2, Eps: o.AdamEpsilon,
+		WeightDecay: o.WeightDecay, MaxGradNorm: o.MaxGradNorm}
+}

@@ -1,0 +1,351 @@
+// Package train runs a cohort in one process: `corl train --local`. It loads
+// the members' base checkpoints, draws RL prompts from the spec's data, runs
+// rl.Round for every round, evaluates, checkpoints, and appends one JSON line
+// of metrics per round. The Temporal pipeline runs the same pieces as
+// activities; this is the quick-experiment path.
+package train
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/corl-project/corl/config"
+	"github.com/corl-project/corl/datasets"
+	"github.com/corl-project/corl/evaluate"
+	"github.com/corl-project/corl/gpu"
+	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/rl"
+	"github.com/corl-project/corl/tokenizer"
+)
+
+// Data is a run's prompts and evaluation problems.
+type Data struct {
+	RL   []rl.Prompt
+	Eval []datasets.Problem
+}
+
+// LoadData builds the RL prompts (interleaved across tasks) and the
+// evaluation set from the spec. Built-in tasks use data_seed, the seed the
+// bases were pretrained with, so RL and evaluation problems are unseen.
+func LoadData(s *config.RunSpec) (*Data, error) {
+	d := &Data{}
+	if s.Data.File != "" {
+		ds, err := datasets.Load(s.Data.File, datasets.LoadOptions{PromptField: s.Data.PromptField, AnswerField: s.Data.AnswerField})
+		if err != nil {
+			return nil, err
+		}
+		for i, p := range ds.Prompts {
+			truth := ""
+			if a, ok := ds.Labels.Answer(i); ok {
+				truth = datasets.Normalize(a)
+			}
+			d.RL = append(d.RL, rl.Prompt{ID: p.ID, Views: []string{p.Text}, Truth: truth})
+		}
+	}
+	var perTask [][]rl.Prompt
+	for _, name := range s.Data.Tasks {
+		if s.Data.File != "" {
+			break
+		}
+		task, err := datasets.LookupTask(name)
+		if err != nil {
+			return nil, err
+		}
+		sp, err := task.Split(s.Data.DataSeed, datasets.SplitSizes{RL: s.Data.RLSize, Eval: s.Eval.Size, MaxLevel: s.Data.MaxLevel})
+		if err != nil {
+			return nil, err
+		}
+		perTask = append(perTask, rl.PromptsFrom(sp.RL))
+		d.Eval = append(d.Eval, sp.Eval...)
+	}
+	for i := 0; len(perTask) > 0 && i < len(perTask[0]); i++ {
+		for _, ps := range perTask {
+			d.RL = append(d.RL, ps[i])
+		}
+	}
+	if len(d.RL) == 0 {
+		return nil, fmt.Errorf("data: no RL prompts")
+	}
+	return d, nil
+}
+
+// PromptsForRound picks round r's prompts: a fixed shuffle of the RL set
+// (from the run seed) read P at a time, so the data cursor is the round
+// number and a resumed run sees the same prompts.
+func PromptsForRound(all []rl.Prompt, seed uint64, round, P int) []rl.Prompt {
+	perm := rand.New(rand.NewPCG(seed, 0x64617461)).Perm(len(all))
+	out := make([]rl.Prompt, P)
+	for i := range out {
+		out[i] = all[perm[(round*P+i)%len(all)]]
+	}
+	return out
+}
+
+// LoadMember loads a member's checkpoint (and a frozen copy when a KL
+// reference is needed).
+func LoadMember(be gpu.Backend, name, dir string, view int, withRef bool) (*rl.Member, error) {
+	m, err := model.LoadHF(be, dir)
+	if err != nil {
+		return nil, fmt.Errorf("member %s: %w", name, err)
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("member %s: %w", name, err)
+	}
+	mem := &rl.Member{Name: name, Model: m, Tok: tok, View: view}
+	if withRef {
+		if mem.Ref, err = model.LoadHF(be, dir); err != nil {
+			return nil, err
+		}
+	}
+	if opt := filepath.Join(dir, "optimizer.safetensors"); fileExists(opt) {
+		if err := m.LoadOptimizer(opt); err != nil {
+			return nil, fmt.Errorf("member %s: %w", name, err)
+		}
+	}
+	return mem, nil
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// SaveMember writes a member's weights, optimizer state and tokenizer.
+func SaveMember(m *rl.Member, dir string) error {
+	if err := m.Model.SaveHF(dir); err != nil {
+		return err
+	}
+	if err := m.Model.SaveOptimizer(filepath.Join(dir, "optimizer.safetensors")); err != nil {
+		return err
+	}
+	bpe, ok := m.Tok.(*tokenizer.BPE)
+	if !ok {
+		return fmt.Errorf("member %s: tokenizer of type %T cannot be saved", m.Name, m.Tok)
+	}
+	return bpe.Save(dir)
+}
+
+// EvalResult is held-out evaluation of the cohort.
+type EvalResult struct {
+	Round   int                        `json:"round"`
+	Members map[string]evaluate.Result `json:"members"`
+	Cohort  float64                    `json:"cohort_vote_pass_at_1"` // plurality of the members' greedy answers
+	Kappa   map[string]float64         `json:"kappa,omitempty"`       // per member pair, of per-problem correctness
+	Compl   map[string]float64         `json:"complementarity,omitempty"`
+}
+
+// Evaluate runs greedy pass@1 for every member, the cohort vote, and the
+// pairwise diversity probe on the evaluation problems.
+func Evaluate(members []*rl.Member, eval []datasets.Problem, maxNew, round int) (*EvalResult, error) {
+	er := &EvalResult{Round: round, Members: map[string]evaluate.Result{}, Kappa: map[string]float64{}, Compl: map[string]float64{}}
+	answers := make([][]string, len(members))
+	for i, m := range members {
+		res, texts, err := evaluate.PassAt1Texts(m.Model, m.Tok, eval, maxNew)
+		if err != nil {
+			return nil, err
+		}
+		er.Members[m.Name] = res
+		answers[i] = texts
+	}
+	ok := 0
+	for p, prob := range eval {
+		var g rl.Group
+		for i := range members {
+			a := ""
+			if x, found := datasets.Extract(answers[i][p]); found {
+				a = datasets.Normalize(x)
+			}
+			g = append(g, rl.Sample{Answer: a})
+		}
+		if v := rl.Plurality(g, 0); v.Answer != "" && v.Answer == datasets.Normalize(prob.Answer) {
+			ok++
+		}
+	}
+	if len(eval) > 0 {
+		er.Cohort = float64(ok) / float64(len(eval))
+	}
+	for i := range members {
+		for j := i + 1; j < len(members); j++ {
+			a, b := er.Members[members[i].Name].Correct, er.Members[members[j].Name].Correct
+			key := members[i].Name + "/" + members[j].Name
+			er.Kappa[key], er.Compl[key] = rl.CohenKappa(a, b), rl.Complementarity(a, b)
+		}
+	}
+	return er, nil
+}
+
+// state.json records how far a local run got, for --resume.
+type state struct {
+	Round int    `json:"completed_rounds"`
+	Steps int    `json:"optimizer_steps"`
+	Dir   string `json:"checkpoint"`
+}
+
+// Options control one invocation of Local.
+type Options struct {
+	Resume    bool // continue from the run's last checkpoint
+	StopAfter int  // stop (with a checkpoint) after this many rounds in this invocation; 0: run to the end
+}
+
+// Local runs the spec in this process. Metrics go to
+// <output_dir>/<name>/metrics.jsonl; checkpoints to .../checkpoints/round-N.
+// With Resume, it continues from the last checkpoint, re-running the rounds
+// after it with the same seeds, so the result equals an uninterrupted run.
+func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, log io.Writer) error {
+	resume := o.Resume
+	runDir := filepath.Join(s.OutputDir, s.Name)
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return err
+	}
+	data, err := LoadData(s)
+	if err != nil {
+		return err
+	}
+	st := state{}
+	if resume {
+		b, err := os.ReadFile(filepath.Join(runDir, "state.json"))
+		if err != nil {
+			return fmt.Errorf("resume: %w", err)
+		}
+		if err := json.Unmarshal(b, &st); err != nil {
+			return fmt.Errorf("resume: state.json: %w", err)
+		}
+	}
+	members := make([]*rl.Member, len(s.Members))
+	for i, ms := range s.Members {
+		dir := ms.Base
+		if st.Dir != "" {
+			dir = filepath.Join(st.Dir, ms.Name)
+		}
+		if members[i], err = LoadMember(be, ms.Name, dir, ms.View, s.GRPO.Beta > 0); err != nil {
+			return err
+		}
+		if st.Dir != "" && s.GRPO.Beta > 0 { // the reference stays the base model
+			if members[i].Ref, err = model.LoadHF(be, ms.Base); err != nil {
+				return err
+			}
+		}
+	}
+	js, _ := s.JSON()
+	if err := os.WriteFile(filepath.Join(runDir, "spec.json"), js, 0o644); err != nil {
+		return err
+	}
+	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	if !resume {
+		flags |= os.O_TRUNC
+	}
+	mf, err := os.OpenFile(filepath.Join(runDir, "metrics.jsonl"), flags, 0o644)
+	if err != nil {
+		return err
+	}
+	defer mf.Close()
+	enc := json.NewEncoder(mf)
+	c := s.RoundConfig()
+	names := make([]string, len(members))
+	for i, m := range members {
+		names[i] = fmt.Sprintf("%s (%s, %.2fM, view %d)", m.Name, m.Model.Cfg.Family, float64(m.Model.NumParams())/1e6, m.View)
+	}
+	fmt.Fprintf(log, "run %s: %d rounds x %d prompts x %d samples, reward %s\ncohort: %s\n", s.Name, s.Rounds, s.PromptsPerRound,
+		s.Generation.NumGenerations, s.Reward.Mode, strings.Join(names, ", "))
+	if st.Round == 0 && len(data.Eval) > 0 {
+		er, err := Evaluate(members, data.Eval, s.Generation.MaxCompletion, 0)
+		if err != nil {
+			return err
+		}
+		printEval(log, er)
+		if err := enc.Encode(map[string]any{"eval": er}); err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	end := s.Rounds
+	if o.StopAfter > 0 {
+		end = min(end, st.Round+o.StopAfter)
+	}
+	for r := st.Round; r < end; r++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		prompts := PromptsForRound(data.RL, s.Seed, r, s.PromptsPerRound)
+		met, err := rl.Round(members, prompts, c, r, st.Steps, func(stage string) {
+			fmt.Fprintf(log, "\r%s round %d/%d: %-40s", bar(r, s.Rounds, 20), r+1, s.Rounds, stage)
+		})
+		if err != nil {
+			return err
+		}
+		st.Steps += s.GRPO.NumIterations
+		st.Round = r + 1
+		rec := map[string]any{"round": met}
+		fmt.Fprintf(log, "\r%s round %d/%d: %.1fs", bar(r+1, s.Rounds, 20), r+1, s.Rounds, met.Seconds)
+		for i, md := range met.Diag.Models {
+			fmt.Fprintf(log, "  %s reward %.2f labeled %.2f", members[i].Name, md.RewardMean, md.LabeledFrac)
+			if md.PseudoLabelAcc != nil {
+				fmt.Fprintf(log, " label-acc %.2f", *md.PseudoLabelAcc)
+			}
+		}
+		fmt.Fprintln(log)
+		last := r+1 == s.Rounds
+		if len(data.Eval) > 0 && (last || (s.Eval.Every > 0 && (r+1)%s.Eval.Every == 0)) {
+			er, err := Evaluate(members, data.Eval, s.Generation.MaxCompletion, r+1)
+			if err != nil {
+				return err
+			}
+			printEval(log, er)
+			rec["eval"] = er
+		}
+		if err := enc.Encode(rec); err != nil {
+			return err
+		}
+		if last || r+1 == end || (s.Checkpoint.Every > 0 && (r+1)%s.Checkpoint.Every == 0) {
+			dir := filepath.Join(runDir, "checkpoints", fmt.Sprintf("round-%d", r+1))
+			for _, m := range members {
+				if err := SaveMember(m, filepath.Join(dir, m.Name)); err != nil {
+					return err
+				}
+			}
+			st.Dir = dir
+			b, _ := json.MarshalIndent(st, "", "  ")
+			if err := writeFile(filepath.Join(runDir, "state.json"), b); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Fprintf(log, "done in %.0fs: metrics %s, checkpoints %s\n", time.Since(start).Seconds(),
+		filepath.Join(runDir, "metrics.jsonl"), filepath.Join(runDir, "checkpoints"))
+	return nil
+}
+
+func printEval(w io.Writer, er *EvalResult) {
+	fmt.Fprintf(w, "eval after round %d:", er.Round)
+	names := make([]string, 0, len(er.Members))
+	for n := range er.Members {
+		names = append(names, n)
+	}
+	sortStrings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %s pass@1 %.3f", n, er.Members[n].PassAt1)
+	}
+	fmt.Fprintf(w, "  cohort vote %.3f", er.Cohort)
+	for _, k := range sortedKeys(er.Kappa) {
+		fmt.Fprintf(w, "  kappa(%s) %.2f compl %.2f", k, er.Kappa[k], er.Compl[k])
+	}
+	fmt.Fprintln(w)
+}
+
+func bar(done, total, width int) string {
+	n := done * width / max(total, 1)
+	return "[" + strings.Repeat("#", n) + strings.Repeat(".", width-n) + "]"
+}
+
+func writeFile(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
