@@ -15,84 +15,11 @@ import (
 
 	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/rl"
+	"github.com/corl-project/corl/spec"
 )
 
-// RunSpec is everything a cohort run needs. It travels as plain JSON (the
-// Temporal workflow's input), so it holds no paths that only one machine
-// understands except the members' base checkpoints and the output location.
-type RunSpec struct {
-	Name            string     `json:"name" mapstructure:"name"`
-	Seed            uint64     `json:"seed" mapstructure:"seed"`
-	Rounds          int        `json:"rounds" mapstructure:"rounds"`
-	PromptsPerRound int        `json:"prompts_per_round" mapstructure:"prompts_per_round"`
-	Data            Data       `json:"data" mapstructure:"data"`
-	Reward          Reward     `json:"reward" mapstructure:"reward"`
-	Generation      Generation `json:"generation" mapstructure:"generation"`
-	GRPO            rl.GRPO    `json:"grpo" mapstructure:"grpo"`
-	Optim           Optim      `json:"optim" mapstructure:"optim"`
-	MicroBatchSize  int        `json:"micro_batch_size" mapstructure:"micro_batch_size"`
-	Members         []Member   `json:"members" mapstructure:"members"`
-	Eval            Eval       `json:"eval" mapstructure:"eval"`
-	Checkpoint      Checkpoint `json:"checkpoint" mapstructure:"checkpoint"`
-	OutputDir       string     `json:"output_dir" mapstructure:"output_dir"`
-}
-
-// Data says where prompts come from: built-in tasks (split by data_seed, the
-// same seed the base models were pretrained with) or a user file.
-type Data struct {
-	Tasks       []string `json:"tasks" mapstructure:"tasks"`
-	DataSeed    uint64   `json:"data_seed" mapstructure:"data_seed"`
-	RLSize      int      `json:"rl_size" mapstructure:"rl_size"` // RL prompts per task
-	MaxLevel    int      `json:"max_level" mapstructure:"max_level"`
-	File        string   `json:"file,omitempty" mapstructure:"file"` // JSONL/Parquet prompts instead of tasks
-	PromptField string   `json:"prompt_field,omitempty" mapstructure:"prompt_field"`
-	AnswerField string   `json:"answer_field,omitempty" mapstructure:"answer_field"`
-}
-
-// Reward selects the strategy.
-type Reward struct {
-	Mode      string  `json:"mode" mapstructure:"mode"`
-	Threshold float64 `json:"self_consistency_threshold" mapstructure:"self_consistency_threshold"`
-}
-
-// Generation is the sampling setup (TRL names).
-type Generation struct {
-	NumGenerations int     `json:"num_generations" mapstructure:"num_generations"`
-	Temperature    float32 `json:"temperature" mapstructure:"temperature"`
-	TopK           int     `json:"top_k" mapstructure:"top_k"`
-	TopP           float32 `json:"top_p" mapstructure:"top_p"`
-	MaxCompletion  int     `json:"max_completion_length" mapstructure:"max_completion_length"`
-}
-
-// Optim is AdamW with warmup and cosine decay (TRL/transformers names).
-type Optim struct {
-	LearningRate float64 `json:"learning_rate" mapstructure:"learning_rate"`
-	WarmupSteps  int     `json:"warmup_steps" mapstructure:"warmup_steps"`
-	MinLRRatio   float64 `json:"min_lr_ratio" mapstructure:"min_lr_ratio"`
-	AdamBeta1    float32 `json:"adam_beta1" mapstructure:"adam_beta1"`
-	AdamBeta2    float32 `json:"adam_beta2" mapstructure:"adam_beta2"`
-	AdamEpsilon  float32 `json:"adam_epsilon" mapstructure:"adam_epsilon"`
-	WeightDecay  float32 `json:"weight_decay" mapstructure:"weight_decay"`
-	MaxGradNorm  float32 `json:"max_grad_norm" mapstructure:"max_grad_norm"`
-}
-
-// Member is one model of the cohort.
-type Member struct {
-	Name string `json:"name" mapstructure:"name"`
-	Base string `json:"base" mapstructure:"base"` // checkpoint directory (config.json, model.safetensors, tokenizer.json)
-	View int    `json:"view" mapstructure:"view"` // 0: original prompts, 1: rephrased (the "different data" axis)
-}
-
-// Eval runs held-out evaluation every Every rounds (0: at the end only).
-type Eval struct {
-	Every int `json:"every" mapstructure:"every"`
-	Size  int `json:"size" mapstructure:"size"` // problems per task
-}
-
-// Checkpoint saves the cohort every Every rounds (0: at the end only).
-type Checkpoint struct {
-	Every int `json:"every" mapstructure:"every"`
-}
+// RunSpec is spec.RunSpec; the types live there so workflows can hold them.
+type RunSpec = spec.RunSpec
 
 // defaults are the embedded settings: the paper's choices where it made
 // them (G = 8, temperature 1, ring rewards, no KL, group-scaled rewards).
@@ -145,19 +72,19 @@ func Load(file string, getenv func(string) string, overrides map[string]any) (*R
 		}
 		v.Set(k, val)
 	}
-	var spec RunSpec
+	var rs RunSpec
 	dec := func(c *mapstructure.DecoderConfig) {
 		c.ErrorUnused = true
 		c.WeaklyTypedInput = true
 		c.TagName = "mapstructure"
 	}
-	if err := v.Unmarshal(&spec, dec); err != nil {
+	if err := v.Unmarshal(&rs, dec); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	if err := spec.Validate(); err != nil {
+	if err := Validate(&rs); err != nil {
 		return nil, err
 	}
-	return &spec, nil
+	return &rs, nil
 }
 
 // unknownKeys rejects keys outside the schema, naming the key and listing the
@@ -208,8 +135,8 @@ func unknownKeys(settings map[string]any, prefix string) error {
 	return nil
 }
 
-// Validate checks every field, naming it.
-func (s *RunSpec) Validate() error {
+// Validate checks every field of s, naming it.
+func Validate(s *RunSpec) error {
 	positive := []struct {
 		key string
 		v   int
@@ -236,7 +163,7 @@ func (s *RunSpec) Validate() error {
 	if !known {
 		return fmt.Errorf("reward.mode: %q is not one of %s", s.Reward.Mode, strings.Join(rl.StrategyNames, ", "))
 	}
-	if err := s.GRPO.Validate(); err != nil {
+	if err := GRPO(s.GRPO).Validate(); err != nil {
 		return fmt.Errorf("grpo.%w", err)
 	}
 	if s.Optim.LearningRate <= 0 {
@@ -286,11 +213,17 @@ func (s *RunSpec) Validate() error {
 
 // JSON returns the spec as indented JSON (what `temporal workflow start
 // --input-file` takes).
-func (s *RunSpec) JSON() ([]byte, error) { return json.MarshalIndent(s, "", "  ") }
+func JSON(s *RunSpec) ([]byte, error) { return json.MarshalIndent(s, "", "  ") }
+
+// GRPO converts the spec's update settings into the rl package's.
+func GRPO(g spec.GRPO) rl.GRPO {
+	return rl.GRPO{ScaleRewards: g.ScaleRewards, LossType: g.LossType, Epsilon: g.Epsilon, EpsilonHigh: g.EpsilonHigh,
+		Beta: g.Beta, NumIterations: g.NumIterations}
+}
 
 // RoundConfig converts the spec into the round's algorithm settings.
-func (s *RunSpec) RoundConfig() rl.Config {
-	g := s.GRPO
+func RoundConfig(s *RunSpec) rl.Config {
+	g := GRPO(s.GRPO)
 	g.MaxNewTokens = s.Generation.MaxCompletion
 	return rl.Config{
 		Reward: s.Reward.Mode, Threshold: s.Reward.Threshold,

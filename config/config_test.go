@@ -57,7 +57,7 @@ func TestLoadMergesFileEnvAndOverrides(t *testing.T) {
 		t.Errorf("members = %+v", s.Members)
 	}
 	// The spec is plain JSON and reads back equal.
-	js, err := s.JSON()
+	js, err := JSON(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestLoadMergesFileEnvAndOverrides(t *testing.T) {
 	if err := json.Unmarshal(js, &back); err != nil {
 		t.Fatal(err)
 	}
-	js2, _ := back.JSON()
+	js2, _ := JSON(&back)
 	if string(js) != string(js2) {
 		t.Errorf("JSON round trip differs:\n%s\n%s", js, js2)
 	}

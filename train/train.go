@@ -231,7 +231,7 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 			}
 		}
 	}
-	js, _ := s.JSON()
+	js, _ := config.JSON(s)
 	if err := os.WriteFile(filepath.Join(runDir, "spec.json"), js, 0o644); err != nil {
 		return err
 	}
@@ -245,7 +245,7 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 	}
 	defer mf.Close()
 	enc := json.NewEncoder(mf)
-	c := s.RoundConfig()
+	c := config.RoundConfig(s)
 	names := make([]string, len(members))
 	for i, m := range members {
 		names[i] = fmt.Sprintf("%s (%s, %.2fM, view %d)", m.Name, m.Model.Cfg.Family, float64(m.Model.NumParams())/1e6, m.View)

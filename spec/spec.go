@@ -1,0 +1,102 @@
+// Package spec defines a cohort run's specification: plain data that travels
+// as JSON (the input of the CohortRun workflow, `temporal workflow start
+// --input-file spec.json`). It imports nothing but the standard library so
+// that workflow code can hold it; the config package fills it from files,
+// environment and flags and validates it.
+package spec
+
+// RunSpec is everything a cohort run needs. It travels as plain JSON (the
+// Temporal workflow's input), so it holds no paths that only one machine
+// understands except the members' base checkpoints and the output location.
+type RunSpec struct {
+	Name            string     `json:"name" mapstructure:"name"`
+	Seed            uint64     `json:"seed" mapstructure:"seed"`
+	Rounds          int        `json:"rounds" mapstructure:"rounds"`
+	PromptsPerRound int        `json:"prompts_per_round" mapstructure:"prompts_per_round"`
+	Data            Data       `json:"data" mapstructure:"data"`
+	Reward          Reward     `json:"reward" mapstructure:"reward"`
+	Generation      Generation `json:"generation" mapstructure:"generation"`
+	GRPO            GRPO       `json:"grpo" mapstructure:"grpo"`
+	Optim           Optim      `json:"optim" mapstructure:"optim"`
+	MicroBatchSize  int        `json:"micro_batch_size" mapstructure:"micro_batch_size"`
+	Members         []Member   `json:"members" mapstructure:"members"`
+	Eval            Eval       `json:"eval" mapstructure:"eval"`
+	Checkpoint      Checkpoint `json:"checkpoint" mapstructure:"checkpoint"`
+	OutputDir       string     `json:"output_dir" mapstructure:"output_dir"`
+}
+
+// Data says where prompts come from: built-in tasks (split by data_seed, the
+// same seed the base models were pretrained with) or a user file.
+type Data struct {
+	Tasks       []string `json:"tasks" mapstructure:"tasks"`
+	DataSeed    uint64   `json:"data_seed" mapstructure:"data_seed"`
+	RLSize      int      `json:"rl_size" mapstructure:"rl_size"` // RL prompts per task
+	MaxLevel    int      `json:"max_level" mapstructure:"max_level"`
+	File        string   `json:"file,omitempty" mapstructure:"file"` // JSONL/Parquet prompts instead of tasks
+	PromptField string   `json:"prompt_field,omitempty" mapstructure:"prompt_field"`
+	AnswerField string   `json:"answer_field,omitempty" mapstructure:"answer_field"`
+}
+
+// Reward selects the strategy.
+type Reward struct {
+	Mode      string  `json:"mode" mapstructure:"mode"`
+	Threshold float64 `json:"self_consistency_threshold" mapstructure:"self_consistency_threshold"`
+}
+
+// Generation is the sampling setup (TRL names).
+type Generation struct {
+	NumGenerations int     `json:"num_generations" mapstructure:"num_generations"`
+	Temperature    float32 `json:"temperature" mapstructure:"temperature"`
+	TopK           int     `json:"top_k" mapstructure:"top_k"`
+	TopP           float32 `json:"top_p" mapstructure:"top_p"`
+	MaxCompletion  int     `json:"max_completion_length" mapstructure:"max_completion_length"`
+}
+
+// Optim is AdamW with warmup and cosine decay (TRL/transformers names).
+type Optim struct {
+	LearningRate float64 `json:"learning_rate" mapstructure:"learning_rate"`
+	WarmupSteps  int     `json:"warmup_steps" mapstructure:"warmup_steps"`
+	MinLRRatio   float64 `json:"min_lr_ratio" mapstructure:"min_lr_ratio"`
+	AdamBeta1    float32 `json:"adam_beta1" mapstructure:"adam_beta1"`
+	AdamBeta2    float32 `json:"adam_beta2" mapstructure:"adam_beta2"`
+	AdamEpsilon  float32 `json:"adam_epsilon" mapstructure:"adam_epsilon"`
+	WeightDecay  float32 `json:"weight_decay" mapstructure:"weight_decay"`
+	MaxGradNorm  float32 `json:"max_grad_norm" mapstructure:"max_grad_norm"`
+}
+
+// Member is one model of the cohort.
+type Member struct {
+	Name string `json:"name" mapstructure:"name"`
+	Base string `json:"base" mapstructure:"base"` // checkpoint directory (config.json, model.safetensors, tokenizer.json)
+	View int    `json:"view" mapstructure:"view"` // 0: original prompts, 1: rephrased (the "different data" axis)
+}
+
+// Eval runs held-out evaluation every Every rounds (0: at the end only).
+type Eval struct {
+	Every int `json:"every" mapstructure:"every"`
+	Size  int `json:"size" mapstructure:"size"` // problems per task
+}
+
+// Checkpoint saves the cohort every Every rounds (0: at the end only).
+type Checkpoint struct {
+	Every int `json:"every" mapstructure:"every"`
+}
+
+// GRPO holds the policy-update settings (TRL's GRPOConfig names).
+type GRPO struct {
+	ScaleRewards  string  `json:"scale_rewards" mapstructure:"scale_rewards"`   // group | batch | none
+	LossType      string  `json:"loss_type" mapstructure:"loss_type"`           // token-mean | seq-mean-token-mean | seq-mean-token-sum-norm
+	Epsilon       float64 `json:"epsilon" mapstructure:"epsilon"`               // lower clip
+	EpsilonHigh   float64 `json:"epsilon_high" mapstructure:"epsilon_high"`     // upper clip (clip-higher); 0 means epsilon
+	Beta          float64 `json:"beta" mapstructure:"beta"`                     // KL weight (k3); 0: no reference model
+	NumIterations int     `json:"num_iterations" mapstructure:"num_iterations"` // policy epochs per round
+}
+
+// MemberNames lists the members in cohort order.
+func (s *RunSpec) MemberNames() []string {
+	out := make([]string, len(s.Members))
+	for i, m := range s.Members {
+		out[i] = m.Name
+	}
+	return out
+}
