@@ -1,0 +1,114 @@
+// Package blob stores corl's large objects (rollouts, grades, checkpoints)
+// outside Temporal: a local directory or any S3-compatible store. Keys are
+// derived from (run, round, member, step), so a retried activity overwrites
+// its own output. Checkpoints are written objects first and a manifest with
+// each object's sha256 last; a reader verifies every checksum and refuses a
+// partial or corrupt checkpoint.
+package blob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// ErrNotFound is returned (wrapped) by Get for a missing key.
+var ErrNotFound = errors.New("blob not found")
+
+// Store is an object store.
+type Store interface {
+	// Put stores data under key; readers see the whole object or none.
+	Put(ctx context.Context, key string, data []byte) error
+	// Get returns the object's bytes, or an error wrapping ErrNotFound.
+	Get(ctx context.Context, key string) ([]byte, error)
+	// URI names key for people (s3://bucket/prefix/key, file:///...).
+	URI(key string) string
+}
+
+// Keys of a run's objects.
+func RolloutKey(run string, round int, member string) string {
+	return fmt.Sprintf("runs/%s/round-%05d/rollout-%s.json", run, round, member)
+}
+
+// GradeKey is the grade (advantages and diagnostics) of a round.
+func GradeKey(run string, round int) string {
+	return fmt.Sprintf("runs/%s/round-%05d/grade.json", run, round)
+}
+
+// JudgeKey holds peer-judge scores of member's rollout.
+func JudgeKey(run string, round int, member string) string {
+	return fmt.Sprintf("runs/%s/round-%05d/judge-%s.json", run, round, member)
+}
+
+// CheckpointPrefix is where member's state after round lives.
+func CheckpointPrefix(run string, round int, member string) string {
+	return fmt.Sprintf("runs/%s/checkpoints/round-%05d/%s", run, round, member)
+}
+
+func checkKey(key string) error {
+	if key == "" || strings.HasPrefix(key, "/") || strings.Contains(key, "..") || strings.Contains(key, "\\") {
+		return fmt.Errorf("blob: invalid key %q", key)
+	}
+	return nil
+}
+
+// Local is a Store in a directory.
+type Local struct{ Root string }
+
+// Put implements Store: write a temporary file, fsync, rename.
+func (l Local) Put(ctx context.Context, key string, data []byte) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	p := filepath.Join(l.Root, filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("blob put %s: %w", key, err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(p), ".put-*")
+	if err != nil {
+		return fmt.Errorf("blob put %s: %w", key, err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), p)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("blob put %s: %w", key, err)
+	}
+	return nil
+}
+
+// Get implements Store.
+func (l Local) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(l.Root, filepath.FromSlash(key)))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", l.URI(key), ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("blob get %s: %w", key, err)
+	}
+	return b, nil
+}
+
+// URI implements Store.
+func (l Local) URI(key string) string {
+	abs, err := filepath.Abs(l.Root)
+	if err != nil {
+		abs = l.Root
+	}
+	return "file://" + path.Join(filepath.ToSlash(abs), key)
+}

@@ -1,0 +1,95 @@
+package blob
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// Manifest lists a checkpoint's objects with their sizes and sha256. It is
+// written last: its presence means every object it names was written.
+type Manifest struct {
+	Files []ManifestFile    `json:"files"`
+	Meta  map[string]string `json:"meta,omitempty"`
+}
+
+// ManifestFile is one object of a checkpoint.
+type ManifestFile struct {
+	Name   string `json:"name"`
+	Size   int    `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+const manifestName = "manifest.json"
+
+// ManifestKey is the manifest's key under prefix.
+func ManifestKey(prefix string) string { return prefix + "/" + manifestName }
+
+// WriteCheckpoint puts files under prefix, then the manifest. It returns the
+// manifest key, which is what the workflow records.
+func WriteCheckpoint(ctx context.Context, s Store, prefix string, files map[string][]byte, meta map[string]string) (string, error) {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	m := Manifest{Meta: meta}
+	for _, n := range names {
+		if n == manifestName {
+			return "", fmt.Errorf("checkpoint %s: a file may not be called %s", prefix, manifestName)
+		}
+		if err := s.Put(ctx, prefix+"/"+n, files[n]); err != nil {
+			return "", fmt.Errorf("checkpoint %s: %w", prefix, err)
+		}
+		sum := sha256.Sum256(files[n])
+		m.Files = append(m.Files, ManifestFile{Name: n, Size: len(files[n]), SHA256: hex.EncodeToString(sum[:])})
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	key := ManifestKey(prefix)
+	if err := s.Put(ctx, key, b); err != nil {
+		return "", fmt.Errorf("checkpoint %s: manifest: %w", prefix, err)
+	}
+	return key, nil
+}
+
+// ErrNoCheckpoint wraps reads of a prefix without a manifest (never written,
+// or interrupted before the manifest).
+var ErrNoCheckpoint = errors.New("no complete checkpoint")
+
+// ReadCheckpoint loads the checkpoint whose manifest is at manifestKey and
+// verifies every object's size and sha256.
+func ReadCheckpoint(ctx context.Context, s Store, manifestKey string) (map[string][]byte, *Manifest, error) {
+	b, err := s.Get(ctx, manifestKey)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil, fmt.Errorf("%s: %w (manifest missing: never written or interrupted)", s.URI(manifestKey), ErrNoCheckpoint)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, nil, fmt.Errorf("%s: corrupt manifest: %w", s.URI(manifestKey), err)
+	}
+	prefix := manifestKey[:len(manifestKey)-len(manifestName)-1]
+	files := map[string][]byte{}
+	for _, f := range m.Files {
+		data, err := s.Get(ctx, prefix+"/"+f.Name)
+		if err != nil {
+			return nil, nil, fmt.Errorf("checkpoint %s: %w", s.URI(manifestKey), err)
+		}
+		sum := sha256.Sum256(data)
+		if len(data) != f.Size || hex.EncodeToString(sum[:]) != f.SHA256 {
+			return nil, nil, fmt.Errorf("checkpoint %s: %s is corrupt (%d bytes, sha256 %x; manifest says %d bytes, %s)",
+				s.URI(manifestKey), f.Name, len(data), sum[:6], f.Size, f.SHA256[:12])
+		}
+		files[f.Name] = data
+	}
+	return files, &m, nil
+}
