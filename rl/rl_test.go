@@ -299,11 +299,11 @@ func TestTruthNeverReachesLabelFreeRewards(t *testing.T) {
 	truthB := []Prompt{{ID: "a", Views: []string{"q"}, Truth: "3"}, {ID: "b", Views: []string{"q"}, Truth: "4"}}
 	for _, name := range StrategyNames {
 		c := Config{Reward: name}
-		sa, err := c.strategy(truthA)
+		sa, err := StrategyFor(c, truthA)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sb, _ := c.strategy(truthB)
+		sb, _ := StrategyFor(c, truthB)
 		oa, err := sa.Reward(Input{Rollouts: rollouts})
 		if err != nil {
 			t.Fatal(err)

@@ -426,7 +426,7 @@ func Round(members []*Member, prompts []Prompt, c Config, round, steps int, prog
 			}
 		}
 	}
-	strategy, err := c.strategy(prompts)
+	strategy, err := StrategyFor(c, prompts)
 	if err != nil {
 		return nil, err
 	}
@@ -438,15 +438,7 @@ func Round(members []*Member, prompts []Prompt, c Config, round, steps int, prog
 	if err != nil {
 		return nil, err
 	}
-	var truth []string
-	for _, p := range prompts {
-		if p.Truth == "" {
-			truth = nil
-			break
-		}
-		truth = append(truth, p.Truth)
-	}
-	met.Diag = Diagnose(groups, out, truth, c.Threshold)
+	met.Diag = Diagnose(groups, out, TruthOf(prompts), c.Threshold)
 	for i, m := range members {
 		note("update " + m.Name)
 		t0 := time.Now()
@@ -465,8 +457,21 @@ func Round(members []*Member, prompts []Prompt, c Config, round, steps int, prog
 	return met, nil
 }
 
-// strategy builds the configured reward; only ground truth sees the labels.
-func (c Config) strategy(prompts []Prompt) (Strategy, error) {
+// TruthOf returns the prompts' normalised answers, or nil unless every
+// prompt has one (diagnostics need all or nothing).
+func TruthOf(prompts []Prompt) []string {
+	var truth []string
+	for _, p := range prompts {
+		if p.Truth == "" {
+			return nil
+		}
+		truth = append(truth, p.Truth)
+	}
+	return truth
+}
+
+// StrategyFor builds the configured reward; only ground truth sees the labels.
+func StrategyFor(c Config, prompts []Prompt) (Strategy, error) {
 	if c.Reward == GroundTruthRL {
 		truth := make([]string, len(prompts))
 		for i, p := range prompts {
@@ -477,6 +482,29 @@ func (c Config) strategy(prompts []Prompt) (Strategy, error) {
 	return NewStrategy(c.Reward)
 }
 
+// SelfSignals fills each sample's self-certainty and negative entropy, the
+// member's own per-token statistics over its completion.
+func SelfSignals(m *Member, ro Rollout, groups []Group, micro int) error {
+	var cs []*Completion
+	for p := range ro {
+		for k := range ro[p] {
+			cs = append(cs, &ro[p][k])
+		}
+	}
+	_, sc, ent, err := completionStats(m.Model, cs, m.Tok.EOS(), max(micro, 1), true)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for p := range groups {
+		for k := range groups[p] {
+			groups[p][k].SelfCertainty, groups[p][k].NegEntropy = sc[n], -ent[n]
+			n++
+		}
+	}
+	return nil
+}
+
 // intrinsicSignals fills the per-sample numbers the intrinsic and judge
 // strategies reward.
 func intrinsicSignals(members []*Member, prompts []Prompt, rollouts []Rollout, groups [][]Group, c Config, note func(string)) error {
@@ -485,22 +513,8 @@ func intrinsicSignals(members []*Member, prompts []Prompt, rollouts []Rollout, g
 	case SelfCertainty, Entropy:
 		for i, m := range members {
 			note("score " + m.Name)
-			var cs []*Completion
-			for p := range rollouts[i] {
-				for k := range rollouts[i][p] {
-					cs = append(cs, &rollouts[i][p][k])
-				}
-			}
-			_, sc, ent, err := completionStats(m.Model, cs, m.Tok.EOS(), micro, true)
-			if err != nil {
+			if err := SelfSignals(m, rollouts[i], groups[i], micro); err != nil {
 				return err
-			}
-			n := 0
-			for p := range groups[i] {
-				for k := range groups[i][p] {
-					groups[i][p][k].SelfCertainty, groups[i][p][k].NegEntropy = sc[n], -ent[n]
-					n++
-				}
 			}
 		}
 	case PeerJudge:

@@ -1,0 +1,473 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/corl-project/corl/blob"
+	"github.com/corl-project/corl/config"
+	"github.com/corl-project/corl/datasets"
+	"github.com/corl-project/corl/gpu"
+	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/rl"
+	"github.com/corl-project/corl/spec"
+	"github.com/corl-project/corl/train"
+)
+
+// Activities carries what the activities need. One value serves one worker
+// process; Queue is that process's own task queue.
+type Activities struct {
+	Store   blob.Store
+	Backend gpu.Backend
+	Queue   string
+
+	mu     sync.Mutex // one compute activity at a time: the backend is a single stream
+	held   map[string]*held
+	dataMu sync.Mutex
+	data   map[string]*train.Data
+}
+
+// held is a member this worker holds.
+type held struct {
+	run    string
+	member *rl.Member
+	round  int                  // rounds whose updates the weights contain
+	stats  map[int]UpdateOutput // update results by round, for idempotent retries
+}
+
+// New returns activities for a worker.
+func New(store blob.Store, be gpu.Backend, queue string) *Activities {
+	return &Activities{Store: store, Backend: be, Queue: queue, held: map[string]*held{}, data: map[string]*train.Data{}}
+}
+
+func heldKey(run, member string) string { return run + "\x00" + member }
+
+func notHere(ref MemberRef, why string) error {
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("member %s of run %s at round %d: %s", ref.Spec.Members[ref.Member].Name, ref.Spec.Name, ref.Round, why),
+		ErrMemberNotHere, nil)
+}
+
+func badSpec(err error) error {
+	return temporal.NewNonRetryableApplicationError(err.Error(), ErrBadSpec, err)
+}
+
+// classify turns compute errors into non-retryable ones where retrying with
+// the same inputs cannot help.
+func classify(err error, name string, round int) error {
+	if errors.Is(err, model.ErrNonFinite) || strings.Contains(err.Error(), "GRPO loss is") {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("model %s, round %d: %v", name, round, err), ErrNonFinite, err)
+	}
+	return err
+}
+
+func (a *Activities) runData(s *spec.RunSpec) (*train.Data, error) {
+	a.dataMu.Lock()
+	defer a.dataMu.Unlock()
+	if d, ok := a.data[s.Name]; ok {
+		return d, nil
+	}
+	if err := config.Validate(s); err != nil {
+		return nil, badSpec(err)
+	}
+	d, err := train.LoadData(s)
+	if err != nil {
+		return nil, badSpec(err)
+	}
+	a.data[s.Name] = d
+	return d, nil
+}
+
+// member returns the held member at exactly round ref.Round.
+func (a *Activities) member(ref MemberRef) (*held, error) {
+	h, ok := a.held[heldKey(ref.Spec.Name, ref.Spec.Members[ref.Member].Name)]
+	if !ok {
+		return nil, notHere(ref, "not held by worker "+a.Queue)
+	}
+	if h.round != ref.Round {
+		return nil, notHere(ref, fmt.Sprintf("worker %s holds it at round %d", a.Queue, h.round))
+	}
+	return h, nil
+}
+
+// heartbeat records progress from a goroutine until stop is called, so long
+// computations stay visible to the heartbeat timeout.
+func heartbeat(ctx context.Context, detail func() any) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(2 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx, detail())
+			}
+		}
+	}()
+	activity.RecordHeartbeat(ctx, detail())
+	return func() { close(done) }
+}
+
+// Acquire loads a member on this worker and returns this worker's queue. It
+// starts from the newest complete checkpoint at or after the recorded one
+// (a worker that got a stop notice may have written a newer one), else the
+// recorded checkpoint, else the base.
+func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireOutput, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := &in.Spec
+	if _, err := a.runData(s); err != nil {
+		return AcquireOutput{}, err
+	}
+	ms := s.Members[in.Member]
+	key, round := in.CheckpointKey, in.CheckpointRound
+	for r := in.Round; r > in.CheckpointRound; r-- {
+		k := blob.ManifestKey(blob.CheckpointPrefix(s.Name, r, ms.Name))
+		if _, err := a.Store.Get(ctx, k); err == nil {
+			key, round = k, r
+			break
+		}
+	}
+	var dir string
+	if key == "" {
+		dir, round = ms.Base, 0
+	} else {
+		tmp, err := os.MkdirTemp("", "corl-acquire-*")
+		if err != nil {
+			return AcquireOutput{}, err
+		}
+		defer os.RemoveAll(tmp)
+		files, _, err := blob.ReadCheckpoint(ctx, a.Store, key)
+		if err != nil {
+			return AcquireOutput{}, err
+		}
+		for name, data := range files {
+			if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
+				return AcquireOutput{}, err
+			}
+		}
+		dir = tmp
+	}
+	m, err := train.LoadMember(a.Backend, ms.Name, dir, ms.View, false)
+	if err != nil {
+		return AcquireOutput{}, badSpec(err)
+	}
+	if s.GRPO.Beta > 0 { // the KL reference is always the base
+		if m.Ref, err = model.LoadHF(a.Backend, ms.Base); err != nil {
+			return AcquireOutput{}, badSpec(err)
+		}
+	}
+	a.held[heldKey(s.Name, ms.Name)] = &held{run: s.Name, member: m, round: round, stats: map[int]UpdateOutput{}}
+	activity.GetLogger(ctx).Info("acquired member", "run", s.Name, "member", ms.Name, "round", round, "from", key)
+	return AcquireOutput{Queue: a.Queue, Round: round, CheckpointKey: key}, nil
+}
+
+// Generate samples the member's completions for the round's prompts and
+// stores them (with the intrinsic signals the reward may need).
+func (a *Activities) Generate(ctx context.Context, ref MemberRef) (GenerateOutput, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h, err := a.member(ref)
+	if err != nil {
+		return GenerateOutput{}, err
+	}
+	d, err := a.runData(&ref.Spec)
+	if err != nil {
+		return GenerateOutput{}, err
+	}
+	start := time.Now()
+	stop := heartbeat(ctx, func() any { return fmt.Sprintf("round %d generate %s", ref.Round, h.member.Name) })
+	defer stop()
+	c := config.RoundConfig(&ref.Spec)
+	prompts := train.PromptsForRound(d.RL, ref.Spec.Seed, ref.Round, ref.Spec.PromptsPerRound)
+	ro, err := rl.Generate(h.member, ref.Member, prompts, c, ref.Round)
+	if err != nil {
+		return GenerateOutput{}, err
+	}
+	groups := ro.Groups()
+	if c.Reward == rl.SelfCertainty || c.Reward == rl.Entropy {
+		if err := rl.SelfSignals(h.member, ro, groups, c.MicroBatch); err != nil {
+			return GenerateOutput{}, err
+		}
+	}
+	out := GenerateOutput{Key: blob.RolloutKey(ref.Spec.Name, ref.Round, h.member.Name)}
+	parsed, n := 0, 0
+	for _, row := range ro {
+		for _, cp := range row {
+			out.Tokens += len(cp.Tokens)
+			T := len(cp.Prompt) + len(cp.Tokens)
+			out.FLOPs += h.member.Model.FLOPsPerToken(T) / 3 * float64(T)
+			n++
+			if cp.Answer != "" {
+				parsed++
+			}
+		}
+	}
+	if n > 0 {
+		out.ParseRate = float64(parsed) / float64(n)
+	}
+	b, err := json.Marshal(rolloutBlob{Member: h.member.Name, Round: ref.Round, Rollout: ro, Groups: groups})
+	if err != nil {
+		return GenerateOutput{}, err
+	}
+	if err := a.Store.Put(ctx, out.Key, b); err != nil {
+		return GenerateOutput{}, err
+	}
+	out.Seconds = time.Since(start).Seconds()
+	return out, nil
+}
+
+func (a *Activities) loadRollout(ctx context.Context, key string) (*rolloutBlob, error) {
+	b, err := a.Store.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	var rb rolloutBlob
+	if err := json.Unmarshal(b, &rb); err != nil {
+		return nil, fmt.Errorf("rollout %s: %w", a.Store.URI(key), err)
+	}
+	return &rb, nil
+}
+
+// Judge has the (judge) member score another member's completions.
+func (a *Activities) Judge(ctx context.Context, in JudgeInput) (string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h, err := a.member(in.MemberRef)
+	if err != nil {
+		return "", err
+	}
+	d, err := a.runData(&in.Spec)
+	if err != nil {
+		return "", err
+	}
+	stop := heartbeat(ctx, func() any { return fmt.Sprintf("round %d judge by %s", in.Round, h.member.Name) })
+	defer stop()
+	rb, err := a.loadRollout(ctx, in.Key)
+	if err != nil {
+		return "", err
+	}
+	prompts := train.PromptsForRound(d.RL, in.Spec.Seed, in.Round, in.Spec.PromptsPerRound)
+	scores, err := rl.JudgeScores(h.member, prompts, rb.Rollout, in.Spec.MicroBatchSize)
+	if err != nil {
+		return "", err
+	}
+	key := blob.JudgeKey(in.Spec.Name, in.Round, in.Spec.Members[in.Target].Name)
+	b, _ := json.Marshal(scores)
+	return key, a.Store.Put(ctx, key, b)
+}
+
+// Grade computes rewards and advantages for every member and the round's
+// diagnostics. It needs no model: it runs on the CPU pool.
+func (a *Activities) Grade(ctx context.Context, in GradeInput) (GradeOutput, error) {
+	start := time.Now()
+	s := &in.Spec
+	d, err := a.runData(s)
+	if err != nil {
+		return GradeOutput{}, err
+	}
+	prompts := train.PromptsForRound(d.RL, s.Seed, in.Round, s.PromptsPerRound)
+	groups := make([][]rl.Group, len(in.Rollouts))
+	for i, key := range in.Rollouts {
+		rb, err := a.loadRollout(ctx, key)
+		if err != nil {
+			return GradeOutput{}, err
+		}
+		groups[i] = rb.Groups
+		if i < len(in.JudgeKeys) && in.JudgeKeys[i] != "" {
+			b, err := a.Store.Get(ctx, in.JudgeKeys[i])
+			if err != nil {
+				return GradeOutput{}, err
+			}
+			var scores [][]float64
+			if err := json.Unmarshal(b, &scores); err != nil {
+				return GradeOutput{}, err
+			}
+			for p := range groups[i] {
+				for k := range groups[i][p] {
+					groups[i][p][k].JudgeScore = scores[p][k]
+				}
+			}
+		}
+	}
+	c := config.RoundConfig(s)
+	strategy, err := rl.StrategyFor(c, prompts)
+	if err != nil {
+		return GradeOutput{}, badSpec(err)
+	}
+	out, err := strategy.Reward(rl.Input{Rollouts: groups, Threshold: c.Threshold})
+	if err != nil {
+		return GradeOutput{}, err
+	}
+	gb := gradeBlob{Round: in.Round, Diag: rl.Diagnose(groups, out, rl.TruthOf(prompts), c.Threshold)}
+	for i := range groups {
+		gb.Advantages = append(gb.Advantages, rl.Advantages(out.Rewards[i], c.GRPO.ScaleRewards))
+	}
+	key := blob.GradeKey(s.Name, in.Round)
+	b, _ := json.Marshal(gb)
+	if err := a.Store.Put(ctx, key, b); err != nil {
+		return GradeOutput{}, err
+	}
+	return GradeOutput{Key: key, Diag: gb.Diag, Seconds: time.Since(start).Seconds()}, nil
+}
+
+// Update applies the member's policy update for the round. A retry after the
+// update was applied (its result lost) returns the recorded result instead of
+// applying it again.
+func (a *Activities) Update(ctx context.Context, ref MemberRef) (UpdateOutput, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h, ok := a.held[heldKey(ref.Spec.Name, ref.Spec.Members[ref.Member].Name)]
+	if ok && h.round == ref.Round+1 {
+		if st, done := h.stats[ref.Round]; done {
+			return st, nil
+		}
+	}
+	h, err := a.member(ref)
+	if err != nil {
+		return UpdateOutput{}, err
+	}
+	stop := heartbeat(ctx, func() any { return fmt.Sprintf("round %d update %s", ref.Round, h.member.Name) })
+	defer stop()
+	return a.applyUpdate(ctx, h, &ref.Spec, ref.Member, ref.Round)
+}
+
+func (a *Activities) applyUpdate(ctx context.Context, h *held, s *spec.RunSpec, member, round int) (UpdateOutput, error) {
+	start := time.Now()
+	rb, err := a.loadRollout(ctx, blob.RolloutKey(s.Name, round, h.member.Name))
+	if err != nil {
+		return UpdateOutput{}, err
+	}
+	b, err := a.Store.Get(ctx, blob.GradeKey(s.Name, round))
+	if err != nil {
+		return UpdateOutput{}, err
+	}
+	var gb gradeBlob
+	if err := json.Unmarshal(b, &gb); err != nil {
+		return UpdateOutput{}, fmt.Errorf("grade of round %d: %w", round, err)
+	}
+	c := config.RoundConfig(s)
+	us, err := rl.Update(h.member, rb.Rollout, gb.Advantages[member], c, round*s.GRPO.NumIterations)
+	if err != nil {
+		return UpdateOutput{}, classify(err, h.member.Name, round)
+	}
+	out := UpdateOutput{Stats: us, Seconds: time.Since(start).Seconds(),
+		FLOPs: h.member.Model.FLOPsPerToken(2*s.Generation.MaxCompletion) * float64(us.Tokens)}
+	h.round = round + 1
+	h.stats[round] = out
+	return out, nil
+}
+
+// Replay brings a restored member from round From to round To.
+func (a *Activities) Replay(ctx context.Context, in ReplayInput) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ref := in.MemberRef
+	ref.Round = in.From
+	h, err := a.member(ref)
+	if err != nil {
+		return 0, err
+	}
+	r := in.From
+	stop := heartbeat(ctx, func() any { return fmt.Sprintf("replay %s round %d", h.member.Name, r) })
+	defer stop()
+	for ; r < in.To; r++ {
+		if _, err := a.applyUpdate(ctx, h, &in.Spec, in.Member, r); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// Checkpoint writes the member's weights, optimizer state and tokenizer at
+// the round (objects first, manifest last) and returns the manifest key.
+func (a *Activities) Checkpoint(ctx context.Context, ref MemberRef) (string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h, err := a.member(ref)
+	if err != nil {
+		return "", err
+	}
+	return a.writeCheckpoint(ctx, h, ref.Spec.Name, ref.Round)
+}
+
+func (a *Activities) writeCheckpoint(ctx context.Context, h *held, run string, round int) (string, error) {
+	tmp, err := os.MkdirTemp("", "corl-ckpt-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	if err := train.SaveMember(h.member, tmp); err != nil {
+		return "", err
+	}
+	files := map[string][]byte{}
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(tmp, e.Name()))
+		if err != nil {
+			return "", err
+		}
+		files[e.Name()] = b
+	}
+	return blob.WriteCheckpoint(ctx, a.Store, blob.CheckpointPrefix(run, round, h.member.Name), files,
+		map[string]string{"run": run, "member": h.member.Name, "round": fmt.Sprint(round)})
+}
+
+// CheckpointAll writes every member a holds at its current round: what a
+// worker does on a stop notice (SIGTERM) before it exits. (A function, not a
+// method: every method of Activities is registered as an activity.)
+func CheckpointAll(ctx context.Context, a *Activities) []error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var errs []error
+	for _, h := range a.held {
+		if _, err := a.writeCheckpoint(ctx, h, h.run, h.round); err != nil {
+			errs = append(errs, fmt.Errorf("checkpoint %s/%s: %w", h.run, h.member.Name, err))
+		}
+	}
+	return errs
+}
+
+// Evaluate runs greedy pass@1 of the member on the held-out problems.
+func (a *Activities) Evaluate(ctx context.Context, ref MemberRef) (EvalOutput, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h, err := a.member(ref)
+	if err != nil {
+		return EvalOutput{}, err
+	}
+	d, err := a.runData(&ref.Spec)
+	if err != nil {
+		return EvalOutput{}, err
+	}
+	stop := heartbeat(ctx, func() any { return fmt.Sprintf("round %d evaluate %s", ref.Round, h.member.Name) })
+	defer stop()
+	res, texts, err := evaluateTexts(h.member, d.Eval, ref.Spec.Generation.MaxCompletion)
+	if err != nil {
+		return EvalOutput{}, err
+	}
+	out := EvalOutput{PassAt1: res.PassAt1, ByTask: res.ByTask, Correct: res.Correct}
+	for _, t := range texts {
+		ans := ""
+		if x, ok := datasets.Extract(t); ok {
+			ans = datasets.Normalize(x)
+		}
+		out.Answers = append(out.Answers, ans)
+	}
+	return out, nil
+}

@@ -1,0 +1,121 @@
+// Package activities holds corl's Temporal activities: the round's stages
+// (acquire a member, generate, judge, grade, update, checkpoint, evaluate,
+// replay) as methods on a struct that carries their dependencies: the blob
+// store, the compute backend, this worker's own task queue and the models it
+// holds. Everything large moves through the blob store under keys derived
+// from (run, round, member), so a retried activity overwrites its own output
+// and an update is never applied twice.
+package activities
+
+import (
+	"github.com/corl-project/corl/rl"
+	"github.com/corl-project/corl/spec"
+)
+
+// Task queues.
+const (
+	WorkflowQueue = "corl"     // workflows
+	GPUPool       = "corl-gpu" // generate, update, evaluate: any GPU worker
+	CPUPool       = "corl-cpu" // grading and aggregation
+)
+
+// Error types the workflow acts on.
+const (
+	// ErrMemberNotHere: the worker does not hold the member at the expected
+	// round (it restarted, or the member moved); the workflow re-places it.
+	ErrMemberNotHere = "MemberNotHere"
+	// ErrBadSpec: the run spec cannot be executed; retrying will not help.
+	ErrBadSpec = "BadSpec"
+	// ErrNonFinite: NaN or Inf in a loss or gradient, naming model and round.
+	ErrNonFinite = "NonFinite"
+)
+
+// MemberRef names one member of a run at a round.
+type MemberRef struct {
+	Spec   spec.RunSpec `json:"spec"`
+	Member int          `json:"member"`
+	Round  int          `json:"round"` // rounds completed before this call
+}
+
+// AcquireInput places a member on a worker.
+type AcquireInput struct {
+	MemberRef
+	CheckpointKey   string `json:"checkpoint_key"` // last checkpoint the workflow recorded ("" = the base)
+	CheckpointRound int    `json:"checkpoint_round"`
+}
+
+// AcquireOutput says where the member now lives and at which round.
+type AcquireOutput struct {
+	Queue         string `json:"queue"`
+	Round         int    `json:"round"`
+	CheckpointKey string `json:"checkpoint_key"`
+}
+
+// GenerateOutput summarises a member's rollout.
+type GenerateOutput struct {
+	Key       string  `json:"key"`
+	Tokens    int     `json:"tokens"`
+	ParseRate float64 `json:"parse_rate"`
+	Seconds   float64 `json:"seconds"`
+	FLOPs     float64 `json:"flops"`
+}
+
+// JudgeInput has member Judge score member Target's rollout.
+type JudgeInput struct {
+	MemberRef        // the judge
+	Target    int    `json:"target"`
+	Key       string `json:"key"` // target's rollout
+}
+
+// GradeInput grades a round from the members' rollouts.
+type GradeInput struct {
+	Spec      spec.RunSpec `json:"spec"`
+	Round     int          `json:"round"`
+	Rollouts  []string     `json:"rollouts"`
+	JudgeKeys []string     `json:"judge_keys,omitempty"`
+}
+
+// GradeOutput is the round's diagnostics; advantages stay in the blob.
+type GradeOutput struct {
+	Key     string         `json:"key"`
+	Diag    rl.Diagnostics `json:"diagnostics"`
+	Seconds float64        `json:"seconds"`
+}
+
+// UpdateOutput reports a member's policy update.
+type UpdateOutput struct {
+	Stats   rl.UpdateStats `json:"stats"`
+	Seconds float64        `json:"seconds"`
+	FLOPs   float64        `json:"flops"`
+}
+
+// ReplayInput re-applies the updates of rounds [From, To) from stored
+// rollouts and grades, bringing a member restored from an older checkpoint
+// back to the run's round with bitwise the same weights.
+type ReplayInput struct {
+	MemberRef
+	From, To int
+}
+
+// EvalOutput is a member's held-out evaluation.
+type EvalOutput struct {
+	PassAt1 float64            `json:"pass_at_1"`
+	ByTask  map[string]float64 `json:"by_task"`
+	Correct []bool             `json:"correct"`
+	Answers []string           `json:"answers"` // normalised, for the cohort vote
+}
+
+// rolloutBlob is what Generate stores.
+type rolloutBlob struct {
+	Member  string     `json:"member"`
+	Round   int        `json:"round"`
+	Rollout rl.Rollout `json:"rollout"`
+	Groups  []rl.Group `json:"groups"` // answers and intrinsic signals for grading
+}
+
+// gradeBlob is what Grade stores.
+type gradeBlob struct {
+	Round      int            `json:"round"`
+	Advantages [][][]float64  `json:"advantages"` // [member][prompt][sample]
+	Diag       rl.Diagnostics `json:"diagnostics"`
+}

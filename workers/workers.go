@@ -1,0 +1,106 @@
+// Package workers runs corl's Temporal workers. A GPU worker polls the pool
+// queue (corl-gpu) for placements and its own queue for the work of the
+// members it holds (the worker-specific task queue pattern), so a member's
+// weights stay on the device between activities. A CPU worker polls corl-cpu
+// for grading and corl for workflow tasks. On a stop notice (SIGTERM, a spot
+// instance's warning) a GPU worker finishes its running activity, checkpoints
+// every member it holds, then exits.
+package workers
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/corl-project/corl/activities"
+	"github.com/corl-project/corl/blob"
+	"github.com/corl-project/corl/gpu"
+	"github.com/corl-project/corl/workflows"
+)
+
+// Pools a worker process can serve.
+const (
+	PoolGPU = "gpu"
+	PoolCPU = "cpu"
+)
+
+// Options configure a worker process.
+type Options struct {
+	Client  client.Client
+	Store   blob.Store
+	Backend gpu.Backend
+	Pools   []string // gpu, cpu or both
+	Log     io.Writer
+}
+
+// OwnQueue returns a fresh worker-specific queue name.
+func OwnQueue() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%s-%s-%d-%s", activities.GPUPool, host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// Run serves the pools until ctx is cancelled, then shuts down gracefully:
+// in-flight activities finish (up to a minute), held members are
+// checkpointed, and Run returns.
+func Run(ctx context.Context, o Options) error {
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	queue := OwnQueue()
+	acts := activities.New(o.Store, o.Backend, queue)
+	var ws []worker.Worker
+	start := func(q string, register func(worker.Worker)) error {
+		w := worker.New(o.Client, q, worker.Options{WorkerStopTimeout: time.Minute, MaxConcurrentActivityExecutionSize: 4})
+		register(w)
+		if err := w.Start(); err != nil {
+			return fmt.Errorf("worker on %s: %w", q, err)
+		}
+		ws = append(ws, w)
+		return nil
+	}
+	for _, p := range o.Pools {
+		switch p {
+		case PoolGPU:
+			reg := func(w worker.Worker) { w.RegisterActivity(acts) }
+			if err := start(activities.GPUPool, reg); err != nil {
+				return err
+			}
+			if err := start(queue, reg); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.Log, "gpu worker on %s and %s (backend %s)\n", activities.GPUPool, queue, o.Backend.Name())
+		case PoolCPU:
+			if err := start(activities.CPUPool, func(w worker.Worker) { w.RegisterActivity(acts) }); err != nil {
+				return err
+			}
+			if err := start(activities.WorkflowQueue, func(w worker.Worker) { w.RegisterWorkflow(workflows.CohortRun) }); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.Log, "cpu worker on %s and %s\n", activities.CPUPool, activities.WorkflowQueue)
+		default:
+			return fmt.Errorf("--pool: %q is not gpu or cpu", p)
+		}
+	}
+	<-ctx.Done()
+	fmt.Fprintln(o.Log, "stop notice: finishing running activities")
+	for _, w := range ws {
+		w.Stop()
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if errs := activities.CheckpointAll(cctx, acts); len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	fmt.Fprintln(o.Log, "held members checkpointed; worker exiting")
+	return nil
+}

@@ -1,0 +1,502 @@
+// Package workflows holds corl's deterministic workflows: CohortRun, one per
+// training run. The workflow keeps only small state (round, where each member
+// lives, checkpoint keys, metric summaries); everything large travels through
+// the blob store as keys. It does no I/O, reads no configuration and iterates
+// no maps.
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/corl-project/corl/activities"
+	"github.com/corl-project/corl/rl"
+	"github.com/corl-project/corl/spec"
+)
+
+// Names of the run's signals and query.
+const (
+	SignalPause   = "pause"
+	SignalResume  = "resume"
+	SignalStop    = "stop"
+	QueryProgress = "progress"
+)
+
+// Search attributes the run keeps up to date (when UseSearchAttributes).
+var (
+	AttrRun    = temporal.NewSearchAttributeKeyKeyword("CorlRun")
+	AttrReward = temporal.NewSearchAttributeKeyKeyword("CorlReward")
+	AttrCohort = temporal.NewSearchAttributeKeyKeywordList("CorlCohort")
+	AttrRound  = temporal.NewSearchAttributeKeyInt64("CorlRound")
+)
+
+// SearchAttributeTypes lists them for namespace registration.
+var SearchAttributeTypes = map[string]enumspb.IndexedValueType{
+	"CorlRun": enumspb.INDEXED_VALUE_TYPE_KEYWORD, "CorlReward": enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	"CorlCohort": enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST, "CorlRound": enumspb.INDEXED_VALUE_TYPE_INT,
+}
+
+// Input is the workflow's argument: the run spec itself (so a plain spec.json
+// works with `temporal workflow start --input-file`), plus the state carried
+// across continue-as-new.
+type Input struct {
+	spec.RunSpec
+	State               *State `json:"state,omitempty"`
+	UseSearchAttributes bool   `json:"use_search_attributes,omitempty"`
+	// Timeouts (seconds; 0: defaults). Heartbeat catches a worker that dies
+	// mid-activity; schedule-to-start catches a worker queue nobody polls.
+	HeartbeatTimeout     int `json:"heartbeat_timeout_s,omitempty"`
+	ScheduleToStartLimit int `json:"schedule_to_start_timeout_s,omitempty"`
+}
+
+// State is the run's durable state.
+type State struct {
+	Round           int            `json:"round"` // completed rounds
+	Queue           []string       `json:"queue"` // worker queue holding each member ("" = not placed)
+	Checkpoint      []string       `json:"checkpoint"`
+	CheckpointRound []int          `json:"checkpoint_round"`
+	Summaries       []RoundSummary `json:"summaries"` // the latest rounds
+	Evals           []EvalSummary  `json:"evals"`
+	Paused          bool           `json:"paused"`
+	Stopping        bool           `json:"stopping"`
+	Stage           string         `json:"stage"`
+	Moves           int            `json:"moves"` // members re-placed after a lost worker
+	GenFLOPs        []float64      `json:"generation_flops"`
+	UpdateFLOPs     []float64      `json:"update_flops"`
+	ComputeSeconds  float64        `json:"compute_seconds"` // inside activities, summed over the critical path
+	RoundSeconds    float64        `json:"round_seconds"`   // wall time of rounds
+}
+
+// RoundSummary is what the workflow keeps of a round.
+type RoundSummary struct {
+	Round   int            `json:"round"`
+	Diag    rl.Diagnostics `json:"diagnostics"`
+	Loss    []float64      `json:"loss"`
+	Seconds float64        `json:"seconds"`
+}
+
+// EvalSummary is a held-out evaluation.
+type EvalSummary struct {
+	Round   int       `json:"round"`
+	PassAt1 []float64 `json:"pass_at_1"`
+	Cohort  float64   `json:"cohort_vote"`
+}
+
+// Progress is the query result.
+type Progress struct {
+	Name     string        `json:"name"`
+	Round    int           `json:"round"`
+	Rounds   int           `json:"rounds"`
+	Stage    string        `json:"stage"`
+	Paused   bool          `json:"paused"`
+	Stopping bool          `json:"stopping"`
+	Members  []string      `json:"members"`
+	Queues   []string      `json:"queues"`
+	Last     *RoundSummary `json:"last,omitempty"`
+	Evals    []EvalSummary `json:"evals"`
+	Moves    int           `json:"moves"`
+	Overhead float64       `json:"temporal_overhead"` // 1 - compute/wall over finished rounds
+}
+
+// Result is the workflow's return value.
+type Result struct {
+	Rounds      int           `json:"rounds"`
+	Checkpoints []string      `json:"checkpoints"`
+	Evals       []EvalSummary `json:"evals"`
+	Stopped     bool          `json:"stopped"`
+}
+
+const keepSummaries = 20
+
+// a is the activities' nil receiver: the workflow only names its methods.
+var a *activities.Activities
+
+// CohortRun trains the spec's cohort round by round.
+func CohortRun(ctx workflow.Context, in Input) (*Result, error) {
+	s := in.RunSpec
+	n := len(s.Members)
+	if n == 0 || s.Rounds <= 0 {
+		return nil, temporal.NewNonRetryableApplicationError("run spec has no members or no rounds", activities.ErrBadSpec, nil)
+	}
+	st := in.State
+	if st == nil {
+		st = &State{Queue: make([]string, n), Checkpoint: make([]string, n), CheckpointRound: make([]int, n),
+			GenFLOPs: make([]float64, n), UpdateFLOPs: make([]float64, n)}
+	}
+	hb := time.Duration(max(in.HeartbeatTimeout, 0)) * time.Second
+	if hb == 0 {
+		hb = 60 * time.Second
+	}
+	s2s := time.Duration(max(in.ScheduleToStartLimit, 0)) * time.Second
+	if s2s == 0 {
+		s2s = 5 * time.Minute
+	}
+	// Activity options: the member's own queue for model work (one attempt
+	// beyond the first: a dead queue is caught by schedule-to-start), the
+	// pools for placement and grading.
+	memberOpts := func(queue string) workflow.Context {
+		return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			TaskQueue: queue, ScheduleToStartTimeout: s2s, StartToCloseTimeout: 6 * time.Hour, HeartbeatTimeout: hb,
+			RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2,
+				NonRetryableErrorTypes: []string{activities.ErrMemberNotHere, activities.ErrBadSpec, activities.ErrNonFinite}},
+		})
+	}
+	poolCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue: activities.GPUPool, ScheduleToCloseTimeout: 24 * time.Hour, StartToCloseTimeout: time.Hour, HeartbeatTimeout: hb,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute,
+			NonRetryableErrorTypes: []string{activities.ErrBadSpec}},
+	})
+	cpuCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue: activities.CPUPool, ScheduleToCloseTimeout: 24 * time.Hour, StartToCloseTimeout: time.Hour,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute,
+			NonRetryableErrorTypes: []string{activities.ErrBadSpec}},
+	})
+
+	if err := workflow.SetQueryHandler(ctx, QueryProgress, func() (Progress, error) { return progressOf(&s, st), nil }); err != nil {
+		return nil, err
+	}
+	sigs := []struct {
+		name string
+		fn   func()
+	}{{SignalPause, func() { st.Paused = true }}, {SignalResume, func() { st.Paused = false }}, {SignalStop, func() { st.Stopping = true }}}
+	for _, sg := range sigs {
+		ch := workflow.GetSignalChannel(ctx, sg.name)
+		fn := sg.fn
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			for {
+				ch.Receive(ctx, nil)
+				fn()
+			}
+		})
+	}
+	if in.UseSearchAttributes {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, AttrRun.ValueSet(s.Name), AttrReward.ValueSet(s.Reward.Mode),
+			AttrCohort.ValueSet(s.MemberNames()), AttrRound.ValueSet(int64(st.Round))); err != nil {
+			return nil, err
+		}
+	}
+	ref := func(i int) activities.MemberRef { return activities.MemberRef{Spec: s, Member: i, Round: st.Round} }
+
+	// place puts every unplaced member on a worker from the pool, restoring
+	// the newest checkpoint and replaying the rounds after it.
+	place := func() error {
+		for i := 0; i < n; i++ {
+			if st.Queue[i] != "" {
+				continue
+			}
+			st.Stage = "placing " + s.Members[i].Name
+			var acq activities.AcquireOutput
+			in := activities.AcquireInput{MemberRef: ref(i), CheckpointKey: st.Checkpoint[i], CheckpointRound: st.CheckpointRound[i]}
+			if err := workflow.ExecuteActivity(poolCtx, a.Acquire, in).Get(ctx, &acq); err != nil {
+				return err
+			}
+			if acq.Round < st.Round {
+				st.Stage = fmt.Sprintf("replaying %s rounds %d-%d", s.Members[i].Name, acq.Round+1, st.Round)
+				rin := activities.ReplayInput{MemberRef: activities.MemberRef{Spec: s, Member: i, Round: acq.Round}, From: acq.Round, To: st.Round}
+				var reached int
+				if err := workflow.ExecuteActivity(memberOpts(acq.Queue), a.Replay, rin).Get(ctx, &reached); err != nil {
+					if lost(err) {
+						continue // that worker is gone too: next round of placement
+					}
+					return err
+				}
+			}
+			st.Queue[i] = acq.Queue
+		}
+		return nil
+	}
+
+	for st.Round < s.Rounds && !st.Stopping {
+		if st.Paused {
+			st.Stage = "paused"
+			if err := workflow.Await(ctx, func() bool { return !st.Paused || st.Stopping }); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := place(); err != nil {
+			return nil, err
+		}
+		if !allPlaced(st.Queue) {
+			continue
+		}
+		roundStart := workflow.Now(ctx)
+		done, err := runRound(ctx, &s, st, memberOpts, cpuCtx, ref)
+		if err != nil {
+			return nil, err
+		}
+		if !done {
+			continue // a member was lost: re-place and run the round again
+		}
+		st.RoundSeconds += workflow.Now(ctx).Sub(roundStart).Seconds()
+		st.Round++
+		last := st.Round == s.Rounds
+		if last || st.Stopping || (s.Checkpoint.Every > 0 && st.Round%s.Checkpoint.Every == 0) {
+			if ok, err := checkpointAll(ctx, &s, st, memberOpts, ref); err != nil {
+				return nil, err
+			} else if !ok {
+				continue
+			}
+		}
+		if last || (s.Eval.Every > 0 && st.Round%s.Eval.Every == 0) {
+			if err := evaluateAll(ctx, &s, st, memberOpts, ref); err != nil {
+				return nil, err
+			}
+		}
+		if in.UseSearchAttributes {
+			if err := workflow.UpsertTypedSearchAttributes(ctx, AttrRound.ValueSet(int64(st.Round))); err != nil {
+				return nil, err
+			}
+		}
+		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() && st.Round < s.Rounds && !st.Stopping {
+			next := in
+			next.State = st
+			return nil, workflow.NewContinueAsNewError(ctx, CohortRun, next)
+		}
+	}
+	if st.Stopping && st.Round < s.Rounds {
+		// A stop between checkpoints: save where we are.
+		for !allCheckpointed(st) {
+			if err := place(); err != nil {
+				return nil, err
+			}
+			if ok, err := checkpointAll(ctx, &s, st, memberOpts, ref); err != nil {
+				return nil, err
+			} else if ok {
+				break
+			}
+		}
+	}
+	st.Stage = "done"
+	return &Result{Rounds: st.Round, Checkpoints: st.Checkpoint, Evals: st.Evals, Stopped: st.Round < s.Rounds}, nil
+}
+
+func allPlaced(q []string) bool {
+	for _, x := range q {
+		if x == "" {
+			return false
+		}
+	}
+	return true
+}
+
+func allCheckpointed(st *State) bool {
+	for _, r := range st.CheckpointRound {
+		if r != st.Round {
+			return false
+		}
+	}
+	return true
+}
+
+// lost reports whether an activity error means the member's worker is gone
+// (its queue is not polled, it stopped heartbeating, or it no longer holds
+// the member), so the member must be placed again.
+func lost(err error) bool {
+	var te *temporal.TimeoutError
+	if errors.As(err, &te) {
+		return true
+	}
+	var ae *temporal.ApplicationError
+	return errors.As(err, &ae) && ae.Type() == activities.ErrMemberNotHere
+}
+
+// markLost clears placements whose activity failed with a lost-worker error
+// and returns the first other error.
+func markLost(st *State, errs []error) (anyLost bool, err error) {
+	for i, e := range errs {
+		if e == nil {
+			continue
+		}
+		if lost(e) {
+			st.Queue[i] = ""
+			st.Moves++
+			anyLost = true
+			continue
+		}
+		if err == nil {
+			err = e
+		}
+	}
+	return anyLost, err
+}
+
+// runRound runs generate -> (judge) -> grade -> update for round st.Round. It
+// returns false when a member was lost on the way (the round will run again
+// from generate: every output key is a function of the round, so redone work
+// overwrites itself).
+func runRound(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts func(string) workflow.Context,
+	cpuCtx workflow.Context, ref func(int) activities.MemberRef) (bool, error) {
+	n := len(s.Members)
+	var compute float64
+	st.Stage = fmt.Sprintf("round %d: generate", st.Round+1)
+	gens := make([]activities.GenerateOutput, n)
+	errs := make([]error, n)
+	futs := make([]workflow.Future, n)
+	for i := 0; i < n; i++ {
+		futs[i] = workflow.ExecuteActivity(memberOpts(st.Queue[i]), a.Generate, ref(i))
+	}
+	for i := 0; i < n; i++ {
+		errs[i] = futs[i].Get(ctx, &gens[i])
+	}
+	if anyLost, err := markLost(st, errs); err != nil || anyLost {
+		return false, err
+	}
+	keys := make([]string, n)
+	var slowest float64
+	for i, g := range gens {
+		keys[i] = g.Key
+		slowest = max(slowest, g.Seconds)
+		st.GenFLOPs[i] += g.FLOPs
+	}
+	compute += slowest
+	var judgeKeys []string
+	if s.Reward.Mode == rl.PeerJudge {
+		st.Stage = fmt.Sprintf("round %d: judge", st.Round+1)
+		judgeKeys = make([]string, n)
+		for i := 0; i < n; i++ {
+			j := (i - 1 + n) % n
+			jin := activities.JudgeInput{MemberRef: ref(j), Target: i, Key: keys[i]}
+			futs[i] = workflow.ExecuteActivity(memberOpts(st.Queue[j]), a.Judge, jin)
+		}
+		for i := 0; i < n; i++ {
+			errs[i] = futs[i].Get(ctx, &judgeKeys[i])
+		}
+		if anyLost, err := markLost(st, shiftToJudges(errs)); err != nil || anyLost {
+			return false, err
+		}
+	}
+	st.Stage = fmt.Sprintf("round %d: grade", st.Round+1)
+	var grade activities.GradeOutput
+	gin := activities.GradeInput{Spec: *s, Round: st.Round, Rollouts: keys, JudgeKeys: judgeKeys}
+	if err := workflow.ExecuteActivity(cpuCtx, a.Grade, gin).Get(ctx, &grade); err != nil {
+		return false, err
+	}
+	compute += grade.Seconds
+	st.Stage = fmt.Sprintf("round %d: update", st.Round+1)
+	ups := make([]activities.UpdateOutput, n)
+	for i := 0; i < n; i++ {
+		futs[i] = workflow.ExecuteActivity(memberOpts(st.Queue[i]), a.Update, ref(i))
+	}
+	for i := 0; i < n; i++ {
+		errs[i] = futs[i].Get(ctx, &ups[i])
+	}
+	if anyLost, err := markLost(st, errs); err != nil || anyLost {
+		return false, err
+	}
+	sum := RoundSummary{Round: st.Round + 1, Diag: grade.Diag, Loss: make([]float64, n)}
+	slowest = 0
+	for i, u := range ups {
+		sum.Loss[i] = u.Stats.Loss
+		slowest = max(slowest, u.Seconds)
+		st.UpdateFLOPs[i] += u.FLOPs
+	}
+	compute += slowest
+	st.ComputeSeconds += compute
+	st.Summaries = append(st.Summaries, sum)
+	if len(st.Summaries) > keepSummaries {
+		st.Summaries = st.Summaries[len(st.Summaries)-keepSummaries:]
+	}
+	return true, nil
+}
+
+// shiftToJudges attributes judge errors (indexed by target) to the judge.
+func shiftToJudges(errs []error) []error {
+	n := len(errs)
+	out := make([]error, n)
+	for i, e := range errs {
+		out[(i-1+n)%n] = e
+	}
+	return out
+}
+
+// checkpointAll saves every member at st.Round; false if a member was lost.
+func checkpointAll(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts func(string) workflow.Context, ref func(int) activities.MemberRef) (bool, error) {
+	n := len(s.Members)
+	st.Stage = fmt.Sprintf("round %d: checkpoint", st.Round)
+	futs := make([]workflow.Future, n)
+	keys := make([]string, n)
+	errs := make([]error, n)
+	for i := 0; i < n; i++ {
+		futs[i] = workflow.ExecuteActivity(memberOpts(st.Queue[i]), a.Checkpoint, ref(i))
+	}
+	for i := 0; i < n; i++ {
+		errs[i] = futs[i].Get(ctx, &keys[i])
+		if errs[i] == nil {
+			st.Checkpoint[i], st.CheckpointRound[i] = keys[i], st.Round
+		}
+	}
+	anyLost, err := markLost(st, errs)
+	return !anyLost && err == nil, err
+}
+
+// evaluateAll runs held-out evaluation on every member and the cohort vote.
+func evaluateAll(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts func(string) workflow.Context, ref func(int) activities.MemberRef) error {
+	n := len(s.Members)
+	st.Stage = fmt.Sprintf("round %d: evaluate", st.Round)
+	futs := make([]workflow.Future, n)
+	outs := make([]activities.EvalOutput, n)
+	for i := 0; i < n; i++ {
+		futs[i] = workflow.ExecuteActivity(memberOpts(st.Queue[i]), a.Evaluate, ref(i))
+	}
+	for i := 0; i < n; i++ {
+		if err := futs[i].Get(ctx, &outs[i]); err != nil {
+			if lost(err) {
+				st.Queue[i] = "" // evaluation is skipped this time; the member is placed again next round
+				continue
+			}
+			return err
+		}
+	}
+	ev := EvalSummary{Round: st.Round, PassAt1: make([]float64, n)}
+	for i, o := range outs {
+		ev.PassAt1[i] = o.PassAt1
+	}
+	ev.Cohort = cohortVote(outs)
+	st.Evals = append(st.Evals, ev)
+	return nil
+}
+
+// cohortVote is the share of problems whose plurality answer among the
+// members is correct (by the members' own correctness flags).
+func cohortVote(outs []activities.EvalOutput) float64 {
+	if len(outs) == 0 || len(outs[0].Answers) == 0 {
+		return 0
+	}
+	ok := 0
+	for p := range outs[0].Answers {
+		var g rl.Group
+		right := ""
+		for _, o := range outs {
+			if p >= len(o.Answers) {
+				continue
+			}
+			g = append(g, rl.Sample{Answer: o.Answers[p]})
+			if o.Correct[p] {
+				right = o.Answers[p]
+			}
+		}
+		if v := rl.Plurality(g, 0); v.Answer != "" && v.Answer == right {
+			ok++
+		}
+	}
+	return float64(ok) / float64(len(outs[0].Answers))
+}
+
+func progressOf(s *spec.RunSpec, st *State) Progress {
+	p := Progress{Name: s.Name, Round: st.Round, Rounds: s.Rounds, Stage: st.Stage, Paused: st.Paused, Stopping: st.Stopping,
+		Members: s.MemberNames(), Queues: st.Queue, Evals: st.Evals, Moves: st.Moves}
+	if len(st.Summaries) > 0 {
+		last := st.Summaries[len(st.Summaries)-1]
+		p.Last = &last
+	}
+	if st.RoundSeconds > 0 {
+		p.Overhead = 1 - st.ComputeSeconds/st.RoundSeconds
+	}
+	return p
+}

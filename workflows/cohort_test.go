@@ -1,0 +1,166 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/corl-project/corl/activities"
+	"github.com/corl-project/corl/rl"
+	"github.com/corl-project/corl/spec"
+)
+
+func testSpec(rounds int) spec.RunSpec {
+	return spec.RunSpec{Name: "t", Seed: 1, Rounds: rounds, PromptsPerRound: 2,
+		Reward:     spec.Reward{Mode: rl.PeerRing},
+		Members:    []spec.Member{{Name: "a", Base: "x"}, {Name: "b", Base: "y", View: 1}},
+		Checkpoint: spec.Checkpoint{Every: 2}, Eval: spec.Eval{Every: 0, Size: 1}}
+}
+
+// fake is a scripted cohort of workers: it records calls and can fail once.
+type fake struct {
+	mu       sync.Mutex
+	calls    map[string]int
+	failOnce map[string]error // "Generate/b/1" -> error, consumed on use
+}
+
+func (f *fake) note(name string, ref activities.MemberRef) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls[name]++
+	key := fmt.Sprintf("%s/%s/%d", name, ref.Spec.Members[ref.Member].Name, ref.Round)
+	if err, ok := f.failOnce[key]; ok {
+		delete(f.failOnce, key)
+		return err
+	}
+	return nil
+}
+
+func newEnv(t *testing.T, f *fake) *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterActivity(&activities.Activities{})
+	acquired := 0
+	env.OnActivity(a.Acquire, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AcquireInput) (activities.AcquireOutput, error) {
+		f.note("Acquire", in.MemberRef)
+		acquired++
+		return activities.AcquireOutput{Queue: fmt.Sprintf("q%d", acquired), Round: in.CheckpointRound, CheckpointKey: in.CheckpointKey}, nil
+	})
+	env.OnActivity(a.Replay, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ReplayInput) (int, error) {
+		return in.To, f.note("Replay", in.MemberRef)
+	})
+	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(func(_ context.Context, ref activities.MemberRef) (activities.GenerateOutput, error) {
+		return activities.GenerateOutput{Key: fmt.Sprintf("r%d-%d", ref.Round, ref.Member), Seconds: 1}, f.note("Generate", ref)
+	}).After(time.Minute) // test-clock time: a round takes a minute
+	env.OnActivity(a.Grade, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.GradeInput) (activities.GradeOutput, error) {
+		f.note("Grade", activities.MemberRef{Spec: in.Spec, Round: in.Round})
+		return activities.GradeOutput{Key: fmt.Sprintf("g%d", in.Round), Diag: rl.Diagnostics{Models: make([]rl.ModelDiag, 2)}}, nil
+	})
+	env.OnActivity(a.Update, mock.Anything, mock.Anything).Return(func(_ context.Context, ref activities.MemberRef) (activities.UpdateOutput, error) {
+		return activities.UpdateOutput{Stats: rl.UpdateStats{Loss: 0.5}, Seconds: 1}, f.note("Update", ref)
+	})
+	env.OnActivity(a.Checkpoint, mock.Anything, mock.Anything).Return(func(_ context.Context, ref activities.MemberRef) (string, error) {
+		return fmt.Sprintf("ckpt/%d/%d", ref.Round, ref.Member), f.note("Checkpoint", ref)
+	})
+	env.OnActivity(a.Evaluate, mock.Anything, mock.Anything).Return(func(_ context.Context, ref activities.MemberRef) (activities.EvalOutput, error) {
+		return activities.EvalOutput{PassAt1: 0.5, Correct: []bool{true}, Answers: []string{"1"}}, f.note("Evaluate", ref)
+	})
+	return env
+}
+
+func newFake() *fake { return &fake{calls: map[string]int{}, failOnce: map[string]error{}} }
+
+func TestCohortRunCompletes(t *testing.T) {
+	f := newFake()
+	env := newEnv(t, f)
+	env.ExecuteWorkflow(CohortRun, Input{RunSpec: testSpec(3)})
+	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+		t.Fatalf("workflow: %v", env.GetWorkflowError())
+	}
+	var res Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Rounds != 3 || res.Stopped || res.Checkpoints[1] != "ckpt/3/1" {
+		t.Fatalf("result %+v", res)
+	}
+	want := map[string]int{"Acquire": 2, "Generate": 6, "Grade": 3, "Update": 6, "Checkpoint": 4, "Evaluate": 2}
+	for k, n := range want {
+		if f.calls[k] != n {
+			t.Errorf("%s called %d times, want %d (all calls %v)", k, f.calls[k], n, f.calls)
+		}
+	}
+}
+
+// TestLostWorkerIsReplaced: a member's worker disappears during round 3's
+// update; the workflow places it again from the round-2 checkpoint, replays
+// nothing (checkpoint is current) or the rounds since, and finishes.
+func TestLostWorkerIsReplaced(t *testing.T) {
+	f := newFake()
+	f.failOnce["Update/b/2"] = temporal.NewNonRetryableApplicationError("gone", activities.ErrMemberNotHere, nil)
+	f.failOnce["Generate/a/3"] = temporal.NewTimeoutError(0, errors.New("schedule to start")) // enums zero: any timeout
+	env := newEnv(t, f)
+	env.ExecuteWorkflow(CohortRun, Input{RunSpec: testSpec(4)})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res Result
+	env.GetWorkflowResult(&res)
+	if res.Rounds != 4 {
+		t.Fatalf("result %+v", res)
+	}
+	if f.calls["Acquire"] != 4 {
+		t.Errorf("Acquire called %d times, want 2 initial + 2 re-placements", f.calls["Acquire"])
+	}
+	// a was lost at round 3 with its checkpoint at round 2: one replayed round.
+	if f.calls["Replay"] != 1 {
+		t.Errorf("Replay called %d times, want 1", f.calls["Replay"])
+	}
+}
+
+func TestPauseResumeStopAndQuery(t *testing.T) {
+	f := newFake()
+	env := newEnv(t, f)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPause, nil) }, time.Millisecond)
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(QueryProgress)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		var p Progress
+		v.Get(&p)
+		if !p.Paused || p.Rounds != 10 || len(p.Members) != 2 {
+			t.Errorf("progress while paused: %+v", p)
+		}
+		env.SignalWorkflow(SignalResume, nil)
+	}, time.Hour)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalStop, nil) }, time.Hour+150*time.Second)
+	env.ExecuteWorkflow(CohortRun, Input{RunSpec: testSpec(10)})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res Result
+	env.GetWorkflowResult(&res)
+	if !res.Stopped || res.Rounds >= 10 || res.Checkpoints[0] == "" || !strings.HasPrefix(res.Checkpoints[0], fmt.Sprintf("ckpt/%d/", res.Rounds)) {
+		t.Fatalf("stop: %+v", res)
+	}
+}
+
+func TestBadSpecFailsFast(t *testing.T) {
+	env := newEnv(t, newFake())
+	s := testSpec(1)
+	s.Members = nil
+	env.ExecuteWorkflow(CohortRun, Input{RunSpec: s})
+	if err := env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), "no members") {
+		t.Fatalf("err = %v", err)
+	}
+}
