@@ -80,6 +80,9 @@ func (l Local) Put(ctx context.Context, key string, data []byte) error {
 		err = cerr
 	}
 	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
 		err = os.Rename(f.Name(), p)
 	}
 	if err != nil {

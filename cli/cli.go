@@ -8,6 +8,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/corl-project/corl/workflows"
 )
 
 // IO is the standard streams of one invocation.
@@ -16,9 +18,16 @@ type IO struct {
 	Out, Err io.Writer
 }
 
+// Extra builds commands that live outside this package (the embedded
+// Temporal server's commands, which link the server).
+type Extra func(stdio IO, getenv func(string) string) []*cobra.Command
+
 // Main runs corl with args and returns the process exit code.
-func Main(ctx context.Context, stdio IO, args []string, getenv func(string) string) int {
+func Main(ctx context.Context, stdio IO, args []string, getenv func(string) string, extra ...Extra) int {
 	root := newRoot(stdio, getenv)
+	for _, e := range extra {
+		root.AddCommand(e(stdio, getenv)...)
+	}
 	root.SetArgs(args)
 	root.SetIn(stdio.In)
 	root.SetOut(stdio.Out)
@@ -37,6 +46,10 @@ func newRoot(stdio IO, getenv func(string) string) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newBenchCmd(stdio), newDataCmd(stdio), newGenerateCmd(stdio), newPretrainCmd(stdio), newTrainCmd(stdio, getenv))
+	root.AddCommand(newBenchCmd(stdio), newDataCmd(stdio), newGenerateCmd(stdio), newPretrainCmd(stdio), newTrainCmd(stdio, getenv),
+		newWorkerCmd(stdio, getenv), newRunCmd(stdio, getenv), newStatusCmd(stdio, getenv), newWatchCmd(stdio, getenv),
+		newSignalCmd(stdio, getenv, workflows.SignalPause, "Pause a run after its current stage"),
+		newSignalCmd(stdio, getenv, workflows.SignalResume, "Resume a paused run"),
+		newSignalCmd(stdio, getenv, workflows.SignalStop, "Stop a run after its current round, with a final checkpoint"))
 	return root
 }

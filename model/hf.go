@@ -418,6 +418,9 @@ func writeAtomic(path string, write func(io.Writer) error) error {
 		err = cerr
 	}
 	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644) // CreateTemp makes 0600; a checkpoint is ordinary data
+	}
+	if err == nil {
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {

@@ -39,6 +39,9 @@ type Options struct {
 	Backend gpu.Backend
 	Pools   []string // gpu, cpu or both
 	Log     io.Writer
+	// QueueID names this worker's own queue across restarts (default: a
+	// fresh random name per process).
+	QueueID string
 }
 
 // OwnQueue returns a fresh worker-specific queue name.
@@ -57,6 +60,9 @@ func Run(ctx context.Context, o Options) error {
 		o.Log = io.Discard
 	}
 	queue := OwnQueue()
+	if o.QueueID != "" {
+		queue = activities.GPUPool + "-" + o.QueueID
+	}
 	acts := activities.New(o.Store, o.Backend, queue)
 	var ws []worker.Worker
 	start := func(q string, register func(worker.Worker)) error {

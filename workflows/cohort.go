@@ -105,10 +105,15 @@ type Progress struct {
 
 // Result is the workflow's return value.
 type Result struct {
-	Rounds      int           `json:"rounds"`
-	Checkpoints []string      `json:"checkpoints"`
-	Evals       []EvalSummary `json:"evals"`
-	Stopped     bool          `json:"stopped"`
+	Rounds         int           `json:"rounds"`
+	Checkpoints    []string      `json:"checkpoints"`
+	Evals          []EvalSummary `json:"evals"`
+	Stopped        bool          `json:"stopped"`
+	Moves          int           `json:"moves"`
+	ComputeSeconds float64       `json:"compute_seconds"`
+	RoundSeconds   float64       `json:"round_seconds"`
+	GenFLOPs       []float64     `json:"generation_flops"`
+	UpdateFLOPs    []float64     `json:"update_flops"`
 }
 
 const keepSummaries = 20
@@ -273,7 +278,8 @@ func CohortRun(ctx workflow.Context, in Input) (*Result, error) {
 		}
 	}
 	st.Stage = "done"
-	return &Result{Rounds: st.Round, Checkpoints: st.Checkpoint, Evals: st.Evals, Stopped: st.Round < s.Rounds}, nil
+	return &Result{Rounds: st.Round, Checkpoints: st.Checkpoint, Evals: st.Evals, Stopped: st.Round < s.Rounds, Moves: st.Moves,
+		ComputeSeconds: st.ComputeSeconds, RoundSeconds: st.RoundSeconds, GenFLOPs: st.GenFLOPs, UpdateFLOPs: st.UpdateFLOPs}, nil
 }
 
 func allPlaced(q []string) bool {
@@ -348,13 +354,13 @@ func runRound(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts func(
 		return false, err
 	}
 	keys := make([]string, n)
-	var slowest float64
+	secs := make([]float64, n)
 	for i, g := range gens {
 		keys[i] = g.Key
-		slowest = max(slowest, g.Seconds)
+		secs[i] = g.Seconds
 		st.GenFLOPs[i] += g.FLOPs
 	}
-	compute += slowest
+	compute += criticalPath(st.Queue, secs)
 	var judgeKeys []string
 	if s.Reward.Mode == rl.PeerJudge {
 		st.Stage = fmt.Sprintf("round %d: judge", st.Round+1)
@@ -390,19 +396,34 @@ func runRound(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts func(
 		return false, err
 	}
 	sum := RoundSummary{Round: st.Round + 1, Diag: grade.Diag, Loss: make([]float64, n)}
-	slowest = 0
 	for i, u := range ups {
 		sum.Loss[i] = u.Stats.Loss
-		slowest = max(slowest, u.Seconds)
+		secs[i] = u.Seconds
 		st.UpdateFLOPs[i] += u.FLOPs
 	}
-	compute += slowest
+	compute += criticalPath(st.Queue, secs)
 	st.ComputeSeconds += compute
 	st.Summaries = append(st.Summaries, sum)
 	if len(st.Summaries) > keepSummaries {
 		st.Summaries = st.Summaries[len(st.Summaries)-keepSummaries:]
 	}
 	return true, nil
+}
+
+// criticalPath is the compute time of a parallel stage: a worker runs its
+// members' activities one after another, workers run side by side.
+func criticalPath(queues []string, secs []float64) float64 {
+	var longest float64
+	for i := range queues {
+		var sum float64
+		for j := range queues {
+			if queues[j] == queues[i] {
+				sum += secs[j]
+			}
+		}
+		longest = max(longest, sum)
+	}
+	return longest
 }
 
 // shiftToJudges attributes judge errors (indexed by target) to the judge.

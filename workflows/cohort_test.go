@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/corl-project/corl/activities"
 	"github.com/corl-project/corl/rl"
@@ -162,5 +163,16 @@ func TestBadSpecFailsFast(t *testing.T) {
 	env.ExecuteWorkflow(CohortRun, Input{RunSpec: s})
 	if err := env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), "no members") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestReplayRecordedHistory replays a real run's history (recorded by
+// `go test -tags e2e ./e2e -run PipelineMatches -update`) against the current
+// workflow code: a change that breaks determinism fails here.
+func TestReplayRecordedHistory(t *testing.T) {
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflow(CohortRun)
+	if err := r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/cohortrun-history.json"); err != nil {
+		t.Fatal(err)
 	}
 }

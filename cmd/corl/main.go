@@ -9,11 +9,12 @@ import (
 	"syscall"
 
 	"github.com/corl-project/corl/cli"
+	"github.com/corl-project/corl/devcli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Main(ctx, cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Args[1:], os.Getenv)
+	code := cli.Main(ctx, cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Args[1:], os.Getenv, devcli.Commands)
 	stop()
 	os.Exit(code)
 }

@@ -1,0 +1,411 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/corl-project/corl/activities"
+	"github.com/corl-project/corl/config"
+	"github.com/corl-project/corl/workers"
+	"github.com/corl-project/corl/workflows"
+)
+
+// connFlags are the connection flags every pipeline command takes.
+type connFlags struct {
+	file, address, namespace string
+}
+
+func (f *connFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.file, "config", "", "connection config file (temporal.*, store.*); CORL_* environment variables override it")
+	fl.StringVar(&f.address, "address", "", "Temporal frontend host:port (default 127.0.0.1:7233)")
+	fl.StringVar(&f.namespace, "namespace", "", "Temporal namespace (default \"default\")")
+}
+
+func (f *connFlags) load(getenv func(string) string, extra map[string]any) (*config.Connection, error) {
+	over := map[string]any{}
+	for k, v := range extra {
+		over[k] = v
+	}
+	if f.address != "" {
+		over["temporal.address"] = f.address
+	}
+	if f.namespace != "" {
+		over["temporal.namespace"] = f.namespace
+	}
+	return config.LoadConnection(f.file, getenv, over)
+}
+
+func newWorkerCmd(stdio IO, getenv func(string) string) *cobra.Command {
+	var (
+		cf      connFlags
+		pools   []string
+		backend string
+		threads int
+		queueID string
+	)
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Serve a worker pool: gpu (generate, update, evaluate) and/or cpu (grading, workflows)",
+		Long: `Connects to Temporal and serves activities until interrupted. A gpu worker
+holds cohort members on its device and serves them on its own task queue; on
+SIGTERM (a spot notice) it finishes the running activity, checkpoints the
+members it holds to the blob store, and exits. --queue-id keeps the worker's
+own queue name across restarts of the same machine, so a restarted worker
+takes over its queue at once.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			conn, err := cf.load(getenv, nil)
+			if err != nil {
+				return err
+			}
+			cl, err := conn.Dial()
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			store, err := conn.OpenStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			be, err := newBackend(backend, threads)
+			if err != nil {
+				return err
+			}
+			return workers.Run(cmd.Context(), workers.Options{Client: cl, Store: store, Backend: be, Pools: pools, Log: stdio.Err, QueueID: queueID})
+		},
+	}
+	cf.register(cmd)
+	fl := cmd.Flags()
+	fl.StringSliceVar(&pools, "pool", []string{"gpu", "cpu"}, "pools to serve: gpu, cpu")
+	fl.StringVar(&backend, "backend", "cpu", "compute backend: cpu")
+	fl.IntVar(&threads, "threads", 0, "CPU threads (0 = all cores)")
+	fl.StringVar(&queueID, "queue-id", "", "stable name for this worker's own queue (default: random per process)")
+	return cmd
+}
+
+// searchAttributesRegistered reports whether the namespace knows corl's
+// search attributes (the dev server registers them; other clusters need
+// `temporal operator search-attribute create`).
+func searchAttributesRegistered(ctx context.Context, cl client.Client, ns string) bool {
+	resp, err := cl.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns})
+	if err != nil {
+		return false
+	}
+	for name := range workflows.SearchAttributeTypes {
+		if _, ok := resp.GetCustomAttributes()[name]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// RunFlags say which spec to start and how.
+type RunFlags struct {
+	File            string
+	Sets            []string
+	ID              string
+	Heartbeat       int // seconds
+	ScheduleToStart int // seconds
+}
+
+func (f *RunFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVarP(&f.File, "file", "f", "", "run spec (YAML or JSON)")
+	fl.StringArrayVar(&f.Sets, "set", nil, "override a setting: key=value (repeatable)")
+	fl.StringVar(&f.ID, "id", "", "workflow ID (default corl-<name>)")
+	fl.IntVar(&f.Heartbeat, "heartbeat-timeout", 0, "seconds without a heartbeat before an activity's worker counts as lost (default 60)")
+	fl.IntVar(&f.ScheduleToStart, "schedule-to-start-timeout", 0, "seconds a member's queue may go unpolled before the member moves (default 300)")
+}
+
+// StartRun starts the CohortRun workflow for a spec.
+func StartRun(ctx context.Context, cl client.Client, ns string, rf RunFlags, getenv func(string) string) (client.WorkflowRun, error) {
+	over, err := parseSets(rf.Sets)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := config.Load(rf.File, getenv, over)
+	if err != nil {
+		return nil, err
+	}
+	id := rf.ID
+	if id == "" {
+		id = "corl-" + spec.Name
+	}
+	in := workflows.Input{RunSpec: *spec, HeartbeatTimeout: rf.Heartbeat, ScheduleToStartLimit: rf.ScheduleToStart}
+	opts := client.StartWorkflowOptions{ID: id, TaskQueue: activities.WorkflowQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL}
+	if searchAttributesRegistered(ctx, cl, ns) {
+		in.UseSearchAttributes = true
+		opts.TypedSearchAttributes = temporal.NewSearchAttributes(workflows.AttrRun.ValueSet(spec.Name),
+			workflows.AttrReward.ValueSet(spec.Reward.Mode), workflows.AttrCohort.ValueSet(spec.MemberNames()), workflows.AttrRound.ValueSet(0))
+	}
+	run, err := cl.ExecuteWorkflow(ctx, opts, workflows.CohortRun, in)
+	if err != nil {
+		return nil, fmt.Errorf("start run %s: %w", id, err)
+	}
+	return run, nil
+}
+
+func newRunCmd(stdio IO, getenv func(string) string) *cobra.Command {
+	var (
+		cf   connFlags
+		rf   RunFlags
+		wait bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Start a cohort run as a Temporal workflow",
+		Long: `Starts the CohortRun workflow for a run spec. Workers (corl worker, or corl dev)
+execute it. The same workflow starts from the Temporal CLI with the spec as JSON:
+  temporal workflow start --type CohortRun --task-queue corl --input-file spec.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			conn, err := cf.load(getenv, nil)
+			if err != nil {
+				return err
+			}
+			cl, err := conn.Dial()
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			run, err := StartRun(cmd.Context(), cl, conn.Temporal.Namespace, rf, getenv)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdio.Out, "started %s (run %s)\nwatch it: corl watch %s\n", run.GetID(), run.GetRunID(), run.GetID())
+			if !wait {
+				return nil
+			}
+			return Watch(cmd.Context(), cl, run.GetID(), stdio.Out, time.Second)
+		},
+	}
+	cf.register(cmd)
+	rf.register(cmd)
+	cmd.Flags().BoolVar(&wait, "wait", false, "watch the run until it ends")
+	return cmd
+}
+
+func progress(ctx context.Context, cl client.Client, id string) (*workflows.Progress, enumspb.WorkflowExecutionStatus, error) {
+	desc, err := cl.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return nil, 0, fmt.Errorf("run %s: %w", id, err)
+	}
+	status := desc.GetWorkflowExecutionInfo().GetStatus()
+	if status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return nil, status, nil
+	}
+	v, err := cl.QueryWorkflow(ctx, id, "", workflows.QueryProgress)
+	if err != nil {
+		return nil, status, fmt.Errorf("query %s: %w", id, err)
+	}
+	var p workflows.Progress
+	if err := v.Get(&p); err != nil {
+		return nil, status, err
+	}
+	return &p, status, nil
+}
+
+func printProgress(w io.Writer, p *workflows.Progress) {
+	fmt.Fprintf(w, "%s  round %d/%d  %s", p.Name, p.Round, p.Rounds, p.Stage)
+	if p.Paused {
+		fmt.Fprint(w, "  [paused]")
+	}
+	if p.Stopping {
+		fmt.Fprint(w, "  [stopping after this round]")
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEMBER\tWORKER QUEUE\tREWARD\tLABELED\tLABEL-ACC\tLOSS\tPASS@1")
+	for i, m := range p.Members {
+		q := "-"
+		if i < len(p.Queues) && p.Queues[i] != "" {
+			q = p.Queues[i]
+		}
+		reward, labeled, acc, loss, pass := "-", "-", "-", "-", "-"
+		if p.Last != nil && i < len(p.Last.Diag.Models) {
+			md := p.Last.Diag.Models[i]
+			reward, labeled, loss = fmt.Sprintf("%.3f", md.RewardMean), fmt.Sprintf("%.2f", md.LabeledFrac), fmt.Sprintf("%.4f", p.Last.Loss[i])
+			if md.PseudoLabelAcc != nil {
+				acc = fmt.Sprintf("%.2f", *md.PseudoLabelAcc)
+			}
+		}
+		if n := len(p.Evals); n > 0 && i < len(p.Evals[n-1].PassAt1) {
+			pass = fmt.Sprintf("%.3f", p.Evals[n-1].PassAt1[i])
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m, q, reward, labeled, acc, loss, pass)
+	}
+	tw.Flush()
+	if n := len(p.Evals); n > 0 {
+		fmt.Fprintf(w, "cohort vote pass@1 %.3f (round %d)\n", p.Evals[n-1].Cohort, p.Evals[n-1].Round)
+	}
+	if p.Moves > 0 {
+		fmt.Fprintf(w, "members moved after a lost worker: %d\n", p.Moves)
+	}
+}
+
+// Watch renders progress until the run ends, then its result.
+func Watch(ctx context.Context, cl client.Client, id string, w io.Writer, every time.Duration) error {
+	last := ""
+	for {
+		p, status, err := progress(ctx, cl, id)
+		if err != nil {
+			return err
+		}
+		if p == nil {
+			return finalResult(ctx, cl, id, status, w)
+		}
+		line := fmt.Sprintf("%s %s round %d/%d: %s", bar(p.Round, p.Rounds), p.Name, p.Round, p.Rounds, p.Stage)
+		if line != last {
+			fmt.Fprintln(w, line)
+			last = line
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(every):
+		}
+	}
+}
+
+func bar(done, total int) string {
+	const width = 20
+	n := done * width / max(total, 1)
+	return "[" + strings.Repeat("#", n) + strings.Repeat(".", width-n) + "]"
+}
+
+func finalResult(ctx context.Context, cl client.Client, id string, status enumspb.WorkflowExecutionStatus, w io.Writer) error {
+	if status != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+		err := cl.GetWorkflow(ctx, id, "").Get(ctx, nil)
+		return fmt.Errorf("run %s ended %s: %v", id, strings.ToLower(strings.TrimPrefix(status.String(), "WORKFLOW_EXECUTION_STATUS_")), err)
+	}
+	var res workflows.Result
+	if err := cl.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "run %s completed %d rounds", id, res.Rounds)
+	if res.Stopped {
+		fmt.Fprint(w, " (stopped early)")
+	}
+	fmt.Fprintln(w)
+	for _, ev := range res.Evals {
+		fmt.Fprintf(w, "  eval after round %d: pass@1 %v, cohort vote %.3f\n", ev.Round, fmtFloats(ev.PassAt1), ev.Cohort)
+	}
+	for _, k := range res.Checkpoints {
+		fmt.Fprintf(w, "  checkpoint %s\n", k)
+	}
+	if res.RoundSeconds > 0 {
+		fmt.Fprintf(w, "  rounds took %.1fs, %.1fs of it inside compute: Temporal overhead %.1f%%\n",
+			res.RoundSeconds, res.ComputeSeconds, 100*(1-res.ComputeSeconds/res.RoundSeconds))
+	}
+	if res.Moves > 0 {
+		fmt.Fprintf(w, "  members moved after lost workers: %d\n", res.Moves)
+	}
+	return nil
+}
+
+func fmtFloats(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.3f", x)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+func newStatusCmd(stdio IO, getenv func(string) string) *cobra.Command {
+	var cf connFlags
+	cmd := &cobra.Command{
+		Use:   "status ID",
+		Short: "Show a run's progress and latest metrics",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := dialFlags(cf, getenv)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			p, status, err := progress(cmd.Context(), cl, args[0])
+			if err != nil {
+				return err
+			}
+			if p == nil {
+				return finalResult(cmd.Context(), cl, args[0], status, stdio.Out)
+			}
+			printProgress(stdio.Out, p)
+			return nil
+		},
+	}
+	cf.register(cmd)
+	return cmd
+}
+
+func newWatchCmd(stdio IO, getenv func(string) string) *cobra.Command {
+	var cf connFlags
+	cmd := &cobra.Command{
+		Use:   "watch ID",
+		Short: "Follow a run's progress until it ends",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := dialFlags(cf, getenv)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			return Watch(cmd.Context(), cl, args[0], stdio.Out, time.Second)
+		},
+	}
+	cf.register(cmd)
+	return cmd
+}
+
+func newSignalCmd(stdio IO, getenv func(string) string, name, short string) *cobra.Command {
+	var cf connFlags
+	cmd := &cobra.Command{
+		Use:   name + " ID",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := dialFlags(cf, getenv)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			if err := cl.SignalWorkflow(cmd.Context(), args[0], "", name, nil); err != nil {
+				return fmt.Errorf("%s %s: %w", name, args[0], err)
+			}
+			fmt.Fprintf(stdio.Out, "sent %s to %s\n", name, args[0])
+			return nil
+		},
+	}
+	cf.register(cmd)
+	return cmd
+}
+
+func dialFlags(cf connFlags, getenv func(string) string) (client.Client, error) {
+	conn, err := cf.load(getenv, nil)
+	if err != nil {
+		return nil, err
+	}
+	return conn.Dial()
+}
+
+// dataDir resolves --dir, creating it.
+func dataDir(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return filepath.Abs(dir)
+}

@@ -1,0 +1,160 @@
+package config
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/viper"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/corl-project/corl/blob"
+)
+
+// Connection says how to reach Temporal and the blob store. Secrets (API
+// key, AWS credentials) come from the environment or files, never from a
+// run spec; they are not logged.
+type Connection struct {
+	Temporal Temporal `mapstructure:"temporal"`
+	Store    Store    `mapstructure:"store"`
+}
+
+// Temporal is a cluster address and its credentials.
+type Temporal struct {
+	Address   string `mapstructure:"address"`
+	Namespace string `mapstructure:"namespace"`
+	APIKey    string `mapstructure:"api_key"`
+	TLS       struct {
+		Enabled    bool   `mapstructure:"enabled"`
+		CertFile   string `mapstructure:"cert_file"` // mTLS client certificate
+		KeyFile    string `mapstructure:"key_file"`
+		CAFile     string `mapstructure:"ca_file"`
+		ServerName string `mapstructure:"server_name"`
+	} `mapstructure:"tls"`
+}
+
+// Store selects the blob store: a local directory or S3.
+type Store struct {
+	Kind  string        `mapstructure:"kind"` // local | s3
+	Local string        `mapstructure:"local_dir"`
+	S3    blob.S3Config `mapstructure:"s3"`
+}
+
+var connDefaults = map[string]any{
+	"temporal.address": "127.0.0.1:7233", "temporal.namespace": "default", "temporal.api_key": "",
+	"temporal.tls.enabled": false, "temporal.tls.cert_file": "", "temporal.tls.key_file": "", "temporal.tls.ca_file": "",
+	"temporal.tls.server_name": "",
+	"store.kind":               "local", "store.local_dir": "corl-data/blobs",
+	"store.s3.endpoint": "", "store.s3.region": "us-east-1", "store.s3.bucket": "", "store.s3.prefix": "",
+	"store.s3.path_style": false, "store.s3.max_attempts": 10, "store.s3.attempt_timeout": "60s",
+}
+
+// LoadConnection reads the connection settings from file (optional), the
+// CORL_* environment (CORL_TEMPORAL_ADDRESS, CORL_STORE_S3_BUCKET, ...) and
+// overrides.
+func LoadConnection(file string, getenv func(string) string, overrides map[string]any) (*Connection, error) {
+	v := viper.New()
+	for k, d := range connDefaults {
+		v.SetDefault(k, d)
+	}
+	if file != "" {
+		v.SetConfigFile(file)
+		if err := v.ReadInConfig(); err != nil {
+			return nil, fmt.Errorf("read %s: %w", file, err)
+		}
+	}
+	keys := make([]string, 0, len(connDefaults))
+	for k := range connDefaults {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if val := getenv("CORL_" + strings.ToUpper(strings.ReplaceAll(k, ".", "_"))); val != "" {
+			v.Set(k, val)
+		}
+	}
+	for k, val := range overrides {
+		if _, ok := connDefaults[k]; !ok {
+			return nil, fmt.Errorf("unknown setting %q", k)
+		}
+		v.Set(k, val)
+	}
+	var c Connection
+	err := v.Unmarshal(&c, func(dc *mapstructure.DecoderConfig) {
+		dc.ErrorUnused = true
+		dc.WeaklyTypedInput = true
+		dc.DecodeHook = mapstructure.StringToTimeDurationHookFunc()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connection config: %w", err)
+	}
+	switch c.Store.Kind {
+	case "local":
+		if c.Store.Local == "" {
+			return nil, fmt.Errorf("store.local_dir: empty")
+		}
+	case "s3":
+		if c.Store.S3.Bucket == "" {
+			return nil, fmt.Errorf("store.s3.bucket: required for store.kind s3")
+		}
+	default:
+		return nil, fmt.Errorf("store.kind: %q is not local or s3", c.Store.Kind)
+	}
+	return &c, nil
+}
+
+// Dial connects to Temporal.
+func (c *Connection) Dial() (client.Client, error) {
+	o := client.Options{HostPort: c.Temporal.Address, Namespace: c.Temporal.Namespace,
+		Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))}
+	t := c.Temporal
+	if t.TLS.Enabled || t.TLS.CertFile != "" || t.APIKey != "" {
+		tc := &tls.Config{ServerName: t.TLS.ServerName, MinVersion: tls.VersionTLS12}
+		if t.TLS.CertFile != "" {
+			cert, err := tls.LoadX509KeyPair(t.TLS.CertFile, t.TLS.KeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("temporal.tls.cert_file/key_file: %w", err)
+			}
+			tc.Certificates = []tls.Certificate{cert}
+		}
+		if t.TLS.CAFile != "" {
+			pem, err := os.ReadFile(t.TLS.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("temporal.tls.ca_file: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("temporal.tls.ca_file: no certificate in %s", t.TLS.CAFile)
+			}
+			tc.RootCAs = pool
+		}
+		o.ConnectionOptions.TLS = tc
+	}
+	if t.APIKey != "" {
+		o.Credentials = client.NewAPIKeyStaticCredentials(t.APIKey)
+	}
+	cl, err := client.Dial(o)
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", t.Address, t.Namespace, err)
+	}
+	return cl, nil
+}
+
+// OpenStore opens the blob store.
+func (c *Connection) OpenStore(ctx context.Context) (blob.Store, error) {
+	if c.Store.Kind == "s3" {
+		s, err := blob.NewS3(ctx, c.Store.S3)
+		if err != nil {
+			return nil, err
+		}
+		return s, s.EnsureBucket(ctx)
+	}
+	return blob.Local{Root: c.Store.Local}, nil
+}

@@ -1,0 +1,146 @@
+// Package devcli holds the commands that embed a Temporal server: `corl dev`
+// and `corl quickstart`. It is separate from package cli so that the other
+// commands' tests do not link the server.
+package devcli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"github.com/corl-project/corl/cli"
+	"github.com/corl-project/corl/config"
+	"github.com/corl-project/corl/devserver"
+	"github.com/corl-project/corl/gpu/cpu"
+	"github.com/corl-project/corl/workers"
+	"github.com/corl-project/corl/workflows"
+)
+
+// Commands returns dev and quickstart.
+func Commands(stdio cli.IO, getenv func(string) string) []*cobra.Command {
+	return []*cobra.Command{newDevCmd(stdio, getenv), newQuickstartCmd(stdio, getenv)}
+}
+
+// env is a running embedded environment: server, worker, store.
+type env struct {
+	srv      *devserver.Server
+	conn     *config.Connection
+	stopWork context.CancelFunc
+	workDone chan error
+}
+
+// start runs a Temporal server with its SQLite file in dir, a local blob
+// store in dir/blobs and (withWorker) a gpu+cpu worker in this process. The
+// worker's own queue name is stable for dir, so a restarted `corl dev` takes
+// its queue back at once.
+func start(ctx context.Context, dir string, port int, withWorker bool, stdio cli.IO, getenv func(string) string) (*env, error) {
+	srv, err := devserver.Start(devserver.Options{DBFile: filepath.Join(dir, "temporal.db"), Port: port,
+		Namespace: "default", SearchAttributes: workflows.SearchAttributeTypes, LogFile: filepath.Join(dir, "temporal.log")})
+	if err != nil {
+		return nil, err
+	}
+	conn, err := config.LoadConnection("", getenv, map[string]any{"temporal.address": srv.Addr(), "temporal.namespace": "default",
+		"store.kind": "local", "store.local_dir": filepath.Join(dir, "blobs")})
+	if err != nil {
+		srv.Stop()
+		return nil, err
+	}
+	e := &env{srv: srv, conn: conn}
+	if !withWorker {
+		return e, nil
+	}
+	cl, err := dialRetry(ctx, conn)
+	if err != nil {
+		srv.Stop()
+		return nil, err
+	}
+	store, err := conn.OpenStore(ctx)
+	if err != nil {
+		srv.Stop()
+		return nil, err
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	e.stopWork, e.workDone = cancel, make(chan error, 1)
+	go func() {
+		err := workers.Run(wctx, workers.Options{Client: cl, Store: store, Backend: cpu.New(0),
+			Pools: []string{workers.PoolGPU, workers.PoolCPU}, Log: stdio.Err, QueueID: "dev"})
+		cl.Close()
+		e.workDone <- err
+	}()
+	return e, nil
+}
+
+// dialRetry waits (up to a minute) for a just-started server's frontend.
+func dialRetry(ctx context.Context, conn *config.Connection) (client.Client, error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		cl, err := conn.Dial()
+		if err == nil {
+			return cl, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// stop stops the worker (it checkpoints what it holds) and then the server.
+func (e *env) stop() error {
+	var err error
+	if e.stopWork != nil {
+		e.stopWork()
+		err = <-e.workDone
+	}
+	e.srv.Stop()
+	return err
+}
+
+func newDevCmd(stdio cli.IO, getenv func(string) string) *cobra.Command {
+	var (
+		dir      string
+		port     int
+		noWorker bool
+	)
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run a Temporal server, a worker and a local blob store in this process",
+		Long: `Starts, in one process, a Temporal server (SQLite store in <dir>/temporal.db,
+so a killed corl dev resumes its runs when restarted on the same directory),
+a worker serving both pools, and a local blob store in <dir>/blobs. Start runs
+from another terminal with corl run; stop with Ctrl-C.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				return err
+			}
+			if err := os.MkdirAll(abs, 0o755); err != nil {
+				return err
+			}
+			e, err := start(cmd.Context(), abs, port, !noWorker, stdio, getenv)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdio.Out, "Temporal at %s (namespace default, data in %s)\nblob store %s\nstart a run: corl run -f run.yaml --address %s\n",
+				e.srv.Addr(), abs, e.conn.Store.Local, e.srv.Addr())
+			<-cmd.Context().Done()
+			fmt.Fprintln(stdio.Err, "stopping")
+			return e.stop()
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&dir, "dir", "corl-data", "data directory (Temporal database, blobs, logs)")
+	fl.IntVar(&port, "port", 7233, "Temporal frontend port (0: any free port)")
+	fl.BoolVar(&noWorker, "no-worker", false, "run the server only")
+	return cmd
+}

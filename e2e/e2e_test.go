@@ -1,0 +1,459 @@
+//go:build e2e
+
+// Package e2e runs corl's pipeline against a real Temporal server (the
+// embedded one) and a real blob store (local, and S3 when
+// CORL_TEST_S3_ENDPOINT points at one), including the fault tests: a worker
+// killed with SIGKILL mid-round, and the whole `corl dev` process killed and
+// restarted. Every run's final weights must equal, byte for byte, those of
+// the same spec run uninterrupted in-process.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/corl-project/corl/blob"
+	"github.com/corl-project/corl/cli"
+	"github.com/corl-project/corl/config"
+	"github.com/corl-project/corl/devserver"
+	"github.com/corl-project/corl/gpu/cpu"
+	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/tokenizer"
+	"github.com/corl-project/corl/train"
+	"github.com/corl-project/corl/workers"
+	"github.com/corl-project/corl/workflows"
+)
+
+var update = flag.Bool("update", false, "rewrite workflows/testdata/cohortrun-history.json from a fresh run")
+
+var corlBin string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "corl-e2e-bin")
+	if err != nil {
+		panic(err)
+	}
+	corlBin = filepath.Join(dir, "corl")
+	build := exec.Command("go", "build", "-o", corlBin, "../cmd/corl")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		panic("building corl: " + err.Error())
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// bases writes two tiny random checkpoints of different families.
+func bases(t *testing.T) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	tok := tokenizer.NewBytes()
+	var out []string
+	for i, fam := range []string{model.GPT2, model.Llama} {
+		d := filepath.Join(dir, fam)
+		m, err := model.New(cpu.New(1), model.Config{Family: fam, Layers: 1, Dim: 32, Heads: 2, Vocab: tok.VocabSize(), MaxSeq: 256}, uint64(i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.SaveHF(d); err != nil {
+			t.Fatal(err)
+		}
+		if err := tok.Save(d); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, d)
+	}
+	return out[0], out[1]
+}
+
+// specFile writes a run spec whose rewards have signal even for random
+// models (entropy), so the weights change every round.
+func specFile(t *testing.T, name, a, b string, rounds int) string {
+	t.Helper()
+	body := fmt.Sprintf(`name: %s
+seed: 3
+rounds: %d
+prompts_per_round: 3
+data: {tasks: [mod], rl_size: 12}
+reward: {mode: entropy}
+generation: {num_generations: 3, max_completion_length: 24}
+optim: {learning_rate: 0.01}
+eval: {size: 3, every: 2}
+checkpoint: {every: 2}
+output_dir: %q
+members:
+  - {name: g, base: %q}
+  - {name: l, base: %q, view: 1}
+`, name, rounds, t.TempDir(), a, b)
+	p := filepath.Join(t.TempDir(), name+".yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func noEnv(string) string { return "" }
+
+// reference runs the spec in-process and returns sha256 of each member's
+// final model.safetensors.
+func reference(t *testing.T, file string) map[string]string {
+	t.Helper()
+	s, err := config.Load(file, noEnv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	if err := train.Local(context.Background(), cpu.New(2), s, train.Options{}, &log); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	out := map[string]string{}
+	for _, m := range s.Members {
+		b, err := os.ReadFile(filepath.Join(s.OutputDir, s.Name, "checkpoints", fmt.Sprintf("round-%d", s.Rounds), m.Name, "model.safetensors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		out[m.Name] = hex.EncodeToString(sum[:])
+	}
+	return out
+}
+
+// finalHashes reads the model.safetensors checksums from the run's final
+// checkpoint manifests.
+func finalHashes(t *testing.T, store blob.Store, res *workflows.Result) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, key := range res.Checkpoints {
+		files, m, err := blob.ReadCheckpoint(context.Background(), store, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(files["model.safetensors"])
+		out[m.Meta["member"]] = hex.EncodeToString(sum[:])
+	}
+	return out
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// stores returns the blob stores to test against: local always, S3 when the
+// CI environment provides a server.
+func stores(t *testing.T) map[string]map[string]any {
+	out := map[string]map[string]any{"local": {"store.kind": "local", "store.local_dir": t.TempDir()}}
+	if ep := os.Getenv("CORL_TEST_S3_ENDPOINT"); ep != "" {
+		out["s3"] = map[string]any{"store.kind": "s3", "store.s3.endpoint": ep, "store.s3.bucket": "corl-e2e",
+			"store.s3.prefix": fmt.Sprintf("e2e-%d", time.Now().UnixNano()), "store.s3.path_style": "true"}
+	} else if os.Getenv("CI") != "" {
+		t.Fatal("CI=true but CORL_TEST_S3_ENDPOINT is not set: .ci/run must start versitygw")
+	} else {
+		t.Log("CORL_TEST_S3_ENDPOINT not set: S3 variant skipped")
+	}
+	return out
+}
+
+func awaitResult(t *testing.T, cl client.Client, id string, limit time.Duration) *workflows.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	var res workflows.Result
+	if err := cl.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+		t.Fatalf("run %s: %v", id, err)
+	}
+	return &res
+}
+
+// TestPipelineMatchesLocalRun: a 3-round run through Temporal, with workers in
+// this process, ends with the same weights as the in-process trainer.
+func TestPipelineMatchesLocalRun(t *testing.T) {
+	a, b := bases(t)
+	file := specFile(t, "e2e", a, b, 3)
+	want := reference(t, file)
+	for name, storeCfg := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			srv, err := devserver.Start(devserver.Options{DBFile: filepath.Join(t.TempDir(), "t.db"), SearchAttributes: workflows.SearchAttributeTypes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Stop()
+			storeCfg["temporal.address"] = srv.Addr()
+			conn, err := config.LoadConnection("", noEnv, storeCfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl := dial(t, conn)
+			defer cl.Close()
+			store, err := conn.OpenStore(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, stop := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				done <- workers.Run(ctx, workers.Options{Client: cl, Store: store, Backend: cpu.New(2), Pools: []string{"gpu", "cpu"}})
+			}()
+			run, err := cli.StartRun(context.Background(), cl, "default", cli.RunFlags{File: file, ID: "e2e-" + name}, noEnv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := awaitResult(t, cl, run.GetID(), 3*time.Minute)
+			stop()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if res.Rounds != 3 || len(res.Evals) != 2 {
+				t.Fatalf("result %+v", res)
+			}
+			got := finalHashes(t, store, res)
+			for m, h := range want {
+				if got[m] != h {
+					t.Errorf("member %s: pipeline weights %s, in-process run %s", m, got[m], h)
+				}
+			}
+			if *update && name == "local" {
+				recordHistory(t, cl, run.GetID())
+			}
+		})
+	}
+}
+
+func dial(t *testing.T, conn *config.Connection) client.Client {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		cl, err := conn.Dial()
+		if err == nil {
+			return cl
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// proc is a corl subprocess.
+type proc struct {
+	cmd *exec.Cmd
+	out *bytes.Buffer
+}
+
+func spawn(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(corlBin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, out: &out}
+	t.Cleanup(func() { p.kill() })
+	return p
+}
+
+func (p *proc) kill() {
+	if p.cmd.ProcessState == nil {
+		p.cmd.Process.Signal(syscall.SIGKILL)
+		p.cmd.Wait()
+	}
+}
+
+// waitRound polls the run until it has completed at least r rounds.
+func waitRound(t *testing.T, cl client.Client, id string, r int, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		v, err := cl.QueryWorkflow(context.Background(), id, "", workflows.QueryProgress)
+		if err == nil {
+			var p workflows.Progress
+			if v.Get(&p) == nil && p.Round >= r {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("run %s did not reach round %d in %s", id, r, limit)
+}
+
+// TestWorkerKilledMidRound: the GPU worker is a separate process killed with
+// SIGKILL at a random point of a round; a new worker (another queue: the
+// member moves after the schedule-to-start timeout) takes over from the last
+// checkpoint and replays. The final weights equal the uninterrupted run's.
+func TestWorkerKilledMidRound(t *testing.T) {
+	a, b := bases(t)
+	file := specFile(t, "kill", a, b, 8)
+	want := reference(t, file)
+	srv, err := devserver.Start(devserver.Options{DBFile: filepath.Join(t.TempDir(), "t.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	blobs := t.TempDir()
+	conn, err := config.LoadConnection("", noEnv, map[string]any{"temporal.address": srv.Addr(), "store.local_dir": blobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := dial(t, conn)
+	defer cl.Close()
+	store, _ := conn.OpenStore(context.Background())
+	// Workflows and grading in this process; the GPU pool in a subprocess.
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- workers.Run(ctx, workers.Options{Client: cl, Store: store, Backend: cpu.New(1), Pools: []string{"cpu"}})
+	}()
+	defer func() { stop(); <-done }()
+	env := []string{"CORL_STORE_LOCAL_DIR=" + blobs}
+	w1 := spawn(t, env, "worker", "--pool", "gpu", "--address", srv.Addr(), "--threads", "1")
+	run, err := cli.StartRun(context.Background(), cl, "default", cli.RunFlags{File: file, ID: "kill", Heartbeat: 3, ScheduleToStart: 4}, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRound(t, cl, run.GetID(), 2, 2*time.Minute)
+	time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond) // somewhere inside round 3
+	w1.kill()
+	t.Logf("worker killed; output:\n%s", w1.out.String())
+	w2 := spawn(t, env, "worker", "--pool", "gpu", "--address", srv.Addr(), "--threads", "2")
+	res := awaitResult(t, cl, run.GetID(), 3*time.Minute)
+	t.Logf("replacement worker output:\n%s", w2.out.String())
+	if res.Rounds != 8 {
+		t.Fatalf("result %+v", res)
+	}
+	if res.Moves == 0 {
+		t.Errorf("no member moved: the kill did not land inside the run")
+	}
+	got := finalHashes(t, store, res)
+	for m, h := range want {
+		if got[m] != h {
+			t.Errorf("member %s: weights after the kill %s, uninterrupted %s", m, got[m], h)
+		}
+	}
+}
+
+// TestDevKilledAndRestarted: `corl dev` (server, worker and store in one
+// process) is killed with SIGKILL mid-run and restarted on the same
+// directory; the run resumes and ends with the uninterrupted run's weights.
+func TestDevKilledAndRestarted(t *testing.T) {
+	a, b := bases(t)
+	file := specFile(t, "devkill", a, b, 8)
+	want := reference(t, file)
+	dir := t.TempDir()
+	port := freePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	dev := spawn(t, nil, "dev", "--dir", dir, "--port", fmt.Sprint(port))
+	conn, err := config.LoadConnection("", noEnv, map[string]any{"temporal.address": addr, "store.local_dir": filepath.Join(dir, "blobs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := dial(t, conn)
+	run, err := cli.StartRun(context.Background(), cl, "default", cli.RunFlags{File: file, ID: "devkill", Heartbeat: 3, ScheduleToStart: 4}, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRound(t, cl, run.GetID(), 2, 2*time.Minute)
+	time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond)
+	dev.kill()
+	cl.Close()
+	t.Logf("corl dev killed; output:\n%s", dev.out.String())
+	spawn(t, nil, "dev", "--dir", dir, "--port", fmt.Sprint(port))
+	cl = dial(t, conn)
+	defer cl.Close()
+	res := awaitResult(t, cl, run.GetID(), 3*time.Minute)
+	if res.Rounds != 8 {
+		t.Fatalf("result %+v", res)
+	}
+	store, _ := conn.OpenStore(context.Background())
+	got := finalHashes(t, store, res)
+	for m, h := range want {
+		if got[m] != h {
+			t.Errorf("member %s: weights after restarting corl dev %s, uninterrupted %s", m, got[m], h)
+		}
+	}
+}
+
+// scrubPaths rewrites temporary directories inside the event's payloads
+// (base64 JSON) to a neutral name: the history is committed, and the paths
+// never influence the workflow's decisions.
+func scrubPaths(t *testing.T, event []byte) []byte {
+	var v any
+	if err := json.Unmarshal(event, &v); err != nil {
+		t.Fatal(err)
+	}
+	tmp := regexp.MustCompile(regexp.QuoteMeta(os.TempDir()) + `/[A-Za-z0-9_.\-/]*`)
+	var walk func(x any) any
+	walk = func(x any) any {
+		switch y := x.(type) {
+		case map[string]any:
+			for k, val := range y {
+				if s, ok := val.(string); ok && k == "data" {
+					if raw, err := base64.StdEncoding.DecodeString(s); err == nil {
+						y[k] = base64.StdEncoding.EncodeToString(tmp.ReplaceAll(raw, []byte("scrubbed")))
+						continue
+					}
+				}
+				y[k] = walk(val)
+			}
+		case []any:
+			for i := range y {
+				y[i] = walk(y[i])
+			}
+		}
+		return x
+	}
+	out, err := json.Marshal(walk(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// recordHistory writes the run's history for the replay test.
+func recordHistory(t *testing.T, cl client.Client, id string) {
+	iter := cl.GetWorkflowHistory(context.Background(), id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var events []json.RawMessage
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := protojsonMarshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, scrubPaths(t, b))
+	}
+	out, _ := json.MarshalIndent(map[string]any{"events": events}, "", "  ")
+	path := filepath.Join("..", "workflows", "testdata", "cohortrun-history.json")
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s (%d events)", path, len(events))
+}
