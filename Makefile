@@ -1,26 +1,59 @@
-# corl's build and test entry points. `make test` is what CI runs.
+# corl's build and test entry points. `make test` is what CI runs (.ci/run,
+# with CI=true, which adds the long end-to-end, fault and S3 tests).
 GO ?= go
-PKGS := ./...
+TOOLS := $(CURDIR)/.tools/bin
+VERSITYGW := $(TOOLS)/versitygw
+WORKFLOWCHECK := $(TOOLS)/workflowcheck
 
-.PHONY: test test-long build bench fmt vet
+.PHONY: test test-unit test-long build bench bases fmt vet tools
 
 build:
 	$(GO) build -o bin/corl ./cmd/corl
 
-# The default test run: vet, formatting, every package's tests, and the
-# portable (non-assembly) kernels through the same conformance suite.
-test: vet
+# The default run: vet, formatting, every package's tests (and the portable
+# kernels through the same suite). With CI=true it continues with test-long.
+test: vet test-unit
+	@if [ "$$CI" = "true" ]; then $(MAKE) --no-print-directory test-long; \
+	else echo "(long end-to-end, fault and S3 tests: make test-long, or CI=true make test)"; fi
+
+test-unit:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
-	$(GO) test -count=1 -timeout 20m $(PKGS)
+	$(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -tags purego ./gpu/... ./model/...
 
+# Long tests: workflowcheck, fuzzing, and against real servers (the embedded
+# Temporal server and versitygw on 127.0.0.1, both started and stopped here):
+# S3 faults, the pipeline against the in-process trainer, SIGKILLed workers
+# and a SIGKILLed `corl dev`.
+test-long: tools
+	$(WORKFLOWCHECK) ./workflows/...
+	$(GO) test -count=1 -run XXX -fuzz FuzzParse -fuzztime 20s ./safetensors
+	$(GO) test -count=1 -run XXX -fuzz FuzzBytesRoundTrip -fuzztime 10s ./tokenizer
+	VERSITYGW=$(VERSITYGW) scripts/with-s3.sh $(GO) test -count=1 -timeout 30m -tags e2e ./blob ./e2e
+
+tools: $(VERSITYGW) $(WORKFLOWCHECK)
+
+$(VERSITYGW):
+	GOBIN=$(TOOLS) $(GO) install github.com/versity/versitygw/cmd/versitygw@v1.8.0
+
+$(WORKFLOWCHECK):
+	GOBIN=$(TOOLS) $(GO) install go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
+
 vet:
-	$(GO) vet $(PKGS)
+	$(GO) vet ./...
+	$(GO) vet -tags e2e ./e2e
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 # Benchmarks at small sizes; `corl bench train` runs any size.
 bench:
-	$(GO) test -run XXX -bench . -benchtime 20x ./gpu/cpu ./model
+	$(GO) test -run XXX -bench . -benchtime 20x ./gpu/cpu ./model ./generate
+
+# Regenerate the shipped base models (about 15 minutes on 2 cores).
+bases: build
+	bin/corl pretrain --family gpt2 --layers 4 --dim 128 --heads 4 --tasks arith,linear,mod,seq --max-level 1 \
+		--per-task 2000 --steps 1200 --eval 50 --eval-every 300 --out examples/bases/gpt2-small
+	bin/corl pretrain --family llama --layers 6 --dim 96 --heads 4 --kv-heads 2 --tasks arith,linear,mod,seq --max-level 1 \
+		--per-task 2000 --steps 1200 --eval 50 --eval-every 400 --out examples/bases/llama-small

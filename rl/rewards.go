@@ -36,24 +36,30 @@ type Vote struct {
 // answer text, so the result is deterministic) and its share of the parseable
 // samples. Below threshold, or with no parseable sample, the vote is unlabeled.
 func Plurality(g Group, threshold float64) Vote {
-	counts := map[string]int{}
-	parsed := 0
+	// Counting runs of a sorted copy, not a map, keeps this free of map
+	// iteration: workflow code calls it too.
+	answers := make([]string, 0, len(g))
 	for _, s := range g {
 		if s.Answer != "" {
-			counts[s.Answer]++
-			parsed++
+			answers = append(answers, s.Answer)
 		}
 	}
-	if parsed == 0 {
+	if len(answers) == 0 {
 		return Vote{}
 	}
+	sort.Strings(answers)
 	best, bestN := "", 0
-	for a, n := range counts {
-		if n > bestN || (n == bestN && a < best) {
-			best, bestN = a, n
+	for i := 0; i < len(answers); {
+		j := i
+		for j < len(answers) && answers[j] == answers[i] {
+			j++
 		}
+		if j-i > bestN { // strictly greater: the alphabetically first answer wins ties
+			best, bestN = answers[i], j-i
+		}
+		i = j
 	}
-	share := float64(bestN) / float64(parsed)
+	share := float64(bestN) / float64(len(answers))
 	return Vote{Answer: best, Share: share, Labeled: share >= threshold}
 }
 

@@ -230,6 +230,13 @@ func CohortRun(ctx workflow.Context, in Input) (*Result, error) {
 		if !allPlaced(st.Queue) {
 			continue
 		}
+		if st.Round == 0 && len(st.Evals) == 0 {
+			// The bases' scores, so every later evaluation has its baseline.
+			if err := evaluateAll(ctx, &s, st, memberOpts, ref); err != nil {
+				return nil, err
+			}
+			continue // an evaluation that lost a worker leaves it unplaced
+		}
 		roundStart := workflow.Now(ctx)
 		done, err := runRound(ctx, &s, st, memberOpts, cpuCtx, ref)
 		if err != nil {
