@@ -14,6 +14,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/corl-project/corl/internal/atomicfile"
 )
 
 // ErrNotFound is returned (wrapped) by Get for a missing key.
@@ -68,28 +70,7 @@ func (l Local) Put(ctx context.Context, key string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("blob put %s: %w", key, err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(p), ".put-*")
-	if err != nil {
-		return fmt.Errorf("blob put %s: %w", key, err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), p)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("blob put %s: %w", key, err)
-	}
-	return nil
+	return atomicfile.WriteBytes(p, data)
 }
 
 // Get implements Store.

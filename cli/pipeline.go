@@ -325,56 +325,11 @@ func fmtFloats(xs []float64) string {
 	return "[" + strings.Join(parts, " ") + "]"
 }
 
-func newStatusCmd(stdio IO, getenv func(string) string) *cobra.Command {
+// idCommand is a command that acts on one run by workflow ID.
+func idCommand(use, short string, getenv func(string) string, act func(ctx context.Context, cl client.Client, id string) error) *cobra.Command {
 	var cf connFlags
 	cmd := &cobra.Command{
-		Use:   "status ID",
-		Short: "Show a run's progress and latest metrics",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := dialFlags(cf, getenv)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			p, status, err := progress(cmd.Context(), cl, args[0])
-			if err != nil {
-				return err
-			}
-			if p == nil {
-				return finalResult(cmd.Context(), cl, args[0], status, stdio.Out)
-			}
-			printProgress(stdio.Out, p)
-			return nil
-		},
-	}
-	cf.register(cmd)
-	return cmd
-}
-
-func newWatchCmd(stdio IO, getenv func(string) string) *cobra.Command {
-	var cf connFlags
-	cmd := &cobra.Command{
-		Use:   "watch ID",
-		Short: "Follow a run's progress until it ends",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := dialFlags(cf, getenv)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			return Watch(cmd.Context(), cl, args[0], stdio.Out, time.Second)
-		},
-	}
-	cf.register(cmd)
-	return cmd
-}
-
-func newSignalCmd(stdio IO, getenv func(string) string, name, short string) *cobra.Command {
-	var cf connFlags
-	cmd := &cobra.Command{
-		Use:   name + " ID",
+		Use:   use + " ID",
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -383,15 +338,41 @@ func newSignalCmd(stdio IO, getenv func(string) string, name, short string) *cob
 				return err
 			}
 			defer cl.Close()
-			if err := cl.SignalWorkflow(cmd.Context(), args[0], "", name, nil); err != nil {
-				return fmt.Errorf("%s %s: %w", name, args[0], err)
-			}
-			fmt.Fprintf(stdio.Out, "sent %s to %s\n", name, args[0])
-			return nil
+			return act(cmd.Context(), cl, args[0])
 		},
 	}
 	cf.register(cmd)
 	return cmd
+}
+
+func newStatusCmd(stdio IO, getenv func(string) string) *cobra.Command {
+	return idCommand("status", "Show a run's progress and latest metrics", getenv, func(ctx context.Context, cl client.Client, id string) error {
+		p, status, err := progress(ctx, cl, id)
+		if err != nil {
+			return err
+		}
+		if p == nil {
+			return finalResult(ctx, cl, id, status, stdio.Out)
+		}
+		printProgress(stdio.Out, p)
+		return nil
+	})
+}
+
+func newWatchCmd(stdio IO, getenv func(string) string) *cobra.Command {
+	return idCommand("watch", "Follow a run's progress until it ends", getenv, func(ctx context.Context, cl client.Client, id string) error {
+		return Watch(ctx, cl, id, stdio.Out, time.Second)
+	})
+}
+
+func newSignalCmd(stdio IO, getenv func(string) string, name, short string) *cobra.Command {
+	return idCommand(name, short, getenv, func(ctx context.Context, cl client.Client, id string) error {
+		if err := cl.SignalWorkflow(ctx, id, "", name, nil); err != nil {
+			return fmt.Errorf("%s %s: %w", name, id, err)
+		}
+		fmt.Fprintf(stdio.Out, "sent %s to %s\n", name, id)
+		return nil
+	})
 }
 
 func dialFlags(cf connFlags, getenv func(string) string) (client.Client, error) {

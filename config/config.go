@@ -55,22 +55,8 @@ func Load(file string, getenv func(string) string, overrides map[string]any) (*R
 			return nil, fmt.Errorf("%s: %w", file, err)
 		}
 	}
-	keys := make([]string, 0, len(defaults))
-	for k := range defaults {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		env := "CORL_" + strings.ToUpper(strings.ReplaceAll(k, ".", "_"))
-		if val := getenv(env); val != "" {
-			v.Set(k, val)
-		}
-	}
-	for k, val := range overrides {
-		if _, ok := defaults[k]; !ok {
-			return nil, fmt.Errorf("unknown setting %q", k)
-		}
-		v.Set(k, val)
+	if err := layer(v, defaults, getenv, overrides); err != nil {
+		return nil, err
 	}
 	var rs RunSpec
 	dec := func(c *mapstructure.DecoderConfig) {
@@ -85,6 +71,28 @@ func Load(file string, getenv func(string) string, overrides map[string]any) (*R
 		return nil, err
 	}
 	return &rs, nil
+}
+
+// layer applies the CORL_* environment (CORL_GRPO_BETA for grpo.beta) and
+// then the overrides on top of what v read, for the keys in known.
+func layer(v *viper.Viper, known map[string]any, getenv func(string) string, overrides map[string]any) error {
+	keys := make([]string, 0, len(known))
+	for k := range known {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if val := getenv("CORL_" + strings.ToUpper(strings.ReplaceAll(k, ".", "_"))); val != "" {
+			v.Set(k, val)
+		}
+	}
+	for k, val := range overrides {
+		if _, ok := known[k]; !ok {
+			return fmt.Errorf("unknown setting %q", k)
+		}
+		v.Set(k, val)
+	}
+	return nil
 }
 
 // unknownKeys rejects keys outside the schema, naming the key and listing the

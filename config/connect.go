@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sort"
-	"strings"
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
@@ -70,21 +68,8 @@ func LoadConnection(file string, getenv func(string) string, overrides map[strin
 			return nil, fmt.Errorf("read %s: %w", file, err)
 		}
 	}
-	keys := make([]string, 0, len(connDefaults))
-	for k := range connDefaults {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if val := getenv("CORL_" + strings.ToUpper(strings.ReplaceAll(k, ".", "_"))); val != "" {
-			v.Set(k, val)
-		}
-	}
-	for k, val := range overrides {
-		if _, ok := connDefaults[k]; !ok {
-			return nil, fmt.Errorf("unknown setting %q", k)
-		}
-		v.Set(k, val)
+	if err := layer(v, connDefaults, getenv, overrides); err != nil {
+		return nil, err
 	}
 	var c Connection
 	err := v.Unmarshal(&c, func(dc *mapstructure.DecoderConfig) {

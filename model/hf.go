@@ -1,7 +1,6 @@
 package model
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/corl-project/corl/gpu"
+	"github.com/corl-project/corl/internal/atomicfile"
 	"github.com/corl-project/corl/safetensors"
 )
 
@@ -187,18 +187,22 @@ func (m *Model) exportHF(host []float32) []safetensors.Tensor {
 			data = append(data, v...)
 		}
 		if h.transposed { // internal (out, in) -> Conv1D (in, out)
-			rows := len(data) / cols
-			tr := make([]float32, len(data))
-			for r := 0; r < rows; r++ {
-				for c := 0; c < cols; c++ {
-					tr[c*rows+r] = data[r*cols+c]
-				}
-			}
-			data = tr
+			data = transpose(data, len(data)/cols, cols)
 		}
 		out = append(out, safetensors.Tensor{Name: h.name, Shape: h.shape, Data: data})
 	}
 	return out
+}
+
+// transpose returns the (cols, rows) transpose of a (rows, cols) matrix.
+func transpose(x []float32, rows, cols int) []float32 {
+	t := make([]float32, len(x))
+	for r := 0; r < rows; r++ {
+		for c := 0; c < cols; c++ {
+			t[c*rows+r] = x[r*cols+c]
+		}
+	}
+	return t
 }
 
 // SaveHF writes config.json and model.safetensors into dir (created if needed).
@@ -266,15 +270,8 @@ func LoadHF(be gpu.Backend, dir string) (*Model, error) {
 			return nil, err
 		}
 		views, cols := m.hfParts(h, host)
-		if h.transposed {
-			rows := len(data) / cols
-			tr := make([]float32, len(data))
-			for c := 0; c < cols; c++ {
-				for r := 0; r < rows; r++ {
-					tr[r*cols+c] = data[c*rows+r]
-				}
-			}
-			data = tr
+		if h.transposed { // Conv1D (in, out) -> internal (out, in)
+			data = transpose(data, cols, len(data)/cols)
 		}
 		for _, v := range views {
 			copy(v, data[:len(v)])
@@ -399,33 +396,4 @@ func (m *Model) LoadOptimizer(path string) error {
 	return m.be.Sync()
 }
 
-// writeAtomic writes path through a temporary file in the same directory and
-// renames it into place, so a crash never leaves a half-written file.
-func writeAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	err = write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644) // CreateTemp makes 0600; a checkpoint is ordinary data
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
+var writeAtomic = atomicfile.Write

@@ -20,6 +20,7 @@ import (
 	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/gpu"
+	"github.com/corl-project/corl/internal/atomicfile"
 	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/tokenizer"
@@ -310,7 +311,7 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 			}
 			st.Dir = dir
 			b, _ := json.MarshalIndent(st, "", "  ")
-			if err := writeFile(filepath.Join(runDir, "state.json"), b); err != nil {
+			if err := atomicfile.WriteBytes(filepath.Join(runDir, "state.json"), b); err != nil {
 				return err
 			}
 		}
@@ -340,12 +341,4 @@ func printEval(w io.Writer, er *EvalResult) {
 func bar(done, total, width int) string {
 	n := done * width / max(total, 1)
 	return "[" + strings.Repeat("#", n) + strings.Repeat(".", width-n) + "]"
-}
-
-func writeFile(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
