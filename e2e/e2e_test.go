@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -218,8 +219,21 @@ func TestPipelineMatchesLocalRun(t *testing.T) {
 			go func() {
 				done <- workers.Run(ctx, workers.Options{Client: cl, Store: store, Backend: cpu.New(2), Pools: []string{"gpu", "cpu"}})
 			}()
-			run, err := cli.StartRun(context.Background(), cl, "default", cli.RunFlags{File: file, ID: "e2e-" + name}, noEnv)
-			if err != nil {
+			var run client.WorkflowRun
+			if name == "local" {
+				// As `temporal workflow start --type CohortRun --task-queue corl
+				// --input-file spec.json` does: the spec's plain JSON, by type name.
+				s, err := config.Load(file, noEnv, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				js, _ := config.JSON(s)
+				run, err = cl.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "e2e-" + name, TaskQueue: "corl"},
+					"CohortRun", json.RawMessage(js))
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else if run, err = cli.StartRun(context.Background(), cl, "default", cli.RunFlags{File: file, ID: "e2e-" + name}, noEnv); err != nil {
 				t.Fatal(err)
 			}
 			res := awaitResult(t, cl, run.GetID(), 3*time.Minute)
@@ -278,9 +292,12 @@ func spawn(t *testing.T, env []string, args ...string) *proc {
 	return p
 }
 
-func (p *proc) kill() {
+func (p *proc) kill() { p.signal(syscall.SIGKILL) }
+
+// signal sends sig and waits for the process to exit.
+func (p *proc) signal(sig syscall.Signal) {
 	if p.cmd.ProcessState == nil {
-		p.cmd.Process.Signal(syscall.SIGKILL)
+		p.cmd.Process.Signal(sig)
 		p.cmd.Wait()
 	}
 }
@@ -307,6 +324,15 @@ func waitRound(t *testing.T, cl client.Client, id string, r int, limit time.Dura
 // member moves after the schedule-to-start timeout) takes over from the last
 // checkpoint and replays. The final weights equal the uninterrupted run's.
 func TestWorkerKilledMidRound(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) { workerKilled(t, sig) })
+	}
+}
+
+// workerKilled runs the kill test with one signal. SIGTERM is a spot notice:
+// the worker checkpoints what it holds before exiting, and its replacement
+// starts from that checkpoint.
+func workerKilled(t *testing.T, sig syscall.Signal) {
 	a, b := bases(t)
 	file := specFile(t, "kill", a, b, 8)
 	want := reference(t, file)
@@ -338,8 +364,8 @@ func TestWorkerKilledMidRound(t *testing.T) {
 	}
 	waitRound(t, cl, run.GetID(), 2, 2*time.Minute)
 	time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond) // somewhere inside round 3
-	w1.kill()
-	t.Logf("worker killed; output:\n%s", w1.out.String())
+	w1.signal(sig)
+	t.Logf("worker got %v; output:\n%s", sig, w1.out.String())
 	w2 := spawn(t, env, "worker", "--pool", "gpu", "--address", srv.Addr(), "--threads", "2")
 	res := awaitResult(t, cl, run.GetID(), 3*time.Minute)
 	t.Logf("replacement worker output:\n%s", w2.out.String())
@@ -348,6 +374,9 @@ func TestWorkerKilledMidRound(t *testing.T) {
 	}
 	if res.Moves == 0 {
 		t.Errorf("no member moved: the kill did not land inside the run")
+	}
+	if sig == syscall.SIGTERM && !strings.Contains(w1.out.String(), "held members checkpointed") {
+		t.Errorf("the worker did not checkpoint on SIGTERM")
 	}
 	got := finalHashes(t, store, res)
 	for m, h := range want {
