@@ -68,3 +68,24 @@ func TestDataCommands(t *testing.T) {
 		t.Fatalf("check of a bad file: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+func TestPretrainGenerateAndEval(t *testing.T) {
+	dir := t.TempDir() + "/base"
+	code, out, errs := run(t, "pretrain", "--family", "llama", "--layers", "1", "--dim", "32", "--heads", "2", "--tasks", "mod",
+		"--per-task", "20", "--eval", "3", "--steps", "3", "--batch", "4", "--max-new-tokens", "8", "--out", dir)
+	if code != 0 || !strings.Contains(out, "saved") || !strings.Contains(out, "mod") {
+		t.Fatalf("pretrain: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = run(t, "eval", "--model", dir, "--tasks", "mod,seq", "--n", "3", "--max-new-tokens", "8")
+	if code != 0 || !strings.Contains(out, "pass@1") || !strings.Contains(out, "seq") {
+		t.Fatalf("eval: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = run(t, "generate", "--model", dir, "--prompt", "What is 2+2?", "--template", "qa", "--max-new-tokens", "5", "--n", "2", "--temperature", "1")
+	if code != 0 || strings.Count(out, "--- sample") != 2 {
+		t.Fatalf("generate: exit %d\n%s%s", code, out, errs)
+	}
+	code, _, errs = run(t, "eval", "--model", dir, "--tasks", "nope")
+	if code == 0 || !strings.Contains(errs, "--tasks") {
+		t.Fatalf("bad task: exit %d, %s", code, errs)
+	}
+}
