@@ -5,7 +5,7 @@ TOOLS := $(CURDIR)/.tools/bin
 VERSITYGW := $(TOOLS)/versitygw
 WORKFLOWCHECK := $(TOOLS)/workflowcheck
 
-.PHONY: test test-unit test-long build bench bases fmt vet tools
+.PHONY: test test-unit test-long build bench bases fmt vet tools ptx ptx-check
 
 build:
 	$(GO) build -o bin/corl ./cmd/corl
@@ -50,6 +50,18 @@ fmt:
 # Benchmarks at small sizes; `corl bench train` runs any size.
 bench:
 	$(GO) test -run XXX -bench . -benchtime 20x ./gpu/cpu ./model ./generate
+
+# CUDA kernels -> PTX (needs nvcc: Debian's nvidia-cuda-toolkit). The
+# committed PTX carries the sources' hash; a unit test refuses stale PTX.
+ptx:
+	cd gpu/cuda && $(GO) generate .
+
+# Regenerating gives the same bytes (where nvcc is installed).
+ptx-check:
+	@if ! command -v nvcc >/dev/null; then echo "ptx-check skipped: no nvcc"; exit 0; fi; \
+	tmp=$$(mktemp -d); cp gpu/cuda/kernels_compute*.ptx $$tmp/; \
+	(cd gpu/cuda && $(GO) generate .) && for f in $$tmp/*.ptx; do cmp $$f gpu/cuda/$$(basename $$f) || exit 1; done; \
+	echo "PTX regenerates byte for byte"; rm -rf $$tmp
 
 # Regenerate the shipped base models (about 15 minutes on 2 cores).
 bases: build

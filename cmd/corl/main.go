@@ -9,12 +9,14 @@ import (
 	"syscall"
 
 	"github.com/corl-project/corl/cli"
-	"github.com/corl-project/corl/devcli"
 )
+
+// extras are commands compiled in by build tag (the embedded Temporal server's).
+var extras []cli.Extra
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Main(ctx, cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Args[1:], os.Getenv, devcli.Commands)
+	code := cli.Main(ctx, cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Args[1:], os.Getenv, extras...)
 	stop()
 	os.Exit(code)
 }

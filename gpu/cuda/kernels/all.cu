@@ -1,0 +1,10 @@
+// The translation unit `go generate` compiles to PTX: every kernel file.
+#include "embedding.cu"
+#include "matmul.cu"
+#include "rmsnorm.cu"
+#include "layernorm.cu"
+#include "rope.cu"
+#include "attention.cu"
+#include "activation.cu"
+#include "softmax.cu"
+#include "optim.cu"
