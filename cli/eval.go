@@ -32,15 +32,7 @@ Example:
 			if dir == "" {
 				return fmt.Errorf("--model is required")
 			}
-			be, err := newBackend("cpu", threads)
-			if err != nil {
-				return err
-			}
-			m, err := model.LoadHF(be, dir)
-			if err != nil {
-				return err
-			}
-			tok, err := tokenizer.Load(dir)
+			m, tok, err := loadCheckpoint(dir, threads)
 			if err != nil {
 				return err
 			}
@@ -76,4 +68,21 @@ Example:
 	fl.IntVar(&maxNT, "max-new-tokens", 96, "completion length")
 	fl.IntVar(&threads, "threads", 0, "CPU threads (0 = all cores)")
 	return cmd
+}
+
+// loadCheckpoint loads a checkpoint directory's model (on the CPU) and tokenizer.
+func loadCheckpoint(dir string, threads int) (*model.Model, *tokenizer.BPE, error) {
+	be, err := newBackend("cpu", threads)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := model.LoadHF(be, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, tok, nil
 }

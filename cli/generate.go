@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corl-project/corl/generate"
-	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/tokenizer"
 )
 
@@ -34,15 +33,7 @@ Example:
 			if err != nil {
 				return fmt.Errorf("--template: %w", err)
 			}
-			be, err := newBackend("cpu", threads)
-			if err != nil {
-				return err
-			}
-			m, err := model.LoadHF(be, dir)
-			if err != nil {
-				return err
-			}
-			tok, err := tokenizer.Load(dir)
+			m, tok, err := loadCheckpoint(dir, threads)
 			if err != nil {
 				return err
 			}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -34,11 +32,21 @@ func (f *connFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.namespace, "namespace", "", "Temporal namespace (default \"default\")")
 }
 
-func (f *connFlags) load(getenv func(string) string, extra map[string]any) (*config.Connection, error) {
-	over := map[string]any{}
-	for k, v := range extra {
-		over[k] = v
+// dial loads the connection settings and connects to Temporal.
+func (f *connFlags) dial(getenv func(string) string) (client.Client, *config.Connection, error) {
+	conn, err := f.load(getenv)
+	if err != nil {
+		return nil, nil, err
 	}
+	cl, err := conn.Dial()
+	if err != nil {
+		return nil, nil, err
+	}
+	return cl, conn, nil
+}
+
+func (f *connFlags) load(getenv func(string) string) (*config.Connection, error) {
+	over := map[string]any{}
 	if f.address != "" {
 		over["temporal.address"] = f.address
 	}
@@ -67,11 +75,7 @@ own queue name across restarts of the same machine, so a restarted worker
 takes over its queue at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			conn, err := cf.load(getenv, nil)
-			if err != nil {
-				return err
-			}
-			cl, err := conn.Dial()
+			cl, conn, err := cf.dial(getenv)
 			if err != nil {
 				return err
 			}
@@ -173,11 +177,7 @@ execute it. The same workflow starts from the Temporal CLI with the spec as JSON
   temporal workflow start --type CohortRun --task-queue corl --input-file spec.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			conn, err := cf.load(getenv, nil)
-			if err != nil {
-				return err
-			}
-			cl, err := conn.Dial()
+			cl, conn, err := cf.dial(getenv)
 			if err != nil {
 				return err
 			}
@@ -333,7 +333,7 @@ func idCommand(use, short string, getenv func(string) string, act func(ctx conte
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := dialFlags(cf, getenv)
+			cl, _, err := cf.dial(getenv)
 			if err != nil {
 				return err
 			}
@@ -373,20 +373,4 @@ func newSignalCmd(stdio IO, getenv func(string) string, name, short string) *cob
 		fmt.Fprintf(stdio.Out, "sent %s to %s\n", name, id)
 		return nil
 	})
-}
-
-func dialFlags(cf connFlags, getenv func(string) string) (client.Client, error) {
-	conn, err := cf.load(getenv, nil)
-	if err != nil {
-		return nil, err
-	}
-	return conn.Dial()
-}
-
-// dataDir resolves --dir, creating it.
-func dataDir(dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	return filepath.Abs(dir)
 }
