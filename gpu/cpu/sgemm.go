@@ -141,6 +141,12 @@ func packA(trans bool, a []float32, lda, i0, mh, p0, kb int, dst []float32) {
 		clear(dst[:kb*mr])
 	}
 	if trans { // op(a)[i][p] = a[p*lda+i]: each p reads mh contiguous values
+		if mh == mr { // fixed-size array copies: inline moves, no memmove call per row
+			for p := 0; p < kb; p++ {
+				*(*[mr]float32)(dst[p*mr:]) = *(*[mr]float32)(a[(p0+p)*lda+i0:])
+			}
+			return
+		}
 		for p := 0; p < kb; p++ {
 			copy(dst[p*mr:p*mr+mh], a[(p0+p)*lda+i0:(p0+p)*lda+i0+mh])
 		}
@@ -174,6 +180,12 @@ func packB(trans bool, b []float32, ldb, p0, kb, j0, nw int, dst []float32) {
 		clear(dst[:kb*nr])
 	}
 	if !trans { // op(b)[p][j] = b[p*ldb+j]: each p reads nw contiguous values
+		if nw == nr {
+			for p := 0; p < kb; p++ {
+				*(*[nr]float32)(dst[p*nr:]) = *(*[nr]float32)(b[(p0+p)*ldb+j0:])
+			}
+			return
+		}
 		for p := 0; p < kb; p++ {
 			copy(dst[p*nr:p*nr+nw], b[(p0+p)*ldb+j0:(p0+p)*ldb+j0+nw])
 		}
