@@ -63,9 +63,9 @@ ptx-check:
 	(cd gpu/cuda && $(GO) generate .) && for f in $$tmp/*.ptx; do cmp $$f gpu/cuda/$$(basename $$f) || exit 1; done; \
 	echo "PTX regenerates byte for byte"; rm -rf $$tmp
 
-# Regenerate the shipped base models (about 15 minutes on 2 cores).
+# Regenerate the shipped base models (about 20 minutes on 2 cores).
 bases: build
 	bin/corl pretrain --family gpt2 --layers 4 --dim 128 --heads 4 --tasks arith,linear,mod,seq --max-level 1 \
-		--per-task 2000 --steps 1200 --eval 50 --eval-every 300 --out examples/bases/gpt2-small
+		--per-task 2000 --views 2 --steps 1500 --eval 50 --eval-every 500 --out examples/bases/gpt2-small
 	bin/corl pretrain --family llama --layers 6 --dim 96 --heads 4 --kv-heads 2 --tasks arith,linear,mod,seq --max-level 1 \
-		--per-task 2000 --steps 1200 --eval 50 --eval-every 400 --out examples/bases/llama-small
+		--per-task 2000 --views 2 --steps 1500 --eval 50 --eval-every 500 --out examples/bases/llama-small

@@ -2,6 +2,7 @@ package generate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/corl-project/corl/model"
@@ -76,16 +77,37 @@ func (g *Generator) Run(reqs []Request) ([]Output, error) {
 	state := make([]*slotState, slots)
 	nextReq, done := 0, 0
 	eos := g.Tok.EOS()
+	// The last prefill, so consecutive requests with the same prompt (the G
+	// samples of one RL prompt) copy its cache rows instead of recomputing
+	// them: bitwise the same keys, values and logits.
+	var last struct {
+		prompt []int32
+		slot   int
+		gen    int
+		logits []float32
+	}
+	last.slot = -1
+	slotGen := make([]int, slots)
 	// fill starts the next request in slot s (prefill + first token).
 	fill := func(s int) error {
 		for state[s] == nil && nextReq < len(reqs) {
 			i := nextReq
 			nextReq++
 			st := &slotState{req: i, s: newSampler(reqs[i].Params)}
-			logits, err := m.Prefill(kc, s, reqs[i].Prompt)
-			if err != nil {
-				return fmt.Errorf("request %d: %w", i, err)
+			var logits []float32
+			if last.slot >= 0 && slotGen[last.slot] == last.gen && slices.Equal(last.prompt, reqs[i].Prompt) {
+				if err := m.CopyPrefix(kc, last.slot, s, len(reqs[i].Prompt)); err != nil {
+					return err
+				}
+				logits = last.logits
+			} else {
+				var err error
+				if logits, err = m.Prefill(kc, s, reqs[i].Prompt); err != nil {
+					return fmt.Errorf("request %d: %w", i, err)
+				}
 			}
+			slotGen[s]++
+			last.prompt, last.slot, last.gen, last.logits = reqs[i].Prompt, s, slotGen[s], logits
 			state[s] = st
 			if g.accept(st, logits[:V], eos, reqs[i]) {
 				outs[i], state[s] = st.out, nil

@@ -58,7 +58,8 @@ func TestReproducibleAcrossBatching(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range reqs {
-			if !reflect.DeepEqual(a[i].Tokens, b[i].Tokens) || !reflect.DeepEqual(a[i].Tokens, c[3-i].Tokens) {
+			if !reflect.DeepEqual(a[i].Tokens, b[i].Tokens) || !reflect.DeepEqual(a[i].Tokens, c[3-i].Tokens) ||
+				!reflect.DeepEqual(a[i].LogProbs, b[i].LogProbs) || !reflect.DeepEqual(a[i].LogProbs, c[3-i].LogProbs) {
 				t.Fatalf("%s request %d: %v (4 slots), %v (1 slot), %v (reversed)", family, i, a[i].Tokens, b[i].Tokens, c[3-i].Tokens)
 			}
 			if len(a[i].LogProbs) != len(a[i].Tokens) {
@@ -198,5 +199,35 @@ func TestSamplerDistribution(t *testing.T) {
 	}
 	if tk, _ := newSampler(Params{}).next(logits); tk != 0 {
 		t.Fatalf("greedy picked %d", tk)
+	}
+}
+
+// TestSharedPromptsMatchSeparateRuns: samples of one prompt share its
+// prefill (copied cache rows); each must equal the same request run alone.
+func TestSharedPromptsMatchSeparateRuns(t *testing.T) {
+	tok := tokenizer.NewBytes()
+	m := tinyModel(t, model.Llama)
+	ids, _ := tok.Encode("shared prompt for every sample")
+	other, _ := tok.Encode("another")
+	var reqs []Request
+	for k := 0; k < 6; k++ {
+		p := ids
+		if k == 3 {
+			p = other // breaks the run of equal prompts once
+		}
+		reqs = append(reqs, Request{Prompt: p, Params: Params{MaxNewTokens: 5 + k, Temperature: 1, Seed: uint64(k)}})
+	}
+	together, err := (&Generator{Model: m, Tok: tok, Slots: 4}).Run(reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range reqs {
+		alone, err := (&Generator{Model: m, Tok: tok}).Run([]Request{r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(alone[0].Tokens, together[i].Tokens) || !reflect.DeepEqual(alone[0].LogProbs, together[i].LogProbs) {
+			t.Fatalf("request %d: %v with a shared prefill, %v alone", i, together[i].Tokens, alone[0].Tokens)
+		}
 	}
 }

@@ -85,6 +85,23 @@ func (m *Model) Prefill(kc *Cache, slot int, tokens []int32) ([]float32, error) 
 	return m.inferLogits(kc, n-1, 1)
 }
 
+// CopyPrefix makes slot dst hold the first n positions of slot src (a prompt
+// shared by several samples is prefilled once).
+func (m *Model) CopyPrefix(kc *Cache, src, dst, n int) error {
+	if src < 0 || src >= kc.Slots || dst < 0 || dst >= kc.Slots || n <= 0 || n > int(kc.Len[src]) {
+		return fmt.Errorf("copy prefix: %d positions from slot %d (holding %d) to slot %d", n, src, kc.Len[src], dst)
+	}
+	if src != dst {
+		KVD := m.Cfg.KVHeads * m.Cfg.HeadSize()
+		for l := range kc.k {
+			m.be.Copy(kc.k[l].Slice(dst*kc.Cap*KVD, n*KVD), kc.k[l].Slice(src*kc.Cap*KVD, n*KVD))
+			m.be.Copy(kc.v[l].Slice(dst*kc.Cap*KVD, n*KVD), kc.v[l].Slice(src*kc.Cap*KVD, n*KVD))
+		}
+	}
+	kc.Len[dst] = int32(n)
+	return nil
+}
+
 // Decode appends tokens[s] to every active slot s and returns the next-token
 // logits (Slots, V). Inactive slots (active[s] false) are computed at position
 // 0 and left unchanged; their logits are meaningless.

@@ -29,6 +29,7 @@ type Config struct {
 	DataSeed   uint64       `json:"data_seed"` // the split seed; RL must use the same one
 	PerTask    int          `json:"per_task"`  // pretraining problems per task
 	MaxLevel   int          `json:"max_level"` // highest difficulty level (0: all)
+	Views      int          `json:"views"`     // surface forms trained on (1: original; 2: also rephrased)
 	EvalN      int          `json:"eval_per_task"`
 	Steps      int          `json:"steps"`
 	Batch      int          `json:"batch"`
@@ -80,12 +81,14 @@ func Run(ctx context.Context, be gpu.Backend, c Config, out string, log io.Write
 			return nil, err
 		}
 		eval = append(eval, s.Eval...)
-		for _, p := range s.Pretrain {
-			ex, err := makeExample(tok, p, m.Cfg.MaxSeq)
-			if err != nil {
-				return nil, err
+		for v := 0; v < max(c.Views, 1); v++ {
+			for _, p := range datasets.Rephrase(s.Pretrain, v) {
+				ex, err := makeExample(tok, p, m.Cfg.MaxSeq)
+				if err != nil {
+					return nil, err
+				}
+				train = append(train, ex)
 			}
-			train = append(train, ex)
 		}
 	}
 	r := rand.New(rand.NewPCG(c.Seed, 0x70726574))

@@ -40,9 +40,6 @@ func (s *gemmScratch) packedB(n int) []float32 {
 	return s.b
 }
 
-// smallGemm is the size (M*N*K) below which packing costs more than it saves.
-const smallGemm = 16 * 16 * 16
-
 // gemm computes c (M x N, row stride ldc) = or += op(a) (M x K) @ op(b) (K x N)
 // on all the backend's threads. op(a) is a (M x K, stride lda) or, with
 // transA, the transpose of a stored K x M; likewise for b. With accumulate
@@ -76,10 +73,9 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 	if K == 0 {
 		return
 	}
-	if M*N*K <= smallGemm {
-		gemmNaive(transA, transB, M, N, K, a, lda, b, ldb, c, ldc)
-		return
-	}
+	// Every size goes through the packed kernel (no small-matrix shortcut):
+	// an element's arithmetic must not depend on how many rows share the
+	// call, so a sequence decodes to the same bits alone or in any batch.
 	pb := s.packedB(N)
 	icBlocks := (M + mc - 1) / mc
 	for jc := 0; jc < N; jc += nc {

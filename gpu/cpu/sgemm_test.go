@@ -73,3 +73,27 @@ func TestGemmThreadIndependent(t *testing.T) {
 		}
 	}
 }
+
+// TestGemmRowsIndependentOfM: a row's result has the same bits whatever the
+// number of rows in the call (no size-dependent shortcut), which makes a
+// sequence decode identically alone or in any batch.
+func TestGemmRowsIndependentOfM(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	N, K := 45, 70
+	b := randSlice(r, K*N)
+	be := New(2)
+	for _, M := range []int{2, 13, 37} {
+		a := randSlice(r, M*K)
+		all := make([]float32, M*N)
+		be.gemm(false, true, M, N, K, a, K, b, K, all, N, false)
+		for i := 0; i < M; i++ {
+			one := make([]float32, N)
+			be.gemm(false, true, 1, N, K, a[i*K:(i+1)*K], K, b, K, one, N, false)
+			for j := range one {
+				if math.Float32bits(one[j]) != math.Float32bits(all[i*N+j]) {
+					t.Fatalf("M=%d row %d col %d: %v alone, %v in the batch", M, i, j, one[j], all[i*N+j])
+				}
+			}
+		}
+	}
+}
