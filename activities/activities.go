@@ -71,20 +71,27 @@ func classify(err error, name string, round int) error {
 	return err
 }
 
+// runData validates the spec and returns its prompts and evaluation set,
+// cached per data description (not per run name: two specs under one name
+// with other data must not share prompts).
 func (a *Activities) runData(s *spec.RunSpec) (*train.Data, error) {
-	a.dataMu.Lock()
-	defer a.dataMu.Unlock()
-	if d, ok := a.data[s.Name]; ok {
-		return d, nil
-	}
 	if err := config.Validate(s); err != nil {
 		return nil, badSpec(err)
+	}
+	k, _ := json.Marshal(struct {
+		D spec.Data
+		E int
+	}{s.Data, s.Eval.Size})
+	a.dataMu.Lock()
+	defer a.dataMu.Unlock()
+	if d, ok := a.data[string(k)]; ok {
+		return d, nil
 	}
 	d, err := train.LoadData(s)
 	if err != nil {
 		return nil, badSpec(err)
 	}
-	a.data[s.Name] = d
+	a.data[string(k)] = d
 	return d, nil
 }
 
@@ -142,22 +149,18 @@ func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireOutpu
 	}
 	var dir string
 	if key == "" {
-		dir, round = ms.Base, 0
+		base, cleanup, err := blob.Materialize(ctx, a.Store, ms.Base)
+		if err != nil {
+			return AcquireOutput{}, badSpec(fmt.Errorf("member %s: base %s: %w", ms.Name, ms.Base, err))
+		}
+		defer cleanup()
+		dir, round = base, 0
 	} else {
-		tmp, err := os.MkdirTemp("", "corl-acquire-*")
+		tmp, cleanup, err := blob.Materialize(ctx, a.Store, blob.BlobRef+key)
 		if err != nil {
 			return AcquireOutput{}, err
 		}
-		defer os.RemoveAll(tmp)
-		files, _, err := blob.ReadCheckpoint(ctx, a.Store, key)
-		if err != nil {
-			return AcquireOutput{}, err
-		}
-		for name, data := range files {
-			if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
-				return AcquireOutput{}, err
-			}
-		}
+		defer cleanup()
 		dir = tmp
 	}
 	m, err := train.LoadMember(a.Backend, ms.Name, dir, ms.View, false)
@@ -165,7 +168,12 @@ func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireOutpu
 		return AcquireOutput{}, badSpec(err)
 	}
 	if s.GRPO.Beta > 0 { // the KL reference is always the base
-		if m.Ref, err = model.LoadHF(a.Backend, ms.Base); err != nil {
+		base, cleanup, err := blob.Materialize(ctx, a.Store, ms.Base)
+		if err != nil {
+			return AcquireOutput{}, badSpec(err)
+		}
+		defer cleanup()
+		if m.Ref, err = model.LoadHF(a.Backend, base); err != nil {
 			return AcquireOutput{}, badSpec(err)
 		}
 	}

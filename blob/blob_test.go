@@ -188,3 +188,37 @@ func TestLocalURI(t *testing.T) {
 		t.Fatal(u)
 	}
 }
+
+func TestUploadDirAndMaterialize(t *testing.T) {
+	ctx := context.Background()
+	s := Local{Root: t.TempDir()}
+	src := t.TempDir()
+	os.WriteFile(filepath.Join(src, "config.json"), []byte(`{"a":1}`), 0o644)
+	os.WriteFile(filepath.Join(src, "model.safetensors"), bytes.Repeat([]byte{7}, 100), 0o644)
+	key, err := UploadDir(ctx, s, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := UploadDir(ctx, s, src)
+	if err != nil || again != key {
+		t.Fatalf("second upload of the same files: %q, %v; want the same key %q", again, err, key)
+	}
+	dir, cleanup, err := Materialize(ctx, s, BlobRef+key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "model.safetensors"))
+	if !bytes.Equal(b, bytes.Repeat([]byte{7}, 100)) {
+		t.Fatal("materialized model differs")
+	}
+	cleanup()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatal("cleanup left the directory")
+	}
+	if d, _, err := Materialize(ctx, s, src); err != nil || d != src {
+		t.Fatalf("a plain directory: %q, %v", d, err)
+	}
+	if _, _, err := Materialize(ctx, s, BlobRef+"uploads/none/manifest.json"); !errors.Is(err, ErrNoCheckpoint) {
+		t.Fatalf("missing blob model: %v", err)
+	}
+}

@@ -7,7 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // Manifest lists a checkpoint's objects with their sizes and sha256. It is
@@ -92,4 +95,67 @@ func ReadCheckpoint(ctx context.Context, s Store, manifestKey string) (map[strin
 		files[f.Name] = data
 	}
 	return files, &m, nil
+}
+
+// UploadDir stores the regular files of dir as a checkpoint under
+// uploads/<sha256 of the contents> (so uploading the same model twice writes
+// nothing new) and returns its manifest key.
+func UploadDir(ctx context.Context, s Store, dir string) (string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	files := map[string][]byte{}
+	h := sha256.New()
+	var names []string
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			return "", err
+		}
+		files[n] = b
+		h.Write([]byte(n + "\x00"))
+		h.Write(b)
+	}
+	if len(files) == 0 {
+		return "", fmt.Errorf("upload %s: no files", dir)
+	}
+	prefix := "uploads/" + hex.EncodeToString(h.Sum(nil))
+	if _, err := s.Get(ctx, ManifestKey(prefix)); err == nil {
+		return ManifestKey(prefix), nil
+	}
+	return WriteCheckpoint(ctx, s, prefix, files, map[string]string{"source": filepath.Base(dir)})
+}
+
+// BlobRef is how a run spec names a checkpoint in the blob store instead of
+// a directory: "blob:" + its manifest key.
+const BlobRef = "blob:"
+
+// Materialize returns a directory holding the model named by base: base
+// itself, or, for a BlobRef, a temporary copy (removed by cleanup).
+func Materialize(ctx context.Context, s Store, base string) (dir string, cleanup func(), err error) {
+	if !strings.HasPrefix(base, BlobRef) {
+		return base, func() {}, nil
+	}
+	files, _, err := ReadCheckpoint(ctx, s, strings.TrimPrefix(base, BlobRef))
+	if err != nil {
+		return "", nil, err
+	}
+	tmp, err := os.MkdirTemp("", "corl-model-*")
+	if err != nil {
+		return "", nil, err
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
+			os.RemoveAll(tmp)
+			return "", nil, err
+		}
+	}
+	return tmp, func() { os.RemoveAll(tmp) }, nil
 }

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/corl-project/corl/activities"
+	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/workers"
 	"github.com/corl-project/corl/workflows"
@@ -134,8 +137,11 @@ func (f *RunFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.ScheduleToStart, "schedule-to-start-timeout", 0, "seconds a member's queue may go unpolled before the member moves (default 300)")
 }
 
-// StartRun starts the CohortRun workflow for a spec.
-func StartRun(ctx context.Context, cl client.Client, ns string, rf RunFlags, getenv func(string) string) (client.WorkflowRun, error) {
+// StartRun starts the CohortRun workflow for a spec. With a store, members
+// whose base is a directory here are uploaded to it first (content-addressed:
+// an unchanged model is not sent twice) and named by blob reference, so
+// workers on other machines need only the store.
+func StartRun(ctx context.Context, cl client.Client, store blob.Store, ns string, rf RunFlags, getenv func(string) string) (client.WorkflowRun, error) {
 	over, err := parseSets(rf.Sets)
 	if err != nil {
 		return nil, err
@@ -143,6 +149,16 @@ func StartRun(ctx context.Context, cl client.Client, ns string, rf RunFlags, get
 	spec, err := config.Load(rf.File, getenv, over)
 	if err != nil {
 		return nil, err
+	}
+	for i, m := range spec.Members {
+		if st, err := os.Stat(m.Base); store == nil || err != nil || !st.IsDir() {
+			continue
+		}
+		key, err := blob.UploadDir(ctx, store, m.Base)
+		if err != nil {
+			return nil, fmt.Errorf("members[%d].base: upload %s: %w", i, m.Base, err)
+		}
+		spec.Members[i].Base = blob.BlobRef + key
 	}
 	id := rf.ID
 	if id == "" {
@@ -182,7 +198,11 @@ execute it. The same workflow starts from the Temporal CLI with the spec as JSON
 				return err
 			}
 			defer cl.Close()
-			run, err := StartRun(cmd.Context(), cl, conn.Temporal.Namespace, rf, getenv)
+			store, err := conn.OpenStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			run, err := StartRun(cmd.Context(), cl, store, conn.Temporal.Namespace, rf, getenv)
 			if err != nil {
 				return err
 			}
@@ -290,7 +310,7 @@ func bar(done, total int) string {
 func finalResult(ctx context.Context, cl client.Client, id string, status enumspb.WorkflowExecutionStatus, w io.Writer) error {
 	if status != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
 		err := cl.GetWorkflow(ctx, id, "").Get(ctx, nil)
-		return fmt.Errorf("run %s ended %s: %v", id, strings.ToLower(strings.TrimPrefix(status.String(), "WORKFLOW_EXECUTION_STATUS_")), err)
+		return fmt.Errorf("run %s ended %s: %v", id, strings.ToLower(strings.TrimPrefix(status.String(), "WORKFLOW_EXECUTION_STATUS_")), rootCause(err))
 	}
 	var res workflows.Result
 	if err := cl.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
@@ -315,6 +335,26 @@ func finalResult(ctx context.Context, cl client.Client, id string, status enumsp
 		fmt.Fprintf(w, "  members moved after lost workers: %d\n", res.Moves)
 	}
 	return nil
+}
+
+// rootCause reduces Temporal's nested error chain to the innermost
+// application error's type and message, which names the problem.
+func rootCause(err error) string {
+	var last *temporal.ApplicationError
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		var ae *temporal.ApplicationError
+		if errors.As(e, &ae) {
+			last = ae
+			e = ae
+		}
+	}
+	if last == nil {
+		return fmt.Sprint(err)
+	}
+	if last.Type() != "" && last.Type() != "wrapError" {
+		return last.Type() + ": " + last.Message()
+	}
+	return last.Message()
 }
 
 func fmtFloats(xs []float64) string {

@@ -65,7 +65,11 @@ minutes on 2 cores.`,
 				rf.Sets = append(rf.Sets, fmt.Sprintf("rounds=%d", rounds))
 			}
 			start := time.Now()
-			run, err := cli.StartRun(ctx, cl, "default", rf, getenv)
+			store, err := e.conn.OpenStore(ctx)
+			if err != nil {
+				return err
+			}
+			run, err := cli.StartRun(ctx, cl, store, "default", rf, getenv)
 			if err != nil {
 				return err
 			}

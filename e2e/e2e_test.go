@@ -233,7 +233,7 @@ func TestPipelineMatchesLocalRun(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-			} else if run, err = cli.StartRun(context.Background(), cl, "default", cli.RunFlags{File: file, ID: "e2e-" + name}, noEnv); err != nil {
+			} else if run, err = cli.StartRun(context.Background(), cl, store, "default", cli.RunFlags{File: file, ID: "e2e-" + name}, noEnv); err != nil {
 				t.Fatal(err)
 			}
 			res := awaitResult(t, cl, run.GetID(), 3*time.Minute)
@@ -358,7 +358,7 @@ func workerKilled(t *testing.T, sig syscall.Signal) {
 	defer func() { stop(); <-done }()
 	env := []string{"CORL_STORE_LOCAL_DIR=" + blobs}
 	w1 := spawn(t, env, "worker", "--pool", "gpu", "--address", srv.Addr(), "--threads", "1")
-	run, err := cli.StartRun(context.Background(), cl, "default", cli.RunFlags{File: file, ID: "kill", Heartbeat: 3, ScheduleToStart: 4}, noEnv)
+	run, err := cli.StartRun(context.Background(), cl, nil, "default", cli.RunFlags{File: file, ID: "kill", Heartbeat: 3, ScheduleToStart: 4}, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +402,7 @@ func TestDevKilledAndRestarted(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl := dial(t, conn)
-	run, err := cli.StartRun(context.Background(), cl, "default", cli.RunFlags{File: file, ID: "devkill", Heartbeat: 3, ScheduleToStart: 4}, noEnv)
+	run, err := cli.StartRun(context.Background(), cl, nil, "default", cli.RunFlags{File: file, ID: "devkill", Heartbeat: 3, ScheduleToStart: 4}, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}

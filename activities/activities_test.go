@@ -1,0 +1,179 @@
+package activities
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/corl-project/corl/blob"
+	"github.com/corl-project/corl/config"
+	"github.com/corl-project/corl/gpu/cpu"
+	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/spec"
+	"github.com/corl-project/corl/tokenizer"
+)
+
+func tinyBase(t *testing.T, family string, seed uint64) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), family)
+	tok := tokenizer.NewBytes()
+	m, err := model.New(cpu.New(1), model.Config{Family: family, Layers: 1, Dim: 32, Heads: 2, Vocab: tok.VocabSize(), MaxSeq: 256}, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SaveHF(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := tok.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func testSpec(t *testing.T) spec.RunSpec {
+	file := filepath.Join(t.TempDir(), "run.yaml")
+	body := fmt.Sprintf(`name: act
+rounds: 3
+prompts_per_round: 2
+data: {tasks: [mod], rl_size: 6}
+reward: {mode: entropy}
+generation: {num_generations: 2, max_completion_length: 10}
+optim: {learning_rate: 0.01}
+eval: {size: 2}
+members:
+  - {name: g, base: %q}
+  - {name: l, base: %q}
+`, tinyBase(t, model.GPT2, 1), tinyBase(t, model.Llama, 2))
+	if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := config.Load(file, func(string) string { return "" }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *s
+}
+
+// env runs activities like a worker would, with a shared Activities value.
+type env struct {
+	t   *testing.T
+	a   *Activities
+	env *testsuite.TestActivityEnvironment
+}
+
+func newEnv(t *testing.T) *env {
+	var s testsuite.WorkflowTestSuite
+	e := s.NewTestActivityEnvironment()
+	a := New(blob.Local{Root: t.TempDir()}, cpu.New(2), "q-test")
+	e.RegisterActivity(a)
+	return &env{t: t, a: a, env: e}
+}
+
+func (e *env) run(fn any, in any, out any) error {
+	v, err := e.env.ExecuteActivity(fn, in)
+	if err != nil {
+		return err
+	}
+	if out != nil {
+		return v.Get(out)
+	}
+	return nil
+}
+
+// TestRoundThroughActivities: acquire, generate, grade, update, checkpoint,
+// and the rules that keep retries honest.
+func TestRoundThroughActivities(t *testing.T) {
+	e := newEnv(t)
+	s := testSpec(t)
+	ref := func(m, r int) MemberRef { return MemberRef{Spec: s, Member: m, Round: r} }
+	// Not held yet: a non-retryable MemberNotHere.
+	var ae *temporal.ApplicationError
+	if err := e.run(e.a.Generate, ref(0, 0), nil); !errors.As(err, &ae) || ae.Type() != ErrMemberNotHere || !ae.NonRetryable() {
+		t.Fatalf("generate before acquire: %v", err)
+	}
+	var keys []string
+	for m := range s.Members {
+		var acq AcquireOutput
+		if err := e.run(e.a.Acquire, AcquireInput{MemberRef: ref(m, 0)}, &acq); err != nil {
+			t.Fatal(err)
+		}
+		if acq.Queue != "q-test" || acq.Round != 0 {
+			t.Fatalf("acquire: %+v", acq)
+		}
+		var g GenerateOutput
+		if err := e.run(e.a.Generate, ref(m, 0), &g); err != nil {
+			t.Fatal(err)
+		}
+		if g.Key != blob.RolloutKey("act", 0, s.Members[m].Name) || g.Tokens == 0 {
+			t.Fatalf("generate: %+v", g)
+		}
+		keys = append(keys, g.Key)
+	}
+	var grade GradeOutput
+	if err := e.run(e.a.Grade, GradeInput{Spec: s, Round: 0, Rollouts: keys}, &grade); err != nil {
+		t.Fatal(err)
+	}
+	if len(grade.Diag.Models) != 2 {
+		t.Fatalf("grade: %+v", grade)
+	}
+	var u1, u2 UpdateOutput
+	if err := e.run(e.a.Update, ref(0, 0), &u1); err != nil {
+		t.Fatal(err)
+	}
+	w1 := e.a.held[heldKey("act", "g")].member.Model.Params().Slice(0, 8)
+	before := make([]float32, 8)
+	e.a.Backend.Download(before, w1)
+	// A retry of the same update returns the recorded result, weights untouched.
+	if err := e.run(e.a.Update, ref(0, 0), &u2); err != nil {
+		t.Fatal(err)
+	}
+	after := make([]float32, 8)
+	e.a.Backend.Download(after, w1)
+	if u1.Stats != u2.Stats || before[0] != after[0] || before[7] != after[7] {
+		t.Fatalf("a retried update was applied again: %+v vs %+v", u1.Stats, u2.Stats)
+	}
+	// Generating round 0 again for a member now at round 1 is refused.
+	if err := e.run(e.a.Generate, ref(0, 0), nil); !errors.As(err, &ae) || ae.Type() != ErrMemberNotHere {
+		t.Fatalf("stale generate: %v", err)
+	}
+	var key string
+	if err := e.run(e.a.Checkpoint, ref(0, 1), &key); err != nil {
+		t.Fatal(err)
+	}
+	// A fresh worker picks the member up from that checkpoint, at round 1,
+	// with the same weights; from the base when asked for round 0 only.
+	e2 := newEnv(t)
+	e2.a.Store = e.a.Store
+	var acq AcquireOutput
+	if err := e2.run(e2.a.Acquire, AcquireInput{MemberRef: ref(0, 1)}, &acq); err != nil {
+		t.Fatal(err)
+	}
+	if acq.Round != 1 || acq.CheckpointKey != key {
+		t.Fatalf("acquire after a checkpoint: %+v (checkpoint %s)", acq, key)
+	}
+	moved := make([]float32, 8)
+	e2.a.Backend.Download(moved, e2.a.held[heldKey("act", "g")].member.Model.Params().Slice(0, 8))
+	if moved[3] != after[3] {
+		t.Fatal("weights changed across the checkpoint")
+	}
+	// Replay of member 1's update from stored rollouts and grades.
+	var reached int
+	if err := e.run(e.a.Replay, ReplayInput{MemberRef: ref(1, 0), From: 0, To: 1}, &reached); err != nil || reached != 1 {
+		t.Fatalf("replay: %d, %v", reached, err)
+	}
+	var ev EvalOutput
+	if err := e.run(e.a.Evaluate, ref(1, 1), &ev); err != nil || len(ev.Correct) != 2 {
+		t.Fatalf("evaluate: %+v, %v", ev, err)
+	}
+	// A bad spec is non-retryable.
+	bad := s
+	bad.Rounds = 0
+	if err := e.run(e.a.Grade, GradeInput{Spec: bad, Round: 0, Rollouts: keys}, nil); !errors.As(err, &ae) || ae.Type() != ErrBadSpec {
+		t.Fatalf("bad spec: %v", err)
+	}
+}
