@@ -25,7 +25,7 @@ import (
 
 // connFlags are the connection flags every pipeline command takes.
 type connFlags struct {
-	file, address, namespace string
+	file, address, namespace, storeDir string
 }
 
 func (f *connFlags) register(cmd *cobra.Command) {
@@ -33,6 +33,7 @@ func (f *connFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.file, "config", "", "connection config file (temporal.*, store.*); CORL_* environment variables override it")
 	fl.StringVar(&f.address, "address", "", "Temporal frontend host:port (default 127.0.0.1:7233)")
 	fl.StringVar(&f.namespace, "namespace", "", "Temporal namespace (default \"default\")")
+	fl.StringVar(&f.storeDir, "store-dir", "", "local blob store directory (default corl-data/blobs; see store.* for S3)")
 }
 
 // dial loads the connection settings and connects to Temporal.
@@ -55,6 +56,9 @@ func (f *connFlags) load(getenv func(string) string) (*config.Connection, error)
 	}
 	if f.namespace != "" {
 		over["temporal.namespace"] = f.namespace
+	}
+	if f.storeDir != "" {
+		over["store.kind"], over["store.local_dir"] = "local", f.storeDir
 	}
 	return config.LoadConnection(f.file, getenv, over)
 }

@@ -131,8 +131,8 @@ from another terminal with corl run; stop with Ctrl-C.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdio.Out, "Temporal at %s (namespace default, data in %s)\nblob store %s\nstart a run: corl run -f run.yaml --address %s\n",
-				e.srv.Addr(), abs, e.conn.Store.Local, e.srv.Addr())
+			fmt.Fprintf(stdio.Out, "Temporal at %s (namespace default, data in %s)\nblob store %s\nstart a run: corl run -f run.yaml --address %s --store-dir %s\n",
+				e.srv.Addr(), abs, e.conn.Store.Local, e.srv.Addr(), e.conn.Store.Local)
 			<-cmd.Context().Done()
 			fmt.Fprintln(stdio.Err, "stopping")
 			return e.stop()
