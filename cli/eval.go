@@ -17,6 +17,7 @@ func newEvalCmd(stdio IO) *cobra.Command {
 		dir, tasks      string
 		seed            uint64
 		n, level, maxNT int
+		view            int
 		threads         int
 	)
 	cmd := &cobra.Command{
@@ -46,7 +47,7 @@ Example:
 				if err != nil {
 					return err
 				}
-				probs = append(probs, s.Eval...)
+				probs = append(probs, datasets.Rephrase(s.Eval, view)...)
 			}
 			res, err := evaluate.PassAt1(m, tok, probs, maxNT)
 			if err != nil {
@@ -66,6 +67,7 @@ Example:
 	fl.IntVar(&n, "n", 100, "evaluation problems per task")
 	fl.IntVar(&level, "max-level", 0, "highest difficulty level (0: all)")
 	fl.IntVar(&maxNT, "max-new-tokens", 96, "completion length")
+	fl.IntVar(&view, "view", 0, "surface form of the problems: 0 original, 1 rephrased")
 	fl.IntVar(&threads, "threads", 0, "CPU threads (0 = all cores)")
 	return cmd
 }
