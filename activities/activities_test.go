@@ -13,27 +13,10 @@ import (
 	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/gpu/cpu"
+	"github.com/corl-project/corl/internal/testmodels"
 	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/spec"
-	"github.com/corl-project/corl/tokenizer"
 )
-
-func tinyBase(t *testing.T, family string, seed uint64) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), family)
-	tok := tokenizer.NewBytes()
-	m, err := model.New(cpu.New(1), model.Config{Family: family, Layers: 1, Dim: 32, Heads: 2, Vocab: tok.VocabSize(), MaxSeq: 256}, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.SaveHF(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := tok.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 func testSpec(t *testing.T) spec.RunSpec {
 	file := filepath.Join(t.TempDir(), "run.yaml")
@@ -48,7 +31,7 @@ eval: {size: 2}
 members:
   - {name: g, base: %q}
   - {name: l, base: %q}
-`, tinyBase(t, model.GPT2, 1), tinyBase(t, model.Llama, 2))
+`, testmodels.Base(t, model.GPT2, 1), testmodels.Base(t, model.Llama, 2))
 	if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -49,6 +49,20 @@ func (f *connFlags) dial(getenv func(string) string) (client.Client, *config.Con
 	return cl, conn, nil
 }
 
+// connect is dial plus the blob store.
+func (f *connFlags) connect(ctx context.Context, getenv func(string) string) (client.Client, *config.Connection, blob.Store, error) {
+	cl, conn, err := f.dial(getenv)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	store, err := conn.OpenStore(ctx)
+	if err != nil {
+		cl.Close()
+		return nil, nil, nil, err
+	}
+	return cl, conn, store, nil
+}
+
 func (f *connFlags) load(getenv func(string) string) (*config.Connection, error) {
 	over := map[string]any{}
 	if f.address != "" {
@@ -82,15 +96,11 @@ own queue name across restarts of the same machine, so a restarted worker
 takes over its queue at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, conn, err := cf.dial(getenv)
+			cl, _, store, err := cf.connect(cmd.Context(), getenv)
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
-			store, err := conn.OpenStore(cmd.Context())
-			if err != nil {
-				return err
-			}
 			be, err := newBackend(backend, threads)
 			if err != nil {
 				return err
@@ -197,15 +207,11 @@ execute it. The same workflow starts from the Temporal CLI with the spec as JSON
   temporal workflow start --type CohortRun --task-queue corl --input-file spec.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, conn, err := cf.dial(getenv)
+			cl, conn, store, err := cf.connect(cmd.Context(), getenv)
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
-			store, err := conn.OpenStore(cmd.Context())
-			if err != nil {
-				return err
-			}
 			run, err := StartRun(cmd.Context(), cl, store, conn.Temporal.Namespace, rf, getenv)
 			if err != nil {
 				return err

@@ -36,8 +36,8 @@ import (
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/devserver"
 	"github.com/corl-project/corl/gpu/cpu"
+	"github.com/corl-project/corl/internal/testmodels"
 	"github.com/corl-project/corl/model"
-	"github.com/corl-project/corl/tokenizer"
 	"github.com/corl-project/corl/train"
 	"github.com/corl-project/corl/workers"
 	"github.com/corl-project/corl/workflows"
@@ -66,25 +66,7 @@ func TestMain(m *testing.M) {
 
 // bases writes two tiny random checkpoints of different families.
 func bases(t *testing.T) (string, string) {
-	t.Helper()
-	dir := t.TempDir()
-	tok := tokenizer.NewBytes()
-	var out []string
-	for i, fam := range []string{model.GPT2, model.Llama} {
-		d := filepath.Join(dir, fam)
-		m, err := model.New(cpu.New(1), model.Config{Family: fam, Layers: 1, Dim: 32, Heads: 2, Vocab: tok.VocabSize(), MaxSeq: 256}, uint64(i+1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.SaveHF(d); err != nil {
-			t.Fatal(err)
-		}
-		if err := tok.Save(d); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, d)
-	}
-	return out[0], out[1]
+	return testmodels.Base(t, model.GPT2, 1), testmodels.Base(t, model.Llama, 2)
 }
 
 // specFile writes a run spec whose rewards have signal even for random

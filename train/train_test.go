@@ -11,28 +11,9 @@ import (
 
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/gpu/cpu"
+	"github.com/corl-project/corl/internal/testmodels"
 	"github.com/corl-project/corl/model"
-	"github.com/corl-project/corl/tokenizer"
 )
-
-// base writes a tiny random checkpoint of the given family.
-func base(t *testing.T, family string, seed uint64) string {
-	t.Helper()
-	dir := t.TempDir()
-	tok := tokenizer.NewBytes()
-	cfg := model.Config{Family: family, Layers: 1, Dim: 32, Heads: 2, Vocab: tok.VocabSize(), MaxSeq: 256}
-	m, err := model.New(cpu.New(1), cfg, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.SaveHF(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := tok.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 func spec(t *testing.T, out string, rounds int, a, b string) *config.RunSpec {
 	t.Helper()
@@ -75,7 +56,7 @@ func weights(t *testing.T, dir string) []byte {
 // 2 rounds and resumed (on another thread count), bitwise, and writes a
 // metrics line per round.
 func TestLocalRunAndExactResume(t *testing.T) {
-	a, b := base(t, model.GPT2, 1), base(t, model.Llama, 2)
+	a, b := testmodels.Base(t, model.GPT2, 1), testmodels.Base(t, model.Llama, 2)
 	var log bytes.Buffer
 	full := t.TempDir()
 	if err := Local(context.Background(), cpu.New(2), spec(t, full, 3, a, b), Options{}, &log); err != nil {
