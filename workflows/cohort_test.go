@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/corl-project/corl/activities"
 	"github.com/corl-project/corl/rl"
@@ -174,5 +176,38 @@ func TestReplayRecordedHistory(t *testing.T) {
 	r.RegisterWorkflow(CohortRun)
 	if err := r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/cohortrun-history.json"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestContinueAsNewCarriesState: when the server suggests it, the run
+// continues as new after a round with its state (round, placements,
+// checkpoints) in the input.
+func TestContinueAsNewCarriesState(t *testing.T) {
+	env := newEnv(t, newFake())
+	env.SetContinueAsNewSuggested(true)
+	env.ExecuteWorkflow(CohortRun, Input{RunSpec: testSpec(3)})
+	err := env.GetWorkflowError()
+	var can *workflow.ContinueAsNewError
+	if !errors.As(err, &can) {
+		t.Fatalf("err = %v, want continue-as-new", err)
+	}
+	var next Input
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.State == nil || next.State.Round != 1 || next.State.Queue[0] == "" || next.Name != "t" {
+		t.Fatalf("continued with %+v", next.State)
+	}
+	// The continued run picks up at round 1 with the members still placed.
+	f := newFake()
+	env2 := newEnv(t, f)
+	env2.ExecuteWorkflow(CohortRun, next)
+	if err := env2.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res Result
+	env2.GetWorkflowResult(&res)
+	if res.Rounds != 3 || f.calls["Acquire"] != 0 || f.calls["Generate"] != 4 {
+		t.Fatalf("continued run: %+v, calls %v", res, f.calls)
 	}
 }
