@@ -107,6 +107,20 @@ func (a *Activities) member(ref MemberRef) (*held, error) {
 	return h, nil
 }
 
+// exclusive heartbeats what (from now on, so an activity queued behind
+// another member's on this worker's single device does not look dead) and
+// takes the device; the returned func releases both.
+func (a *Activities) exclusive(ctx context.Context, what string) (release func()) {
+	stop := heartbeat(ctx, func() any { return what })
+	a.mu.Lock()
+	return func() {
+		a.mu.Unlock()
+		stop()
+	}
+}
+
+func memberName(ref MemberRef) string { return ref.Spec.Members[ref.Member].Name }
+
 // heartbeat records progress from a goroutine until stop is called, so long
 // computations stay visible to the heartbeat timeout.
 func heartbeat(ctx context.Context, detail func() any) (stop func()) {
@@ -132,8 +146,7 @@ func heartbeat(ctx context.Context, detail func() any) (stop func()) {
 // (a worker that got a stop notice may have written a newer one), else the
 // recorded checkpoint, else the base.
 func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireOutput, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.exclusive(ctx, fmt.Sprintf("acquire %s at round %d", memberName(in.MemberRef), in.Round))()
 	s := &in.Spec
 	if _, err := a.runData(s); err != nil {
 		return AcquireOutput{}, err
@@ -185,8 +198,7 @@ func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireOutpu
 // Generate samples the member's completions for the round's prompts and
 // stores them (with the intrinsic signals the reward may need).
 func (a *Activities) Generate(ctx context.Context, ref MemberRef) (GenerateOutput, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.exclusive(ctx, fmt.Sprintf("round %d generate %s", ref.Round, memberName(ref)))()
 	h, err := a.member(ref)
 	if err != nil {
 		return GenerateOutput{}, err
@@ -196,8 +208,6 @@ func (a *Activities) Generate(ctx context.Context, ref MemberRef) (GenerateOutpu
 		return GenerateOutput{}, err
 	}
 	start := time.Now()
-	stop := heartbeat(ctx, func() any { return fmt.Sprintf("round %d generate %s", ref.Round, h.member.Name) })
-	defer stop()
 	c := config.RoundConfig(&ref.Spec)
 	prompts := train.PromptsForRound(d.RL, ref.Spec.Seed, ref.Round, ref.Spec.PromptsPerRound)
 	ro, err := rl.Generate(h.member, ref.Member, prompts, c, ref.Round)
@@ -251,8 +261,7 @@ func (a *Activities) loadRollout(ctx context.Context, key string) (*rolloutBlob,
 
 // Judge has the (judge) member score another member's completions.
 func (a *Activities) Judge(ctx context.Context, in JudgeInput) (string, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.exclusive(ctx, fmt.Sprintf("round %d judge by %s", in.Round, memberName(in.MemberRef)))()
 	h, err := a.member(in.MemberRef)
 	if err != nil {
 		return "", err
@@ -261,8 +270,6 @@ func (a *Activities) Judge(ctx context.Context, in JudgeInput) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	stop := heartbeat(ctx, func() any { return fmt.Sprintf("round %d judge by %s", in.Round, h.member.Name) })
-	defer stop()
 	rb, err := a.loadRollout(ctx, in.Key)
 	if err != nil {
 		return "", err
@@ -335,8 +342,7 @@ func (a *Activities) Grade(ctx context.Context, in GradeInput) (GradeOutput, err
 // update was applied (its result lost) returns the recorded result instead of
 // applying it again.
 func (a *Activities) Update(ctx context.Context, ref MemberRef) (UpdateOutput, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.exclusive(ctx, fmt.Sprintf("round %d update %s", ref.Round, memberName(ref)))()
 	h, ok := a.held[heldKey(ref.Spec.Name, ref.Spec.Members[ref.Member].Name)]
 	if ok && h.round == ref.Round+1 {
 		if st, done := h.stats[ref.Round]; done {
@@ -347,8 +353,6 @@ func (a *Activities) Update(ctx context.Context, ref MemberRef) (UpdateOutput, e
 	if err != nil {
 		return UpdateOutput{}, err
 	}
-	stop := heartbeat(ctx, func() any { return fmt.Sprintf("round %d update %s", ref.Round, h.member.Name) })
-	defer stop()
 	return a.applyUpdate(ctx, h, &ref.Spec, ref.Member, ref.Round)
 }
 
@@ -380,8 +384,7 @@ func (a *Activities) applyUpdate(ctx context.Context, h *held, s *spec.RunSpec, 
 
 // Replay brings a restored member from round From to round To.
 func (a *Activities) Replay(ctx context.Context, in ReplayInput) (int, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.exclusive(ctx, fmt.Sprintf("replay %s rounds %d-%d", memberName(in.MemberRef), in.From+1, in.To))()
 	ref := in.MemberRef
 	ref.Round = in.From
 	h, err := a.member(ref)
@@ -389,8 +392,6 @@ func (a *Activities) Replay(ctx context.Context, in ReplayInput) (int, error) {
 		return 0, err
 	}
 	r := in.From
-	stop := heartbeat(ctx, func() any { return fmt.Sprintf("replay %s round %d", h.member.Name, r) })
-	defer stop()
 	for ; r < in.To; r++ {
 		if _, err := a.applyUpdate(ctx, h, &in.Spec, in.Member, r); err != nil {
 			return r, err
@@ -402,8 +403,7 @@ func (a *Activities) Replay(ctx context.Context, in ReplayInput) (int, error) {
 // Checkpoint writes the member's weights, optimizer state and tokenizer at
 // the round (objects first, manifest last) and returns the manifest key.
 func (a *Activities) Checkpoint(ctx context.Context, ref MemberRef) (string, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.exclusive(ctx, fmt.Sprintf("round %d checkpoint %s", ref.Round, memberName(ref)))()
 	h, err := a.member(ref)
 	if err != nil {
 		return "", err
@@ -453,8 +453,7 @@ func CheckpointAll(ctx context.Context, a *Activities) []error {
 
 // Evaluate runs greedy pass@1 of the member on the held-out problems.
 func (a *Activities) Evaluate(ctx context.Context, ref MemberRef) (EvalOutput, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.exclusive(ctx, fmt.Sprintf("round %d evaluate %s", ref.Round, memberName(ref)))()
 	h, err := a.member(ref)
 	if err != nil {
 		return EvalOutput{}, err
@@ -463,8 +462,6 @@ func (a *Activities) Evaluate(ctx context.Context, ref MemberRef) (EvalOutput, e
 	if err != nil {
 		return EvalOutput{}, err
 	}
-	stop := heartbeat(ctx, func() any { return fmt.Sprintf("round %d evaluate %s", ref.Round, h.member.Name) })
-	defer stop()
 	res, texts, err := evaluateTexts(h.member, d.Eval, ref.Spec.Generation.MaxCompletion)
 	if err != nil {
 		return EvalOutput{}, err
