@@ -287,6 +287,9 @@ func (a *Activities) Judge(ctx context.Context, in JudgeInput) (string, error) {
 // Grade computes rewards and advantages for every member and the round's
 // diagnostics. It needs no model: it runs on the CPU pool.
 func (a *Activities) Grade(ctx context.Context, in GradeInput) (GradeOutput, error) {
+	// Heartbeat so that a grading worker that dies is noticed within the
+	// heartbeat timeout, not the (long) start-to-close one.
+	defer heartbeat(ctx, func() any { return fmt.Sprintf("round %d grade", in.Round) })()
 	start := time.Now()
 	s := &in.Spec
 	d, err := a.runData(s)

@@ -157,7 +157,7 @@ func CohortRun(ctx workflow.Context, in Input) (*Result, error) {
 			NonRetryableErrorTypes: []string{activities.ErrBadSpec}},
 	})
 	cpuCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue: activities.CPUPool, ScheduleToCloseTimeout: 24 * time.Hour, StartToCloseTimeout: time.Hour,
+		TaskQueue: activities.CPUPool, ScheduleToCloseTimeout: 24 * time.Hour, StartToCloseTimeout: time.Hour, HeartbeatTimeout: hb,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute,
 			NonRetryableErrorTypes: []string{activities.ErrBadSpec}},
 	})
