@@ -7,6 +7,8 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -67,10 +69,35 @@ func Load(file string, getenv func(string) string, overrides map[string]any) (*R
 	if err := v.Unmarshal(&rs, dec); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	if file != "" {
+		resolveBases(&rs, filepath.Dir(file))
+	}
 	if err := Validate(&rs); err != nil {
 		return nil, err
 	}
 	return &rs, nil
+}
+
+// resolveBases makes a relative member base that does not exist from the
+// working directory but does next to the spec file point there, so a spec
+// and its models can travel together.
+func resolveBases(s *RunSpec, specDir string) {
+	for i, m := range s.Members {
+		if m.Base == "" || filepath.IsAbs(m.Base) || strings.Contains(m.Base, ":") {
+			continue
+		}
+		if _, err := os.Stat(m.Base); err == nil {
+			continue
+		}
+		if p := filepath.Join(specDir, m.Base); dirExists(p) {
+			s.Members[i].Base = p
+		}
+	}
+}
+
+func dirExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
 }
 
 // layer applies the CORL_* environment (CORL_GRPO_BETA for grpo.beta) and

@@ -97,3 +97,21 @@ func TestErrorsNameTheKey(t *testing.T) {
 		t.Errorf("peer reward with one member: %v", err)
 	}
 }
+
+func TestBaseNextToTheSpec(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "bases", "m1"), 0o755)
+	body := strings.Replace(good, "base: bases/a", "base: bases/m1", 1)
+	p := filepath.Join(dir, "run.yaml")
+	os.WriteFile(p, []byte(body), 0o644)
+	s, err := Load(p, noEnv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Members[0].Base != filepath.Join(dir, "bases", "m1") {
+		t.Errorf("base resolved to %q", s.Members[0].Base)
+	}
+	if s.Members[1].Base != "bases/b" { // exists nowhere: left for the workers
+		t.Errorf("missing base rewritten to %q", s.Members[1].Base)
+	}
+}

@@ -79,7 +79,8 @@ minutes on 2 cores.`,
 			}
 			fmt.Fprintf(stdio.Out, "\ndone in %.0fs.\n  blob store (rollouts, grades, checkpoints): %s\n  Temporal database: %s\n  base models and spec: %s\n",
 				time.Since(start).Seconds(), e.conn.Store.Local, filepath.Join(abs, "temporal.db"), abs)
-			fmt.Fprintf(stdio.Out, "next: corl dev --dir %s, then corl run -f %s; or corl train --local -f examples/local.yaml\n", abs, spec)
+			fmt.Fprintf(stdio.Out, "next: corl dev --dir %s, and in another terminal corl run -f %s --store-dir %s --wait\n",
+				abs, spec, e.conn.Store.Local)
 			return nil
 		},
 	}
