@@ -16,7 +16,7 @@ import (
 
 	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/config"
-	"github.com/corl-project/corl/datasets"
+	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/gpu"
 	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/rl"
@@ -465,17 +465,10 @@ func (a *Activities) Evaluate(ctx context.Context, ref MemberRef) (EvalOutput, e
 	if err != nil {
 		return EvalOutput{}, err
 	}
-	res, texts, err := evaluateTexts(h.member, d.Eval, ref.Spec.Generation.MaxCompletion)
+	res, err := evaluate.PassAt1(h.member.Model, h.member.Tok, d.Eval, ref.Spec.Generation.MaxCompletion)
 	if err != nil {
 		return EvalOutput{}, err
 	}
-	out := EvalOutput{PassAt1: res.PassAt1, ByTask: res.ByTask, Correct: res.Correct}
-	for _, t := range texts {
-		ans := ""
-		if x, ok := datasets.Extract(t); ok {
-			ans = datasets.Normalize(x)
-		}
-		out.Answers = append(out.Answers, ans)
-	}
+	out := EvalOutput{PassAt1: res.PassAt1, ByTask: res.ByTask, Correct: res.Correct, Answers: res.Answers}
 	return out, nil
 }

@@ -28,35 +28,30 @@ type Result struct {
 	NoAnswer float64            `json:"no_answer_rate"`
 	ByTask   map[string]float64 `json:"pass_at_1_by_task"`
 	Correct  []bool             `json:"-"` // per problem, in input order
+	Answers  []string           `json:"-"` // normalised final answers ("" for none), in input order
 }
 
-// PassAt1 decodes every problem greedily and grades the completion.
+// PassAt1 decodes every problem greedily, grades the completion and keeps
+// each completion's normalised final answer.
 func PassAt1(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.Problem, maxNew int) (Result, error) {
-	res, _, err := PassAt1Texts(m, tok, problems, maxNew)
-	return res, err
-}
-
-// PassAt1Texts is PassAt1 that also returns the completions.
-func PassAt1Texts(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.Problem, maxNew int) (Result, []string, error) {
 	reqs := make([]generate.Request, len(problems))
 	for i, p := range problems {
 		ids, err := tok.Encode(PromptText(p.Prompt))
 		if err != nil {
-			return Result{}, nil, fmt.Errorf("problem %s: %w", p.ID, err)
+			return Result{}, fmt.Errorf("problem %s: %w", p.ID, err)
 		}
 		reqs[i] = generate.Request{Prompt: ids, Params: generate.Params{MaxNewTokens: maxNew, Stop: []string{"\nQ:"}}}
 	}
 	outs, err := (&generate.Generator{Model: m, Tok: tok}).Run(reqs)
 	if err != nil {
-		return Result{}, nil, err
+		return Result{}, err
 	}
-	texts := make([]string, len(outs))
-	for i, o := range outs {
-		texts[i] = o.Text
-	}
-	res := Result{N: len(problems), ByTask: map[string]float64{}, Correct: make([]bool, len(problems))}
+	res := Result{N: len(problems), ByTask: map[string]float64{}, Correct: make([]bool, len(problems)), Answers: make([]string, len(problems))}
 	count := map[string]int{}
 	for i, p := range problems {
+		if a, ok := datasets.Extract(outs[i].Text); ok {
+			res.Answers[i] = datasets.Normalize(a)
+		}
 		v := datasets.Grade(outs[i].Text, p.Answer)
 		res.Correct[i] = v == datasets.Correct
 		count[p.Task]++
@@ -75,7 +70,7 @@ func PassAt1Texts(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.P
 	for task, n := range count {
 		res.ByTask[task] /= float64(n)
 	}
-	return res, texts, nil
+	return res, nil
 }
 
 // Tasks returns the task names of a result in order.

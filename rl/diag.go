@@ -177,3 +177,22 @@ func Complementarity(a, b []bool) float64 {
 	}
 	return float64(n) / float64(len(a))
 }
+
+// CohortVote is the share of problems whose plurality answer among the
+// members (answers[member][problem], normalised, "" for none) is right.
+func CohortVote(answers [][]string, right func(problem int, answer string) bool) float64 {
+	if len(answers) == 0 || len(answers[0]) == 0 {
+		return 0
+	}
+	ok := 0
+	for p := range answers[0] {
+		g := make(Group, 0, len(answers))
+		for _, a := range answers {
+			g = append(g, Sample{Answer: a[p]})
+		}
+		if v := Plurality(g, 0); v.Answer != "" && right(p, v.Answer) {
+			ok++
+		}
+	}
+	return float64(ok) / float64(len(answers[0]))
+}

@@ -318,3 +318,13 @@ func TestTruthNeverReachesLabelFreeRewards(t *testing.T) {
 		}
 	}
 }
+
+func TestCohortVote(t *testing.T) {
+	answers := [][]string{{"1", "2", "", "4"}, {"1", "3", "", "5"}, {"7", "3", "9", "5"}}
+	truth := []string{"1", "2", "9", "4"}
+	// pluralities: 1 (right), 3 (wrong), 9 (right: the only parseable vote), 5 (wrong)
+	got := CohortVote(answers, func(p int, a string) bool { return a == truth[p] })
+	if got != 0.5 {
+		t.Fatalf("cohort vote %v, want 0.5", got)
+	}
+}

@@ -146,30 +146,14 @@ func Evaluate(members []*rl.Member, eval []datasets.Problem, maxNew, round int) 
 	er := &EvalResult{Round: round, Members: map[string]evaluate.Result{}, Kappa: map[string]float64{}, Compl: map[string]float64{}}
 	answers := make([][]string, len(members))
 	for i, m := range members {
-		res, texts, err := evaluate.PassAt1Texts(m.Model, m.Tok, eval, maxNew)
+		res, err := evaluate.PassAt1(m.Model, m.Tok, eval, maxNew)
 		if err != nil {
 			return nil, err
 		}
 		er.Members[m.Name] = res
-		answers[i] = texts
+		answers[i] = res.Answers
 	}
-	ok := 0
-	for p, prob := range eval {
-		var g rl.Group
-		for i := range members {
-			a := ""
-			if x, found := datasets.Extract(answers[i][p]); found {
-				a = datasets.Normalize(x)
-			}
-			g = append(g, rl.Sample{Answer: a})
-		}
-		if v := rl.Plurality(g, 0); v.Answer != "" && v.Answer == datasets.Normalize(prob.Answer) {
-			ok++
-		}
-	}
-	if len(eval) > 0 {
-		er.Cohort = float64(ok) / float64(len(eval))
-	}
+	er.Cohort = rl.CohortVote(answers, func(p int, a string) bool { return a == datasets.Normalize(eval[p].Answer) })
 	for i := range members {
 		for j := i + 1; j < len(members); j++ {
 			a, b := er.Members[members[i].Name].Correct, er.Members[members[j].Name].Correct

@@ -490,30 +490,21 @@ func evaluateAll(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts fu
 	return nil
 }
 
-// cohortVote is the share of problems whose plurality answer among the
-// members is correct (by the members' own correctness flags).
+// cohortVote is rl.CohortVote over the members' evaluation answers; an
+// answer is right when a member holding it was graded correct.
 func cohortVote(outs []activities.EvalOutput) float64 {
-	if len(outs) == 0 || len(outs[0].Answers) == 0 {
-		return 0
+	answers := make([][]string, len(outs))
+	for i, o := range outs {
+		answers[i] = o.Answers
 	}
-	ok := 0
-	for p := range outs[0].Answers {
-		var g rl.Group
-		right := ""
+	return rl.CohortVote(answers, func(p int, a string) bool {
 		for _, o := range outs {
-			if p >= len(o.Answers) {
-				continue
-			}
-			g = append(g, rl.Sample{Answer: o.Answers[p]})
-			if o.Correct[p] {
-				right = o.Answers[p]
+			if o.Answers[p] == a && o.Correct[p] {
+				return true
 			}
 		}
-		if v := rl.Plurality(g, 0); v.Answer != "" && v.Answer == right {
-			ok++
-		}
-	}
-	return float64(ok) / float64(len(outs[0].Answers))
+		return false
+	})
 }
 
 func progressOf(s *spec.RunSpec, st *State) Progress {
