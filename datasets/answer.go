@@ -4,6 +4,7 @@ import (
 	"math/big"
 	"regexp"
 	"strings"
+	"unicode"
 )
 
 // Verdict is the outcome of grading one response.
@@ -27,31 +28,74 @@ var (
 	numberRe   = regexp.MustCompile(`-?\d[\d,]*(?:\.\d+)?(?:/\d+)?%?|-?\.\d+%?`)
 )
 
-// Extract returns the final answer of a model response and whether one was
-// found. In order of preference: the last \boxed{...} (nested braces allowed),
-// the last "the answer is X", the last GSM8K-style "#### X", the last number.
-func Extract(text string) (string, bool) {
+// AnswerRule says what counts as a final answer in a response. The zero
+// rule accepts any marked answer that has a letter or a digit in it, with no
+// fallback.
+type AnswerRule struct {
+	// Number: a marked answer must be a number (integer, decimal, fraction).
+	// corl's own tasks use it: their prompts ask for "The answer is X.", so
+	// "The answer is -." is no answer, not an answer "-".
+	Number bool `json:"number,omitempty"`
+	// LastNumber: with no marked answer, take the last number in the text.
+	// Off unless asked for (user data whose responses are not marked): on
+	// garbage it finds a number, so a collapsing model would still "parse".
+	LastNumber bool `json:"last_number,omitempty"`
+}
+
+// TaskAnswers is the rule of corl's built-in tasks.
+var TaskAnswers = AnswerRule{Number: true}
+
+// Extract returns the final answer of a model response under the zero rule.
+func Extract(text string) (string, bool) { return AnswerRule{}.Extract(text) }
+
+// Extract returns the final answer of a response and whether one was found.
+// The first marker present, in this order, decides: the last \boxed{...}
+// (nested braces allowed), the last "the answer is X", the last GSM8K-style
+// "#### X". A marked answer that is not well formed under the rule is no
+// answer. With LastNumber and no marker, the last number.
+func (r AnswerRule) Extract(text string) (string, bool) {
+	if s, ok := r.marked(text); ok {
+		if !r.wellFormed(s) {
+			return "", false
+		}
+		return s, true
+	}
+	if r.LastNumber {
+		if m := numberRe.FindAllString(text, -1); m != nil {
+			return m[len(m)-1], true
+		}
+	}
+	return "", false
+}
+
+// marked finds the marked answer, if a marker is present (s may be empty).
+func (r AnswerRule) marked(text string) (string, bool) {
 	if s, ok := lastBoxed(text); ok {
 		return s, true
 	}
 	if loc := answerIsRe.FindAllStringIndex(text, -1); loc != nil {
-		if s := answerPhrase(text[loc[len(loc)-1][1]:]); s != "" {
-			return s, true
-		}
+		return answerPhrase(text[loc[len(loc)-1][1]:]), true
 	}
 	if loc := hashRe.FindAllStringIndex(text, -1); loc != nil {
 		rest := text[loc[len(loc)-1][1]:]
 		if i := strings.IndexByte(rest, '\n'); i >= 0 {
 			rest = rest[:i]
 		}
-		if s := strings.TrimSpace(rest); s != "" {
-			return s, true
-		}
-	}
-	if m := numberRe.FindAllString(text, -1); m != nil {
-		return m[len(m)-1], true
+		return strings.TrimSpace(rest), true
 	}
 	return "", false
+}
+
+// wellFormed: a letter or digit somewhere, and a number when the rule says so.
+func (r AnswerRule) wellFormed(s string) bool {
+	if !strings.ContainsFunc(s, func(c rune) bool { return unicode.IsLetter(c) || unicode.IsDigit(c) }) {
+		return false
+	}
+	if r.Number {
+		_, ok := parseRat(Normalize(s))
+		return ok
+	}
+	return true
 }
 
 // lastBoxed finds the content of the last \boxed{...} or \fbox{...}.
@@ -177,9 +221,14 @@ func ratString(r *big.Rat) string {
 // and \frac{1}{2} are all equivalent.
 func Equivalent(a, b string) bool { return Normalize(a) == Normalize(b) }
 
-// Grade extracts the final answer of response and compares it with truth.
-func Grade(response, truth string) Verdict {
-	ans, ok := Extract(response)
+// Grade extracts the final answer of response under the zero rule and
+// compares it with truth.
+func Grade(response, truth string) Verdict { return AnswerRule{}.Grade(response, truth) }
+
+// Grade extracts the final answer of response under r and compares it with
+// truth.
+func (r AnswerRule) Grade(response, truth string) Verdict {
+	ans, ok := r.Extract(response)
 	if !ok {
 		return NoAnswer
 	}

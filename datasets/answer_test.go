@@ -11,22 +11,60 @@ func TestExtract(t *testing.T) {
 		{`\boxed{\frac{1}{2}} and later \boxed{\frac{3}{4}}`, `\frac{3}{4}`, true},
 		{`nested \boxed{\{1, \{2\}\}} end`, `\{1, \{2\}\}`, true},
 		{`\boxed{a{b{c}}d}`, "a{b{c}}d", true},
-		{`unbalanced \boxed{12`, "12", true}, // falls through to the last number
+		{`unbalanced \boxed{12`, "", false}, // no marker: no fallback by default
 		{`The answer is 17.`, "17", true},
 		{`the answer is 3.5. Done`, "3.5", true},
 		{`The final answer is: -4`, "-4", true},
 		{"first the answer is 1\nthen The answer is 2\n", "2", true},
 		{"work\n#### 1,234\n", "1,234", true},
-		{"I think 3 apples and then 7 pears", "7", true},
-		{"the total is -0.25", "-0.25", true},
+		{"I think 3 apples and then 7 pears", "", false},
 		{"no digits here", "", false},
 		{"", "", false},
 		{`\fbox{9}`, "9", true},
+		{"The answer is Paris.", "Paris", true},
+		// Degenerate answers are no answers, whatever the rule.
+		{"The answer is -.", "", false},
+		{"The answer is .", "", false},
+		{`\boxed{ }`, "", false},
+		{"#### ?", "", false},
 	} {
 		got, ok := Extract(tc.text)
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("Extract(%q) = %q, %v; want %q, %v", tc.text, got, ok, tc.want, tc.ok)
 		}
+	}
+}
+
+// TestAnswerRules: corl's tasks take only numbers and never fall back to the
+// last number (a collapsing model's garbage must not parse); user data can
+// opt in to the fallback.
+func TestAnswerRules(t *testing.T) {
+	fallback := AnswerRule{LastNumber: true}
+	for _, tc := range []struct {
+		rule       AnswerRule
+		text, want string
+		ok         bool
+	}{
+		{TaskAnswers, "The answer is 42.", "42", true},
+		{TaskAnswers, "The answer is -3/4.", "-3/4", true},
+		{TaskAnswers, "The answer is -.", "", false},
+		{TaskAnswers, "The aanswer 0.", "", false},
+		{TaskAnswers, "The answer is 42 apples.", "", false},
+		{TaskAnswers, "The answer is seven.", "", false},
+		{TaskAnswers, `\boxed{\frac{1}{2}}`, `\frac{1}{2}`, true},
+		{fallback, "I think 3 apples and then 7 pears", "7", true},
+		{fallback, "the total is -0.25", "-0.25", true},
+		{fallback, `unbalanced \boxed{12`, "12", true},
+		{fallback, "The answer is -.", "", false}, // a malformed marked answer is not replaced by a guess
+		{AnswerRule{}, "The answer is blue whale.", "blue whale", true},
+	} {
+		got, ok := tc.rule.Extract(tc.text)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%+v.Extract(%q) = %q, %v; want %q, %v", tc.rule, tc.text, got, ok, tc.want, tc.ok)
+		}
+	}
+	if v := TaskAnswers.Grade("The answer is -.", "-1"); v != NoAnswer {
+		t.Errorf("degenerate answer graded %v, want no answer", v)
 	}
 }
 

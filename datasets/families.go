@@ -262,7 +262,9 @@ func genWord(r *rand.Rand, level int) Problem {
 		}
 		return b.String()
 	}
-	return Problem{views: []string{render(scenarios[s1]), render(scenarios[s2])}, Answer: itoa(ans), Solution: strings.Join(sol, ", ") + "."}
+	// The scenarios are wording: the key is what the question asks.
+	key := fmt.Sprintf("word %t %d %d %d %d", level == 3, start, gain, loss, k)
+	return Problem{views: []string{render(scenarios[s1]), render(scenarios[s2])}, key: key, Answer: itoa(ans), Solution: strings.Join(sol, ", ") + "."}
 }
 
 func hasDivisor(n int) bool {

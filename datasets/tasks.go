@@ -23,8 +23,13 @@ type Problem struct {
 	Answer   string `json:"answer"`
 	Solution string `json:"solution,omitempty"` // worked solution ending "The answer is X."
 	// views are the problem's surface forms; Prompt is views[0] unless the
-	// problem was rephrased. Keyed by the first view for split disjointness.
+	// problem was rephrased.
 	views []string
+	// key names the problem's content, the same for every draw of it in any
+	// wording: split membership hashes it. A generator whose wordings are
+	// fixed functions of the content leaves it empty (the first wording is
+	// then the key); one that picks wordings at random sets it.
+	key string
 }
 
 // Task is a family of generated problems.
@@ -67,69 +72,110 @@ func (t Task) Generate(r *rand.Rand, level int) Problem {
 	p := t.gen(r, level)
 	p.Task, p.Level = t.Name, level
 	p.Prompt = p.views[0]
+	if p.key == "" {
+		p.key = p.views[0]
+	}
 	p.Solution += " The answer is " + p.Answer + "."
 	return p
 }
 
-// SplitSizes are the sizes of the three disjoint sets, and the highest
-// difficulty level to draw (0: all levels).
-type SplitSizes struct{ Pretrain, RL, Eval, MaxLevel int }
+// SplitSizes are the sizes of the disjoint sets, and the highest difficulty
+// level to draw (0: all levels).
+type SplitSizes struct{ Pretrain, PretrainVal, RL, Validation, Eval, MaxLevel int }
 
-// Splits holds a task's three disjoint problem sets. Pretrain and Eval are
-// labeled; RL prompts are meant to be used without their answers.
+// Splits holds a task's disjoint problem sets. Pretrain (with PretrainVal
+// for its early stopping) is labeled training data; RL prompts are used
+// without their answers; Validation is for choosing hyperparameters; Eval is
+// the test split, for reported numbers only.
 type Splits struct {
-	Pretrain, RL, Eval []Problem
+	Pretrain, PretrainVal, RL, Validation, Eval []Problem
 }
+
+// The sets in bucket order, their names in problem IDs, and their shares of
+// problems (per 100, cumulative): 65 / 5 / 20 / 3 / 7. They nest in the
+// deciles of an earlier three-way split (70 pretrain, 20 RL, 10 eval), so
+// its pretraining data is still disjoint from these RL and test sets.
+var (
+	bucketNames = [...]string{"pre", "preval", "rl", "val", "eval"}
+	bucketCum   = [...]uint64{65, 70, 90, 93, 100}
+)
 
 // Split generates disjoint sets of t's problems, levels drawn uniformly,
 // deterministic from seed. Which set a problem belongs to is a function of
-// the seed and the problem alone (a hash into 70% pretrain, 20% RL, 10% eval
-// buckets), so calls with other sizes and the same seed agree on membership:
-// a model pretrained on one call's Pretrain never sees another call's RL or
-// Eval problems. No prompt appears twice.
+// the seed and the problem's content key alone (see Problem.key): every
+// wording of a problem is a function of its content, so a wording shared by
+// two draws (a rephrasing of one can be the other's first wording) means one
+// content, one key, one set. Calls with other sizes or levels and the same
+// seed agree on membership: a model pretrained on one call's Pretrain never
+// sees any wording of another call's RL, Validation or Eval problems. No
+// content and no wording appears twice.
 func (t Task) Split(seed uint64, n SplitSizes) (Splits, error) {
 	h := fnv.New64a()
 	h.Write([]byte(t.Name))
 	r := rand.New(rand.NewPCG(seed, h.Sum64()))
 	seen := map[string]bool{}
-	want := [3]int{n.Pretrain, n.RL, n.Eval}
-	var sets [3][]Problem
-	total := n.Pretrain + n.RL + n.Eval
-	for tries := 0; len(sets[0]) < want[0] || len(sets[1]) < want[1] || len(sets[2]) < want[2]; tries++ {
+	want := [5]int{n.Pretrain, n.PretrainVal, n.RL, n.Validation, n.Eval}
+	var sets [5][]Problem
+	total := 0
+	for _, w := range want {
+		total += w
+	}
+	full := func() bool {
+		for b := range want {
+			if len(sets[b]) < want[b] {
+				return false
+			}
+		}
+		return true
+	}
+	for tries := 0; !full(); tries++ {
 		if tries > 50*total+1000 {
-			return Splits{}, fmt.Errorf("task %s: only %d/%d/%d distinct problems after %d draws, %d/%d/%d wanted",
-				t.Name, len(sets[0]), len(sets[1]), len(sets[2]), tries, want[0], want[1], want[2])
+			var got [5]int
+			for b := range sets {
+				got[b] = len(sets[b])
+			}
+			return Splits{}, fmt.Errorf("task %s: only %v distinct problems after %d draws, %v wanted (pretrain, pretrain-val, rl, validation, eval); allow more levels or ask for fewer",
+				t.Name, got, tries, want)
 		}
 		levels := t.Levels
 		if n.MaxLevel > 0 {
 			levels = min(levels, n.MaxLevel)
 		}
 		p := t.Generate(r, 1+r.IntN(levels))
-		if seen[p.views[0]] {
+		dup := seen[p.key]
+		for _, v := range p.views {
+			dup = dup || seen[v]
+		}
+		if dup {
 			continue
 		}
-		seen[p.views[0]] = true
-		b := bucket(seed, p.views[0])
+		seen[p.key] = true
+		for _, v := range p.views {
+			seen[v] = true
+		}
+		b := bucket(seed, p.key)
 		if len(sets[b]) >= want[b] {
 			continue
 		}
-		p.ID = fmt.Sprintf("%s-%d-%s-%d", t.Name, seed, [...]string{"pre", "rl", "eval"}[b], len(sets[b]))
+		p.ID = fmt.Sprintf("%s-%d-%s-%d", t.Name, seed, bucketNames[b], len(sets[b]))
 		sets[b] = append(sets[b], p)
 	}
-	return Splits{Pretrain: sets[0], RL: sets[1], Eval: sets[2]}, nil
+	return Splits{Pretrain: sets[0], PretrainVal: sets[1], RL: sets[2], Validation: sets[3], Eval: sets[4]}, nil
 }
 
-// bucket assigns a problem to pretrain (0), RL (1) or eval (2).
+// bucket assigns a problem's content key to a set: v in [0, 100) whose tens
+// digit is the hash mod 10 (the earlier decile), its units the next digit.
 func bucket(seed uint64, key string) int {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%d\x00%s", seed, key)
-	switch v := h.Sum64() % 10; {
-	case v < 7:
-		return 0
-	case v < 9:
-		return 1
+	x := h.Sum64()
+	v := (x%10)*10 + (x/10)%10
+	for b, c := range bucketCum {
+		if v < c {
+			return b
+		}
 	}
-	return 2
+	return len(bucketCum) - 1
 }
 
 // Rephrase returns a row-aligned view of set in which every problem is stated

@@ -196,3 +196,42 @@ func TestLookupTaskListsNames(t *testing.T) {
 		t.Fatalf("err = %v, want the list of tasks", err)
 	}
 }
+
+// TestNoWordingLeaksIntoPretraining: for every family, no wording of an RL,
+// validation or test problem appears among the wordings of the pretraining
+// data (train and its validation), within one call and across calls that ask
+// for other sizes or difficulty levels with the same seed (as `corl
+// pretrain --max-level 1` and an RL run over all levels do). The sets are
+// checked on every wording, not the first only: a rephrased `word` problem
+// can read exactly like another draw's original.
+func TestNoWordingLeaksIntoPretraining(t *testing.T) {
+	for _, task := range Tasks() {
+		pretrained := map[string]string{} // wording -> problem ID
+		for level := 1; level <= task.Levels; level++ {
+			s, err := task.Split(1, SplitSizes{Pretrain: 600, PretrainVal: 40, MaxLevel: level})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range append(s.Pretrain, s.PretrainVal...) {
+				for _, w := range p.Views() {
+					pretrained[w] = p.ID
+				}
+			}
+		}
+		for level := 0; level <= task.Levels; level++ {
+			s, err := task.Split(1, SplitSizes{RL: 150, Validation: 20, Eval: 50, MaxLevel: level})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, set := range [][]Problem{s.RL, s.Validation, s.Eval} {
+				for _, p := range set {
+					for _, w := range p.Views() {
+						if id, ok := pretrained[w]; ok {
+							t.Errorf("%s level<=%d: %s's wording %q is pretraining problem %s's", task.Name, level, p.ID, w, id)
+						}
+					}
+				}
+			}
+		}
+	}
+}

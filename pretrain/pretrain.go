@@ -76,11 +76,13 @@ func Run(ctx context.Context, be gpu.Backend, c Config, out string, log io.Write
 		if err != nil {
 			return nil, err
 		}
-		s, err := task.Split(c.DataSeed, datasets.SplitSizes{Pretrain: c.PerTask, Eval: c.EvalN, MaxLevel: c.MaxLevel})
+		// Early stopping watches pretraining's own validation split, never
+		// the RL runs' evaluation (test) split.
+		s, err := task.Split(c.DataSeed, datasets.SplitSizes{Pretrain: c.PerTask, PretrainVal: c.EvalN, MaxLevel: c.MaxLevel})
 		if err != nil {
 			return nil, err
 		}
-		eval = append(eval, s.Eval...)
+		eval = append(eval, s.PretrainVal...)
 		for v := 0; v < max(c.Views, 1); v++ {
 			for _, p := range datasets.Rephrase(s.Pretrain, v) {
 				ex, err := makeExample(tok, p, m.Cfg.MaxSeq)
@@ -115,7 +117,7 @@ func Run(ctx context.Context, be gpu.Backend, c Config, out string, log io.Write
 			fmt.Fprintf(log, "step %d/%d  loss %.4f  lr %.2e  %.0f tok/s\n", step, c.Steps, loss, opt.LR, float64(tokens)/time.Since(start).Seconds())
 		}
 		if step%evalEvery == 0 || step == c.Steps {
-			res, err := evaluate.PassAt1(m, tok, eval, c.MaxNew)
+			res, err := evaluate.PassAt1(m, tok, eval, c.MaxNew, datasets.TaskAnswers)
 			if err != nil {
 				return nil, err
 			}
