@@ -49,7 +49,7 @@ Example:
 				}
 				probs = append(probs, datasets.Rephrase(s.Eval, view)...)
 			}
-			res, err := evaluate.PassAt1(m, tok, probs, maxNT)
+			res, err := evaluate.PassAt1(m, tok, probs, maxNT, datasets.TaskAnswers)
 			if err != nil {
 				return err
 			}

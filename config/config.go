@@ -28,7 +28,7 @@ type RunSpec = spec.RunSpec
 var defaults = map[string]any{
 	"name": "corl-run", "seed": 1, "rounds": 10, "prompts_per_round": 16,
 	"data.tasks": []string{"arith"}, "data.data_seed": 1, "data.rl_size": 400, "data.max_level": 0,
-	"data.file": "", "data.prompt_field": "", "data.answer_field": "",
+	"data.file": "", "data.prompt_field": "", "data.answer_field": "", "data.last_number_fallback": false,
 	"reward.mode": rl.PeerRing, "reward.self_consistency_threshold": 0.0,
 	"generation.num_generations": 8, "generation.temperature": 1.0, "generation.top_k": 0, "generation.top_p": 1.0,
 	"generation.max_completion_length": 64,
@@ -266,6 +266,16 @@ func RoundConfig(s *RunSpec) rl.Config {
 		TopP: s.Generation.TopP, MaxNewTokens: s.Generation.MaxCompletion, GRPO: g,
 		LearningRate: s.Optim.LearningRate, WarmupSteps: s.Optim.WarmupSteps, TotalSteps: s.Rounds * s.GRPO.NumIterations,
 		MinLRRatio: s.Optim.MinLRRatio, MicroBatch: s.MicroBatchSize, Seed: s.Seed,
-		Optim: modelOptim(s.Optim),
+		Optim: modelOptim(s.Optim), Answers: AnswerRule(s),
 	}
+}
+
+// AnswerRule is what counts as a final answer for the spec's data: numbers
+// only for built-in tasks; for a file, any marked answer, and the last
+// number when data.last_number_fallback is set.
+func AnswerRule(s *RunSpec) datasets.AnswerRule {
+	if s.Data.File == "" {
+		return datasets.TaskAnswers
+	}
+	return datasets.AnswerRule{LastNumber: s.Data.LastNumber}
 }

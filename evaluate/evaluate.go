@@ -31,9 +31,9 @@ type Result struct {
 	Answers  []string           `json:"-"` // normalised final answers ("" for none), in input order
 }
 
-// PassAt1 decodes every problem greedily, grades the completion and keeps
-// each completion's normalised final answer.
-func PassAt1(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.Problem, maxNew int) (Result, error) {
+// PassAt1 decodes every problem greedily, grades the completion under the
+// answer rule and keeps each completion's normalised final answer.
+func PassAt1(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.Problem, maxNew int, rule datasets.AnswerRule) (Result, error) {
 	reqs := make([]generate.Request, len(problems))
 	for i, p := range problems {
 		ids, err := tok.Encode(PromptText(p.Prompt))
@@ -49,10 +49,10 @@ func PassAt1(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.Proble
 	res := Result{N: len(problems), ByTask: map[string]float64{}, Correct: make([]bool, len(problems)), Answers: make([]string, len(problems))}
 	count := map[string]int{}
 	for i, p := range problems {
-		if a, ok := datasets.Extract(outs[i].Text); ok {
+		if a, ok := rule.Extract(outs[i].Text); ok {
 			res.Answers[i] = datasets.Normalize(a)
 		}
-		v := datasets.Grade(outs[i].Text, p.Answer)
+		v := rule.Grade(outs[i].Text, p.Answer)
 		res.Correct[i] = v == datasets.Correct
 		count[p.Task]++
 		if res.Correct[i] {

@@ -21,6 +21,10 @@ type Output struct {
 	LogProbs []float32 // per generated token, see sampler.next
 	Text     string    // decoded completion, cut before a stop string, without EOS
 	Finish   string    // "eos", "stop" or "length"
+	// Keep is how many leading Tokens are the completion proper: all of them
+	// (EOS included) unless a stop string ended it, then those that decode
+	// to text before the stop string. Training masks the rest.
+	Keep int
 }
 
 // Generator runs requests through a model.
@@ -166,7 +170,7 @@ func (g *Generator) accept(st *slotState, logits []float32, eos int32, r Request
 	st.last = tok
 	if tok == eos {
 		st.out.Text = g.Tok.Decode(st.out.Tokens[:len(st.out.Tokens)-1])
-		st.out.Finish = "eos"
+		st.out.Finish, st.out.Keep = "eos", len(st.out.Tokens)
 		return true
 	}
 	if len(r.Stop) > 0 || len(st.out.Tokens) >= r.MaxNewTokens {
@@ -174,15 +178,28 @@ func (g *Generator) accept(st *slotState, logits []float32, eos int32, r Request
 		for _, stop := range r.Stop {
 			if i := strings.Index(text, stop); stop != "" && i >= 0 {
 				st.out.Text, st.out.Finish = text[:i], "stop"
+				st.out.Keep = g.tokensBefore(st.out.Tokens, text[:i])
 				return true
 			}
 		}
 		if len(st.out.Tokens) >= r.MaxNewTokens {
-			st.out.Text, st.out.Finish = text, "length"
+			st.out.Text, st.out.Finish, st.out.Keep = text, "length", len(st.out.Tokens)
 			return true
 		}
 	}
 	return false
+}
+
+// tokensBefore returns the length of the longest prefix of toks whose text
+// is a prefix of kept: a token that straddles the start of a stop string
+// belongs to the stop string.
+func (g *Generator) tokensBefore(toks []int32, kept string) int {
+	for k := len(toks); k > 0; k-- {
+		if s := g.Tok.Decode(toks[:k]); len(s) <= len(kept) && strings.HasPrefix(kept, s) {
+			return k
+		}
+	}
+	return 0
 }
 
 // RunWithoutCache completes requests by recomputing the whole sequence at

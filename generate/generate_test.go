@@ -231,3 +231,39 @@ func TestSharedPromptsMatchSeparateRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestStopStringIsNotKept: a completion ended by a stop string keeps only
+// the tokens before it for training (Keep); one ended by EOS keeps EOS.
+func TestStopStringIsNotKept(t *testing.T) {
+	tok := tokenizer.NewBytes()
+	g := &Generator{Tok: tok}
+	script := func(text string, withEOS bool, stop ...string) Output {
+		t.Helper()
+		ids, _ := tok.Encode(text)
+		if withEOS {
+			ids = append(ids, tok.EOS())
+		}
+		req := Request{Params: Params{MaxNewTokens: 50, Stop: stop}}
+		st := &slotState{s: newSampler(req.Params)}
+		for i, id := range ids {
+			logits := make([]float32, tok.VocabSize())
+			logits[id] = 10 // greedy picks it
+			if done := g.accept(st, logits, tok.EOS(), req); done != (i == len(ids)-1) {
+				t.Fatalf("%q: finished=%v at token %d of %d", text, done, i+1, len(ids))
+			}
+		}
+		return st.out
+	}
+	o := script(" 5\nQ:", false, "\nQ:")
+	if o.Finish != "stop" || o.Text != " 5" || o.Keep != 2 || tok.Decode(o.Tokens[:o.Keep]) != " 5" {
+		t.Errorf("stop: %+v, kept %q", o, tok.Decode(o.Tokens[:o.Keep]))
+	}
+	o = script("\nQ:", false, "\nQ:")
+	if o.Keep != 0 || len(o.Tokens) != 3 {
+		t.Errorf("stop string first: keep %d of %d tokens, want 0 of 3", o.Keep, len(o.Tokens))
+	}
+	o = script(" 7.", true, "\nQ:")
+	if o.Finish != "eos" || o.Keep != len(o.Tokens) || o.Tokens[o.Keep-1] != tok.EOS() {
+		t.Errorf("eos: %+v: EOS must stay in the trained tokens", o)
+	}
+}

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/corl-project/corl/gpu"
 )
@@ -28,6 +29,7 @@ type activations struct {
 	tmp                   gpu.Buffer // (N, C)
 	inputs, targets       []int32
 	pos                   []int32 // (N) position of each token: t
+	temperature           float32 // the logits were divided by it before the log-softmax
 }
 
 func (m *Model) activationsFor(B, T int) *activations {
@@ -116,10 +118,21 @@ func (m *Model) normBackward(dinp, dout, inp, mean, rstd gpu.Buffer, w, b int, N
 // withStats it also returns per-token [entropy, KL(uniform || p)] pairs.
 // Activations are kept for Backward.
 func (m *Model) Forward(inputs, targets []int32, B, T int, withStats bool) (logp []float32, stats []float32, err error) {
+	return m.ForwardAt(inputs, targets, B, T, 1, withStats)
+}
+
+// ForwardAt is Forward under a sampling temperature: the logits are divided
+// by it before the log-softmax (as TRL does), so log-probabilities, entropy
+// and self-certainty are those of the distribution samples were drawn from,
+// and Backward differentiates through the division.
+func (m *Model) ForwardAt(inputs, targets []int32, B, T int, temperature float32, withStats bool) (logp []float32, stats []float32, err error) {
 	c, be := m.Cfg, m.be
 	N := B * T
 	if B <= 0 || T <= 0 || T > c.MaxSeq {
 		return nil, nil, fmt.Errorf("forward: batch %d x %d outside 1..%d positions", B, T, c.MaxSeq)
+	}
+	if !(temperature > 0) || math.IsInf(float64(temperature), 0) {
+		return nil, nil, fmt.Errorf("forward: temperature %v must be positive and finite", temperature)
 	}
 	if err := m.checkTokens("inputs", inputs, N); err != nil {
 		return nil, nil, err
@@ -160,6 +173,10 @@ func (m *Model) Forward(inputs, targets []int32, B, T int, withStats bool) (logp
 	}
 	m.norm(a.lnf, a.meanf, a.rstdf, a.res[c.Layers], lo.normfW, lo.normfB, N)
 	be.MatMulForward(a.logits, a.lnf, m.view(m.params, lo.lmHead), nil, N, C, c.Vocab)
+	a.temperature = temperature
+	if temperature != 1 {
+		be.Scale(a.logits, N*c.Vocab, 1/temperature)
+	}
 	var st gpu.Buffer
 	if withStats {
 		st = a.stats
@@ -196,6 +213,9 @@ func (m *Model) Backward(dlogp []float32) error {
 	P := func(i int) gpu.Buffer { return m.view(m.params, i) }
 	dlogits := a.logits // the logits are dead after this: reuse their memory
 	be.TokenLogProbsBackward(dlogits, a.logits, a.targets, dlogp, N, c.Vocab)
+	if a.temperature != 1 { // logits/T: d/dlogits = d/d(logits/T) / T
+		be.Scale(dlogits, N*c.Vocab, 1/a.temperature)
+	}
 	be.Zero(a.dln)
 	be.MatMulBackward(a.dln, G(lo.lmHead), nil, dlogits, a.lnf, P(lo.lmHead), N, C, c.Vocab)
 	be.Zero(a.dres)

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -32,84 +33,92 @@ func randBatch(r *rand.Rand, B, T, V int) Batch {
 // differences, against the dot product of that direction with the gradient.
 func TestGradientMatchesFiniteDifference(t *testing.T) {
 	for name, cfg := range tinyConfigs() {
-		t.Run(name, func(t *testing.T) {
-			be := cpu.New(2)
-			m, err := New(be, cfg, 7)
+		for _, temp := range []float32{1, 0.7} {
+			t.Run(fmt.Sprintf("%s/T=%g", name, temp), func(t *testing.T) { gradientCheck(t, cfg, temp) })
+		}
+	}
+}
+
+// gradientCheck compares backward with central differences of the loss
+// along a direction in every tensor, at a sampling temperature (the logits
+// divided by it, as the RL update does).
+func gradientCheck(t *testing.T, cfg Config, temp float32) {
+	be := cpu.New(2)
+	m, err := New(be, cfg, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	// Large random weights, norms and biases, so that every path
+	// (attention scores included) carries a measurable gradient.
+	p := cpu.Data(m.params)
+	for i := 0; i < m.lo.decayed; i++ {
+		p[i] *= 15
+	}
+	for i := m.lo.decayed; i < len(p); i++ {
+		p[i] += float32(r.NormFloat64() * 0.3)
+	}
+	b := randBatch(r, 2, 5, cfg.Vocab)
+	b.Temperature = temp
+	if _, _, err := m.Loss(b); err != nil {
+		t.Fatal(err)
+	}
+	var sw float32
+	for _, w := range b.Weights {
+		sw += w
+	}
+	dlogp := make([]float32, len(b.Weights))
+	for i, w := range b.Weights {
+		dlogp[i] = -w / sw
+	}
+	m.ZeroGrad()
+	if err := m.Backward(dlogp); err != nil {
+		t.Fatal(err)
+	}
+	g := append([]float32(nil), cpu.Data(m.grads)...)
+	orig := append([]float32(nil), p...)
+	for _, tn := range m.Tensors() {
+		// A unit direction inside this tensor, half along its gradient
+		// (so the derivative is large enough to measure) and half random
+		// (so a gradient with the wrong direction is caught too).
+		gt := g[tn.Off : tn.Off+tn.Size()]
+		dir := make([]float64, len(gt))
+		var gn, rn float64
+		rnd := make([]float64, len(gt))
+		for i := range gt {
+			gn += float64(gt[i]) * float64(gt[i])
+			rnd[i] = r.NormFloat64()
+			rn += rnd[i] * rnd[i]
+		}
+		gn, rn = math.Sqrt(gn), math.Sqrt(rn)
+		var analytic float64
+		for i := range dir {
+			if gn > 0 {
+				dir[i] = 0.5 * float64(gt[i]) / gn
+			}
+			dir[i] += 0.5 * rnd[i] / rn
+			analytic += dir[i] * float64(gt[i])
+		}
+		// float32 forward: h = 1e-2 along a unit direction keeps the
+		// truncation error (h^2) and the loss's rounding noise (~1e-6/h)
+		// both below the 1% + 2e-4 tolerance.
+		const h = 1e-2
+		loss := func(s float64) float64 {
+			copy(p, orig)
+			for i := range dir {
+				p[tn.Off+i] = float32(float64(orig[tn.Off+i]) + s*dir[i])
+			}
+			l, _, err := m.Loss(b)
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := rand.New(rand.NewPCG(5, 6))
-			// Large random weights, norms and biases, so that every path
-			// (attention scores included) carries a measurable gradient.
-			p := cpu.Data(m.params)
-			for i := 0; i < m.lo.decayed; i++ {
-				p[i] *= 15
-			}
-			for i := m.lo.decayed; i < len(p); i++ {
-				p[i] += float32(r.NormFloat64() * 0.3)
-			}
-			b := randBatch(r, 2, 5, cfg.Vocab)
-			if _, _, err := m.Loss(b); err != nil {
-				t.Fatal(err)
-			}
-			var sw float32
-			for _, w := range b.Weights {
-				sw += w
-			}
-			dlogp := make([]float32, len(b.Weights))
-			for i, w := range b.Weights {
-				dlogp[i] = -w / sw
-			}
-			m.ZeroGrad()
-			if err := m.Backward(dlogp); err != nil {
-				t.Fatal(err)
-			}
-			g := append([]float32(nil), cpu.Data(m.grads)...)
-			orig := append([]float32(nil), p...)
-			for _, tn := range m.Tensors() {
-				// A unit direction inside this tensor, half along its gradient
-				// (so the derivative is large enough to measure) and half random
-				// (so a gradient with the wrong direction is caught too).
-				gt := g[tn.Off : tn.Off+tn.Size()]
-				dir := make([]float64, len(gt))
-				var gn, rn float64
-				rnd := make([]float64, len(gt))
-				for i := range gt {
-					gn += float64(gt[i]) * float64(gt[i])
-					rnd[i] = r.NormFloat64()
-					rn += rnd[i] * rnd[i]
-				}
-				gn, rn = math.Sqrt(gn), math.Sqrt(rn)
-				var analytic float64
-				for i := range dir {
-					if gn > 0 {
-						dir[i] = 0.5 * float64(gt[i]) / gn
-					}
-					dir[i] += 0.5 * rnd[i] / rn
-					analytic += dir[i] * float64(gt[i])
-				}
-				// float32 forward: h = 1e-2 along a unit direction keeps the
-				// truncation error (h^2) and the loss's rounding noise (~1e-6/h)
-				// both below the 1% + 2e-4 tolerance.
-				const h = 1e-2
-				loss := func(s float64) float64 {
-					copy(p, orig)
-					for i := range dir {
-						p[tn.Off+i] = float32(float64(orig[tn.Off+i]) + s*dir[i])
-					}
-					l, _, err := m.Loss(b)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return l
-				}
-				numeric := (loss(h) - loss(-h)) / (2 * h)
-				copy(p, orig)
-				if math.Abs(numeric-analytic) > 0.01*math.Abs(analytic)+2e-4 {
-					t.Errorf("%s: directional derivative %.6g by finite differences, %.6g from backward", tn.Name, numeric, analytic)
-				}
-			}
-		})
+			return l
+		}
+		numeric := (loss(h) - loss(-h)) / (2 * h)
+		copy(p, orig)
+		if math.Abs(numeric-analytic) > 0.01*math.Abs(analytic)+2e-4 {
+			t.Errorf("%s: directional derivative %.6g by finite differences, %.6g from backward", tn.Name, numeric, analytic)
+		}
 	}
 }
 

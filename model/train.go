@@ -58,12 +58,19 @@ type Batch struct {
 	Inputs  []int32   // (B*T)
 	Targets []int32   // (B*T)
 	Weights []float32 // (B*T); nil means all ones
+	// Temperature divides the logits (0 means 1): the loss of a policy
+	// sampled at that temperature.
+	Temperature float32
 }
 
 // Loss runs forward and returns the weighted mean negative log-likelihood
 // -sum(w*logp)/sum(w) together with the per-token log-probabilities.
 func (m *Model) Loss(b Batch) (loss float64, logp []float32, err error) {
-	logp, _, err = m.Forward(b.Inputs, b.Targets, b.B, b.T, false)
+	temp := b.Temperature
+	if temp == 0 {
+		temp = 1
+	}
+	logp, _, err = m.ForwardAt(b.Inputs, b.Targets, b.B, b.T, temp, false)
 	if err != nil {
 		return 0, nil, err
 	}

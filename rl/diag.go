@@ -1,6 +1,9 @@
 package rl
 
-import "math"
+import (
+	"math"
+	"sort"
+)
 
 // ModelDiag is one model's diagnostics for a round.
 type ModelDiag struct {
@@ -58,11 +61,11 @@ func Diagnose(rollouts [][]Group, out Output, truth []string, threshold float64)
 					}
 				}
 			}
-			counts := map[string]int{}
+			answers := make([]string, 0, len(g))
 			for _, s := range g {
 				samples++
 				lengths += s.Tokens
-				counts[s.Answer]++
+				answers = append(answers, s.Answer)
 				if s.Answer != "" {
 					parsed++
 					if truth != nil && s.Answer == truth[p] {
@@ -70,15 +73,7 @@ func Diagnose(rollouts [][]Group, out Output, truth []string, threshold float64)
 					}
 				}
 			}
-			var h float64
-			distinct := 0
-			for a, n := range counts {
-				q := float64(n) / float64(len(g))
-				h -= q * math.Log(q)
-				if a != "" {
-					distinct++
-				}
-			}
+			h, distinct := answerEntropy(answers)
 			md.AnswerEntropy += h
 			md.DistinctAnswers += float64(distinct)
 			v := Plurality(g, threshold)
@@ -178,21 +173,71 @@ func Complementarity(a, b []bool) float64 {
 	return float64(n) / float64(len(a))
 }
 
-// CohortVote is the share of problems whose plurality answer among the
-// members (answers[member][problem], normalised, "" for none) is right.
-func CohortVote(answers [][]string, right func(problem int, answer string) bool) float64 {
+// answerEntropy is the entropy (nats) of the answers' distribution, "no
+// answer" counted as one more outcome, and the number of distinct parsed
+// answers. It sums over the answers in sorted order, so the float result
+// never depends on map order.
+func answerEntropy(answers []string) (h float64, distinct int) {
+	sorted := append([]string(nil), answers...)
+	sort.Strings(sorted)
+	for i := 0; i < len(sorted); {
+		j := i
+		for j < len(sorted) && sorted[j] == sorted[i] {
+			j++
+		}
+		q := float64(j-i) / float64(len(sorted))
+		h -= q * math.Log(q)
+		if sorted[i] != "" {
+			distinct++
+		}
+		i = j
+	}
+	return h, distinct
+}
+
+// Singletons makes each greedy answer a pool of one sample for CohortVote.
+func Singletons(answers []string) [][]string {
+	out := make([][]string, len(answers))
+	for i, a := range answers {
+		out[i] = []string{a}
+	}
+	return out
+}
+
+// CohortResult is the cohort's majority vote over pooled samples.
+type CohortResult struct {
+	Correct  float64 `json:"correct"`   // problems whose unique top answer is right
+	Tie      float64 `json:"tie"`       // problems whose top answers tie (counted as not correct)
+	NoAnswer float64 `json:"no_answer"` // problems where no sample of any member parsed
+}
+
+// CohortVote pools every member's answers per problem (answers[member][problem]
+// holds that member's samples, normalised, "" for none: one greedy answer or
+// k sampled ones) and takes the plurality of the pool: maj@(N x k) over the
+// cohort. A tie at the top is reported as a tie, never broken by spelling.
+func CohortVote(answers [][][]string, right func(problem int, answer string) bool) CohortResult {
+	var r CohortResult
 	if len(answers) == 0 || len(answers[0]) == 0 {
-		return 0
+		return r
 	}
-	ok := 0
-	for p := range answers[0] {
-		g := make(Group, 0, len(answers))
-		for _, a := range answers {
-			g = append(g, Sample{Answer: a[p]})
+	P := len(answers[0])
+	for p := 0; p < P; p++ {
+		var pool []string
+		for _, m := range answers {
+			pool = append(pool, m[p]...)
 		}
-		if v := Plurality(g, 0); v.Answer != "" && right(p, v.Answer) {
-			ok++
+		best, n, tie := plurality(pool)
+		switch {
+		case n == 0:
+			r.NoAnswer++
+		case tie:
+			r.Tie++
+		case right(p, best):
+			r.Correct++
 		}
 	}
-	return float64(ok) / float64(len(answers[0]))
+	r.Correct /= float64(P)
+	r.Tie /= float64(P)
+	r.NoAnswer /= float64(P)
+	return r
 }

@@ -27,40 +27,62 @@ type Group []Sample
 
 // Vote is a model's plurality answer for one prompt.
 type Vote struct {
-	Answer  string  `json:"answer"`
-	Share   float64 `json:"share"`   // of parseable samples
-	Labeled bool    `json:"labeled"` // an answer exists and passes the threshold
+	Answer  string  `json:"answer"`        // "" when no sample parsed or the top answers tie
+	Share   float64 `json:"share"`         // votes for the top answer / all G samples (as TTRL)
+	Labeled bool    `json:"labeled"`       // a unique top answer whose share passes the threshold
+	Tie     bool    `json:"tie,omitempty"` // two or more answers share the top count: no label
 }
 
-// Plurality returns the most common parseable answer (ties broken by the
-// answer text, so the result is deterministic) and its share of the parseable
-// samples. Below threshold, or with no parseable sample, the vote is unlabeled.
+// Plurality returns g's vote: the most common parseable answer and its share
+// of all G samples, unparseable ones included (one parseable sample of 8 has
+// share 1/8). When two or more answers share the top count the vote is a tie
+// and labels nothing (no answer wins by its spelling). Below threshold, or with
+// no parseable sample, the vote is unlabeled.
 func Plurality(g Group, threshold float64) Vote {
-	// Counting runs of a sorted copy, not a map, keeps this free of map
-	// iteration: workflow code calls it too.
 	answers := make([]string, 0, len(g))
 	for _, s := range g {
-		if s.Answer != "" {
-			answers = append(answers, s.Answer)
-		}
+		answers = append(answers, s.Answer)
 	}
-	if len(answers) == 0 {
+	best, n, tie := plurality(answers)
+	if n == 0 {
 		return Vote{}
 	}
-	sort.Strings(answers)
-	best, bestN := "", 0
-	for i := 0; i < len(answers); {
+	share := float64(n) / float64(len(g))
+	if tie {
+		return Vote{Share: share, Tie: true}
+	}
+	return Vote{Answer: best, Share: share, Labeled: share >= threshold}
+}
+
+// plurality returns the most common non-empty answer, its count, and whether
+// another answer has the same count (then best is ""). Counting runs of a
+// sorted copy, not a map, keeps it free of map iteration: workflow code calls
+// it too.
+func plurality(answers []string) (best string, count int, tie bool) {
+	sorted := make([]string, 0, len(answers))
+	for _, a := range answers {
+		if a != "" {
+			sorted = append(sorted, a)
+		}
+	}
+	sort.Strings(sorted)
+	for i := 0; i < len(sorted); {
 		j := i
-		for j < len(answers) && answers[j] == answers[i] {
+		for j < len(sorted) && sorted[j] == sorted[i] {
 			j++
 		}
-		if j-i > bestN { // strictly greater: the alphabetically first answer wins ties
-			best, bestN = answers[i], j-i
+		switch n := j - i; {
+		case n > count:
+			best, count, tie = sorted[i], n, false
+		case n == count:
+			tie = true
 		}
 		i = j
 	}
-	share := float64(bestN) / float64(len(answers))
-	return Vote{Answer: best, Share: share, Labeled: share >= threshold}
+	if tie {
+		best = ""
+	}
+	return best, count, tie
 }
 
 // Input is what a strategy grades: rollouts[model][prompt] row-aligned
@@ -177,26 +199,20 @@ func ringLabel(votes []Vote, i int) Vote {
 	return votes[(i-1+len(votes))%len(votes)]
 }
 
-// majorityLabel: among the peers (all models but i) whose vote is labeled, the
-// answer held by strictly more than half of them; otherwise unlabeled.
+// majorityLabel: the answer voted by strictly more than half of model i's
+// N-1 peers. A peer whose own vote is unlabeled (tie, no parse, below
+// threshold) abstains but still counts in the N-1, so with three models one
+// labeled peer cannot decide alone.
 func majorityLabel(votes []Vote, i int) Vote {
-	counts := map[string]int{}
-	labeled := 0
+	var peers []string
 	for j, v := range votes {
 		if j != i && v.Labeled {
-			counts[v.Answer]++
-			labeled++
+			peers = append(peers, v.Answer)
 		}
 	}
-	answers := make([]string, 0, len(counts))
-	for a := range counts {
-		answers = append(answers, a)
-	}
-	sort.Strings(answers)
-	for _, a := range answers {
-		if 2*counts[a] > labeled {
-			return Vote{Answer: a, Share: float64(counts[a]) / float64(labeled), Labeled: true}
-		}
+	best, n, _ := plurality(peers)
+	if N := len(votes) - 1; 2*n > N {
+		return Vote{Answer: best, Share: float64(n) / float64(N), Labeled: true}
 	}
 	return Vote{}
 }

@@ -23,11 +23,16 @@ func TestPlurality(t *testing.T) {
 		threshold float64
 		want      Vote
 	}{
-		{"clear", g("1", "1", "2", ""), 0, Vote{"1", 2.0 / 3, true}},
-		{"tie broken by text", g("7", "3", "7", "3"), 0, Vote{"3", 0.5, true}},
+		// The share is over all G samples, unparseable ones included (TTRL).
+		{"clear", g("1", "1", "2", ""), 0, Vote{Answer: "1", Share: 0.5, Labeled: true}},
+		// A tie labels nothing: no answer wins by its spelling.
+		{"tie", g("7", "3", "7", "3"), 0, Vote{Share: 0.5, Tie: true}},
+		{"tie of numbers", g("12", "7"), 0, Vote{Share: 0.5, Tie: true}},
 		{"nothing parsed", g("", ""), 0, Vote{}},
-		{"below threshold", g("1", "2", "3", "1"), 0.6, Vote{"1", 0.5, false}},
-		{"at threshold", g("1", "1", "2", ""), 2.0 / 3, Vote{"1", 2.0 / 3, true}},
+		{"below threshold", g("1", "2", "3", "1"), 0.6, Vote{Answer: "1", Share: 0.5}},
+		{"at threshold", g("1", "1", "2", ""), 0.5, Vote{Answer: "1", Share: 0.5, Labeled: true}},
+		// One parseable sample of 8 has share 1/8: it does not pass 0.9.
+		{"one parseable of 8", g("5", "", "", "", "", "", "", ""), 0.9, Vote{Answer: "5", Share: 1.0 / 8}},
 	} {
 		if got := Plurality(tc.g, tc.threshold); got != tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
@@ -58,11 +63,11 @@ func rewardsOf(t *testing.T, name string, threshold float64, groups ...Group) []
 }
 
 func TestVoteStrategies(t *testing.T) {
-	a := g("1", "1", "2", "")    // votes 1
-	b := g("2", "2", "2", "1")   // votes 2
+	a := g("1", "1", "2", "")    // votes 1 (share 1/2)
+	b := g("2", "2", "2", "1")   // votes 2 (share 3/4)
 	c := g("1", "3", "3", "3")   // votes 3
 	u := g("", "", "", "")       // unlabeled
-	tie := g("4", "5", "4", "5") // votes 4 (tie broken by text)
+	tie := g("4", "5", "4", "5") // a tie: unlabeled
 	for _, tc := range []struct {
 		name, mode string
 		threshold  float64
@@ -84,12 +89,17 @@ func TestVoteStrategies(t *testing.T) {
 		{"majority agree", PeerMajority, 0, []Group{a, a, c}, [][]float64{{0, 0, 0, 0}, {0, 0, 0, 0}, {1, 0, 0, 0}}},
 		// majority N=4: model 3's peers vote {1, 2, 1} -> 1 (2 of 3 > half).
 		{"majority N=4", PeerMajority, 0, []Group{a, b, a, c}, [][]float64{{0, 0, 0, 0}, {0, 0, 0, 1}, {0, 0, 0, 0}, {1, 0, 0, 0}}},
-		// an unlabeled peer does not vote: model 1's only labeled peer votes 1.
-		{"majority unlabeled peer", PeerMajority, 0, []Group{a, b, u}, [][]float64{{0, 0, 1, 0}, {0, 0, 0, 1}, {0, 0, 0, 0}}},
-		// a tie among peers -> unlabeled: model 2's peers vote {4, 1}
+		// an unlabeled peer abstains but counts among the N-1: model 1's one
+		// labeled peer of two is no majority, so one voter of three cannot decide.
+		{"majority unlabeled peer", PeerMajority, 0, []Group{a, b, u}, [][]float64{{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}}},
+		// both peers of model 0 vote 1 while model 0 itself votes 9.
+		{"majority two of two", PeerMajority, 0, []Group{g("1", "9", "9", "9"), a, a}, [][]float64{{1, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}}},
+		// a tied peer abstains: model 2's peers are {tie, 1}.
 		{"majority tie", PeerMajority, 0, []Group{tie, a, b}, [][]float64{{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}}},
 		{"self-vote", SelfVote, 0, []Group{a, b}, [][]float64{{1, 1, 0, 0}, {1, 1, 1, 0}}},
-		{"self-vote tie", SelfVote, 0, []Group{tie}, [][]float64{{1, 0, 1, 0}}},
+		{"self-vote tie", SelfVote, 0, []Group{tie}, [][]float64{{0, 0, 0, 0}}},
+		// model 0's predecessor ties 4-5: no label (the old rule picked "4" by spelling).
+		{"ring tied predecessor", PeerRing, 0, []Group{g("4", "4", "5", "1"), tie}, [][]float64{{0, 0, 0, 0}, {1, 0, 1, 0}}},
 	} {
 		got := rewardsOf(t, tc.mode, tc.threshold, tc.groups...)
 		if !reflect.DeepEqual(got, tc.want) {
@@ -320,11 +330,45 @@ func TestTruthNeverReachesLabelFreeRewards(t *testing.T) {
 }
 
 func TestCohortVote(t *testing.T) {
-	answers := [][]string{{"1", "2", "", "4"}, {"1", "3", "", "5"}, {"7", "3", "9", "5"}}
-	truth := []string{"1", "2", "9", "4"}
-	// pluralities: 1 (right), 3 (wrong), 9 (right: the only parseable vote), 5 (wrong)
-	got := CohortVote(answers, func(p int, a string) bool { return a == truth[p] })
-	if got != 0.5 {
-		t.Fatalf("cohort vote %v, want 0.5", got)
+	answers := [][][]string{
+		Singletons([]string{"1", "2", "", "4", ""}),
+		Singletons([]string{"1", "3", "", "5", ""}),
+		Singletons([]string{"7", "3", "9", "5", ""}),
+	}
+	truth := []string{"1", "2", "9", "4", "0"}
+	right := func(p int, a string) bool { return a == truth[p] }
+	// pluralities: 1 (right), 3 (wrong), 9 (right: the only parseable vote), 5 (wrong), none
+	if got := CohortVote(answers, right); got != (CohortResult{Correct: 0.4, NoAnswer: 0.2}) {
+		t.Errorf("cohort vote %+v", got)
+	}
+	// Two members that disagree tie: a tie, never "12" over "7" by spelling.
+	two := [][][]string{{{"12"}}, {{"7"}}}
+	if got := CohortVote(two, func(_ int, a string) bool { return a == "7" }); got != (CohortResult{Tie: 1}) {
+		t.Errorf("two disagreeing members: %+v, want a tie", got)
+	}
+	// Samples are pooled: maj@(N x k).
+	pooled := [][][]string{{{"7", "12", "7"}}, {{"12", "", "7"}}}
+	if got := CohortVote(pooled, func(_ int, a string) bool { return a == "7" }); got != (CohortResult{Correct: 1}) {
+		t.Errorf("pooled samples: %+v", got)
+	}
+}
+
+// TestAnswerEntropyIsOrderFree: the entropy sums in sorted order, so every
+// permutation of the answers gives the same bits.
+func TestAnswerEntropyIsOrderFree(t *testing.T) {
+	answers := []string{"1", "22", "", "3", "1", "5", "", "7", "22", "9", "11", "1"}
+	h0, d0 := answerEntropy(answers)
+	for i := 0; i < 50; i++ {
+		perm := append([]string(nil), answers...)
+		for j := range perm {
+			k := (j*7 + i*13) % len(perm)
+			perm[j], perm[k] = perm[k], perm[j]
+		}
+		if h, d := answerEntropy(perm); h != h0 || d != d0 {
+			t.Fatalf("permutation %d: entropy %v distinct %d, want %v %d", i, h, d, h0, d0)
+		}
+	}
+	if d0 != 7 {
+		t.Errorf("distinct answers %d, want 7", d0)
 	}
 }

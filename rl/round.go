@@ -61,13 +61,18 @@ type Config struct {
 	Optim          model.Optim
 	MicroBatch     int    `json:"micro_batch"` // sequences per forward/backward
 	Seed           uint64 `json:"seed"`
+	// Answers is what counts as a final answer (corl's tasks: numbers only).
+	Answers datasets.AnswerRule `json:"answers"`
 }
 
 // Completion is one sampled response.
 type Completion struct {
-	Prompt     []int32
+	Prompt []int32
+	// Tokens are the completion proper, the tokens trained on: a stop
+	// string's tokens are not (EOS is). Generated counts every sampled token.
 	Tokens     []int32
 	SampleLogP []float32
+	Generated  int
 	Text       string
 	Answer     string // normalised; "" if none
 }
@@ -117,13 +122,26 @@ func Generate(m *Member, mi int, prompts []Prompt, c Config, round int) (Rollout
 		for k := range ro[p] {
 			r, o := reqs[p*c.NumGenerations+k], outs[p*c.NumGenerations+k]
 			ans := ""
-			if a, ok := datasets.Extract(o.Text); ok {
+			if a, ok := c.Answers.Extract(o.Text); ok {
 				ans = datasets.Normalize(a)
 			}
-			ro[p][k] = Completion{Prompt: r.Prompt, Tokens: o.Tokens, SampleLogP: o.LogProbs, Text: o.Text, Answer: ans}
+			ro[p][k] = Completion{Prompt: r.Prompt, Tokens: o.Tokens[:o.Keep], SampleLogP: o.LogProbs[:o.Keep],
+				Generated: len(o.Tokens), Text: o.Text, Answer: ans}
 		}
 	}
 	return ro, nil
+}
+
+// Cost is the rollout's sampled tokens and forward FLOPs (prompts included).
+func (ro Rollout) Cost(m *model.Model) (tokens int, flops float64) {
+	for _, row := range ro {
+		for _, cp := range row {
+			tokens += cp.Generated
+			T := len(cp.Prompt) + cp.Generated
+			flops += m.FLOPsPerToken(T) / 3 * float64(T)
+		}
+	}
+	return tokens, flops
 }
 
 // Groups turns a rollout into what strategies grade.
@@ -168,14 +186,15 @@ func buildBatch(cs []*Completion, pad int32) seqBatch {
 
 // completionStats runs m over completions and returns, per completion, the
 // log-probability of each completion token and (with stats) the mean
-// KL(uniform || p_t) and mean entropy over those tokens.
-func completionStats(m *model.Model, cs []*Completion, pad int32, micro int, withStats bool) (logp [][]float64, selfCert, entropy []float64, err error) {
+// KL(uniform || p_t) and mean entropy over those tokens, all under the
+// temperature the completions were sampled at.
+func completionStats(m *model.Model, cs []*Completion, pad int32, micro int, temp float32, withStats bool) (logp [][]float64, selfCert, entropy []float64, err error) {
 	logp = make([][]float64, len(cs))
 	selfCert, entropy = make([]float64, len(cs)), make([]float64, len(cs))
 	for lo := 0; lo < len(cs); lo += micro {
 		part := cs[lo:min(lo+micro, len(cs))]
 		sb := buildBatch(part, pad)
-		lp, st, err := m.Forward(sb.b.Inputs, sb.b.Targets, sb.b.B, sb.b.T, withStats)
+		lp, st, err := m.ForwardAt(sb.b.Inputs, sb.b.Targets, sb.b.B, sb.b.T, temp, withStats)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -235,7 +254,8 @@ func JudgeScores(judge *Member, prompts []Prompt, ro Rollout, micro int) ([][]fl
 	if len(cs) == 0 {
 		return scores, nil
 	}
-	lp, _, _, err := completionStats(judge.Model, cs, judge.Tok.EOS(), micro, false)
+	// The judge's own probability of the statement: temperature 1.
+	lp, _, _, err := completionStats(judge.Model, cs, judge.Tok.EOS(), micro, 1, false)
 	if err != nil {
 		return nil, fmt.Errorf("judge %s: %w", judge.Name, err)
 	}
@@ -256,43 +276,56 @@ func JudgeScores(judge *Member, prompts []Prompt, ro Rollout, micro int) ([][]fl
 // UpdateStats reports one member's policy update.
 type UpdateStats struct {
 	Loss, KL, ClipFrac, GradNorm, LR float64
-	Tokens                           int     // completion tokens trained on (all epochs)
+	Tokens                           int     // completion tokens run through forward and backward (all epochs)
 	LogPMismatch                     float64 // mean |sampling - recomputed| log-prob, when computed
 	Steps                            int
+}
+
+// SamplingTemp is the temperature completions were drawn at (greedy: 1).
+func SamplingTemp(c Config) float32 {
+	if c.Temperature > 0 {
+		return c.Temperature
+	}
+	return 1
 }
 
 // Update applies NumIterations clipped policy-gradient steps to member m for
 // its rollout and advantages [prompt][sample]. step is the number of optimizer
 // steps taken before this round (for the learning-rate schedule).
+//
+// The loss is TRL's: its denominators count every completion of the round,
+// with signal or without (token-mean: all completion tokens;
+// seq-mean-token-mean: all sequences; Dr. GRPO: sequences x
+// max_completion_length). A sample with zero advantage and beta 0 adds
+// nothing to the loss or the gradient, so its forward and backward are
+// skipped, but it still counts; and every epoch takes an optimizer step, a
+// zero-gradient one included (AdamW's moments and weight decay still move
+// the weights, as in TRL).
 func Update(m *Member, ro Rollout, adv [][]float64, c Config, step int) (UpdateStats, error) {
 	var st UpdateStats
 	micro := max(c.MicroBatch, 1)
 	pad := m.Tok.EOS()
+	temp := SamplingTemp(c)
 	var cs []*Completion
 	var advs []float64
+	totalTokens, totalSeqs, computed := 0, 0, 0
 	for p := range ro {
 		for k := range ro[p] {
-			if adv[p][k] == 0 && c.GRPO.Beta == 0 {
-				continue // no gradient: skip the work
-			}
-			if len(ro[p][k].Tokens) == 0 {
+			n := len(ro[p][k].Tokens)
+			totalTokens += n
+			totalSeqs++
+			if n == 0 || (adv[p][k] == 0 && c.GRPO.Beta == 0) {
 				continue
 			}
 			cs = append(cs, &ro[p][k])
 			advs = append(advs, adv[p][k])
+			computed += n
 		}
 	}
-	if len(cs) == 0 {
-		return st, nil
-	}
-	totalTokens := 0
-	for _, cp := range cs {
-		totalTokens += len(cp.Tokens)
-	}
 	var old, ref [][]float64
-	if c.GRPO.NumIterations > 1 {
+	if c.GRPO.NumIterations > 1 && len(cs) > 0 {
 		var err error
-		if old, _, _, err = completionStats(m.Model, cs, pad, micro, false); err != nil {
+		if old, _, _, err = completionStats(m.Model, cs, pad, micro, temp, false); err != nil {
 			return st, err
 		}
 		var diff float64
@@ -301,14 +334,14 @@ func Update(m *Member, ro Rollout, adv [][]float64, c Config, step int) (UpdateS
 				diff += math.Abs(v - float64(cp.SampleLogP[t]))
 			}
 		}
-		st.LogPMismatch = diff / float64(totalTokens)
+		st.LogPMismatch = diff / float64(computed)
 	}
-	if c.GRPO.Beta > 0 {
+	if c.GRPO.Beta > 0 && len(cs) > 0 {
 		if m.Ref == nil {
 			return st, fmt.Errorf("%s: beta %v needs a reference model", m.Name, c.GRPO.Beta)
 		}
 		var err error
-		if ref, _, _, err = completionStats(m.Ref, cs, pad, micro, false); err != nil {
+		if ref, _, _, err = completionStats(m.Ref, cs, pad, micro, temp, false); err != nil {
 			return st, err
 		}
 	}
@@ -320,7 +353,7 @@ func Update(m *Member, ro Rollout, adv [][]float64, c Config, step int) (UpdateS
 		for lo := 0; lo < len(cs); lo += micro {
 			hi := min(lo+micro, len(cs))
 			sb := buildBatch(cs[lo:hi], pad)
-			lp, _, err := m.Model.Forward(sb.b.Inputs, sb.b.Targets, sb.b.B, sb.b.T, false)
+			lp, _, err := m.Model.ForwardAt(sb.b.Inputs, sb.b.Targets, sb.b.B, sb.b.T, temp, false)
 			if err != nil {
 				return st, err
 			}
@@ -338,7 +371,7 @@ func Update(m *Member, ro Rollout, adv [][]float64, c Config, step int) (UpdateS
 					seqs[i].RefLogP = ref[lo+i]
 				}
 			}
-			part, grads, err := g.LossPart(seqs, totalTokens, len(cs))
+			part, grads, err := g.LossPart(seqs, totalTokens, totalSeqs)
 			if err != nil {
 				return st, fmt.Errorf("%s: %w", m.Name, err)
 			}
@@ -363,7 +396,7 @@ func Update(m *Member, ro Rollout, adv [][]float64, c Config, step int) (UpdateS
 			return st, fmt.Errorf("%s: update: %w", m.Name, err)
 		}
 		st.Loss, st.KL, st.ClipFrac, st.GradNorm, st.LR = ls.Loss, ls.KL, ls.ClipFrac, norm, lr
-		st.Tokens += totalTokens
+		st.Tokens += computed
 		st.Steps++
 	}
 	return st, nil
@@ -418,13 +451,7 @@ func Round(members []*Member, prompts []Prompt, c Config, round, steps int, prog
 		rollouts[i], groups[i] = ro, ro.Groups()
 		mr := &met.Models[i]
 		mr.Name, mr.GenSeconds = m.Name, time.Since(t0).Seconds()
-		for _, row := range ro {
-			for _, cp := range row {
-				mr.GenTokens += len(cp.Tokens)
-				T := len(cp.Prompt) + len(cp.Tokens)
-				mr.GenFLOPs += m.Model.FLOPsPerToken(T) / 3 * float64(T)
-			}
-		}
+		mr.GenTokens, mr.GenFLOPs = ro.Cost(m.Model)
 	}
 	strategy, err := StrategyFor(c, prompts)
 	if err != nil {
@@ -484,14 +511,14 @@ func StrategyFor(c Config, prompts []Prompt) (Strategy, error) {
 
 // SelfSignals fills each sample's self-certainty and negative entropy, the
 // member's own per-token statistics over its completion.
-func SelfSignals(m *Member, ro Rollout, groups []Group, micro int) error {
+func SelfSignals(m *Member, ro Rollout, groups []Group, micro int, temp float32) error {
 	var cs []*Completion
 	for p := range ro {
 		for k := range ro[p] {
 			cs = append(cs, &ro[p][k])
 		}
 	}
-	_, sc, ent, err := completionStats(m.Model, cs, m.Tok.EOS(), max(micro, 1), true)
+	_, sc, ent, err := completionStats(m.Model, cs, m.Tok.EOS(), max(micro, 1), temp, true)
 	if err != nil {
 		return err
 	}
@@ -513,7 +540,7 @@ func intrinsicSignals(members []*Member, prompts []Prompt, rollouts []Rollout, g
 	case SelfCertainty, Entropy:
 		for i, m := range members {
 			note("score " + m.Name)
-			if err := SelfSignals(m, rollouts[i], groups[i], micro); err != nil {
+			if err := SelfSignals(m, rollouts[i], groups[i], micro, SamplingTemp(c)); err != nil {
 				return err
 			}
 		}

@@ -35,6 +35,9 @@ type Data struct {
 	File        string   `json:"file,omitempty" mapstructure:"file"` // JSONL/Parquet prompts instead of tasks
 	PromptField string   `json:"prompt_field,omitempty" mapstructure:"prompt_field"`
 	AnswerField string   `json:"answer_field,omitempty" mapstructure:"answer_field"`
+	// LastNumber lets a file's responses without a marked answer ("The
+	// answer is X", \boxed{X}, "#### X") be graded by their last number.
+	LastNumber bool `json:"last_number_fallback,omitempty" mapstructure:"last_number_fallback"`
 }
 
 // Reward selects the strategy.

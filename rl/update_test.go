@@ -1,0 +1,195 @@
+package rl
+
+import (
+	"math"
+	"testing"
+
+	"github.com/corl-project/corl/gpu/cpu"
+	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/tokenizer"
+)
+
+// tinyMember is an untrained llama on bytes; same seed, same weights.
+func tinyMember(t *testing.T, seed uint64) *Member {
+	t.Helper()
+	tok := tokenizer.NewBytes()
+	m, err := model.New(cpu.New(1), model.Config{Family: model.Llama, Layers: 1, Dim: 32, Heads: 2, KVHeads: 1,
+		Vocab: tok.VocabSize(), MaxSeq: 48}, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Member{Name: "tiny", Model: m, Tok: tok}
+}
+
+// handRollout is two prompts x two samples of different lengths; the second
+// prompt's group has no signal (both advantages zero).
+func handRollout(t *testing.T, tok tokenizer.Tokenizer) (Rollout, [][]float64) {
+	t.Helper()
+	enc := func(s string) []int32 {
+		ids, err := tok.Encode(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	c := func(prompt, completion string) Completion {
+		return Completion{Prompt: enc(prompt), Tokens: enc(completion)}
+	}
+	ro := Rollout{
+		{c("Q: 1+2\nA:", " 3."), c("Q: 1+2\nA:", " The answer is 4.")},
+		{c("Q: 5+0\nA:", " 5"), c("Q: 5+0\nA:", " five")},
+	}
+	return ro, [][]float64{{1, -1}, {0, 0}}
+}
+
+func updateConfig(loss string, beta float64) Config {
+	c := Config{NumGenerations: 2, Temperature: 1, MaxNewTokens: 20, LearningRate: 1e-3, TotalSteps: 10, MinLRRatio: 1,
+		GRPO:  GRPO{ScaleRewards: ScaleGroup, LossType: loss, Epsilon: 0.2, Beta: beta, NumIterations: 1},
+		Optim: model.DefaultOptim(0), MicroBatch: 3}
+	return c
+}
+
+// TestUpdateLossHasTRLDenominators: on the first iteration ratio = 1, so
+// TRL's per-token loss is -A (beta 0, or a reference equal to the policy),
+// and its aggregations divide by every completion of the batch, zero
+// advantage or not:
+//
+//	grpo (seq-mean-token-mean): mean over all 4 sequences of each sequence's -A  = -(1 - 1 + 0 + 0)/4
+//	bnpo/dapo (token-mean):     -sum_i A_i len_i / (all completion tokens)
+//	dr_grpo (sum-norm):         -sum_i A_i len_i / (4 * max_completion_length)
+//
+// Dropping the zero-advantage group from the counts (or keeping it only
+// when beta > 0) changes these numbers.
+func TestUpdateLossHasTRLDenominators(t *testing.T) {
+	tok := tokenizer.NewBytes()
+	ro, adv := handRollout(t, tok)
+	var signed, all float64
+	for p := range ro {
+		for k := range ro[p] {
+			signed += adv[p][k] * float64(len(ro[p][k].Tokens))
+			all += float64(len(ro[p][k].Tokens))
+		}
+	}
+	want := map[string]float64{
+		SeqMeanTokenMean:    0, // (-1 + 1 + 0 + 0) / 4
+		TokenMean:           -signed / all,
+		SeqMeanTokenSumNorm: -signed / (4 * 20),
+	}
+	if want[TokenMean] == 0 {
+		t.Fatal("test rollout has equal lengths: token-mean would not tell the denominators apart")
+	}
+	for _, loss := range []string{SeqMeanTokenMean, TokenMean, SeqMeanTokenSumNorm} {
+		for _, beta := range []float64{0, 0.04} {
+			m := tinyMember(t, 3)
+			if beta > 0 {
+				m.Ref = tinyMember(t, 3).Model // equal to the policy: k3 = 0
+			}
+			st, err := Update(m, ro, adv, updateConfig(loss, beta), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(st.Loss-want[loss]) > 1e-9 {
+				t.Errorf("%s, beta %v: loss %.9f, TRL's %.9f", loss, beta, st.Loss, want[loss])
+			}
+			if st.Steps != 1 {
+				t.Errorf("%s, beta %v: %d optimizer steps, want 1", loss, beta, st.Steps)
+			}
+		}
+	}
+	// Seq-mean with a lopsided batch: A = (1, -1) on sequences of different
+	// lengths still averages -A per sequence over all four.
+	ro2, adv2 := handRollout(t, tok)
+	adv2[0] = []float64{1, 0}
+	st, err := Update(tinyMember(t, 3), ro2, adv2, updateConfig(SeqMeanTokenMean, 0), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(st.Loss-(-0.25)) > 1e-9 {
+		t.Errorf("seq-mean-token-mean with one signed sample of four: loss %.9f, want -0.25", st.Loss)
+	}
+}
+
+// TestAllZeroAdvantageStillSteps: as TRL, a batch without signal still takes
+// the optimizer step; after an earlier step AdamW's first moment moves the
+// weights even though this gradient is zero.
+func TestAllZeroAdvantageStillSteps(t *testing.T) {
+	tok := tokenizer.NewBytes()
+	m := tinyMember(t, 4)
+	ro, adv := handRollout(t, tok)
+	c := updateConfig(TokenMean, 0)
+	if _, err := Update(m, ro, adv, c, 0); err != nil {
+		t.Fatal(err)
+	}
+	probe := ro[0][1]
+	sb := buildBatch([]*Completion{&probe}, tok.EOS())
+	before, _, err := m.Model.Forward(sb.b.Inputs, sb.b.Targets, sb.b.B, sb.b.T, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before = append([]float32(nil), before...)
+	zero := [][]float64{{0, 0}, {0, 0}}
+	st, err := Update(m, ro, zero, c, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Steps != 1 || st.GradNorm != 0 || st.Loss != 0 {
+		t.Errorf("all-zero advantages: %+v, want one step with a zero gradient and loss", st)
+	}
+	after, _, err := m.Model.Forward(sb.b.Inputs, sb.b.Targets, sb.b.B, sb.b.T, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := false
+	for i := range after {
+		moved = moved || after[i] != before[i]
+	}
+	if !moved {
+		t.Error("the zero-gradient step left the weights unchanged: no optimizer step was taken")
+	}
+}
+
+// TestRecomputedLogProbsMatchSamplingAtTemperature: samples drawn at T = 0.7
+// and the update's recomputed old log-probabilities are the same
+// distribution's (the logits divided by T), so logp_mismatch is float
+// rounding only; at temperature 1 it would be the gap between two
+// distributions.
+func TestRecomputedLogProbsMatchSamplingAtTemperature(t *testing.T) {
+	m := tinyMember(t, 5)
+	prompts := []Prompt{{ID: "a", Views: []string{"1+2=?"}}, {ID: "b", Views: []string{"3+4=?"}}}
+	c := updateConfig(TokenMean, 0)
+	c.Temperature, c.NumGenerations, c.MaxNewTokens, c.Seed = 0.7, 4, 12, 9
+	c.GRPO.NumIterations = 2
+	ro, err := Generate(m, 0, prompts, c, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adv := [][]float64{{1, -1, 0.5, -0.5}, {1, -1, 0.5, -0.5}}
+	st, err := Update(m, ro, adv, c, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// float32 logits from a batched forward against the sampler's float64
+	// log-softmax of decode logits: agreement to ~1e-6 per token.
+	if st.LogPMismatch > 1e-4 {
+		t.Errorf("logp_mismatch %.3g at T = 0.7: the update's log-probs are not the sampling distribution's", st.LogPMismatch)
+	}
+	// The per-token statistics are the tempered distribution's too: entropy
+	// at T = 0.7 is lower than at T = 1 on the same completions.
+	var cs []*Completion
+	for p := range ro {
+		for k := range ro[p] {
+			cs = append(cs, &ro[p][k])
+		}
+	}
+	_, _, hT, err := completionStats(m.Model, cs, m.Tok.EOS(), 4, 0.7, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, h1, err := completionStats(m.Model, cs, m.Tok.EOS(), 4, 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hT[0] >= h1[0] {
+		t.Errorf("entropy at T = 0.7 %.4f not below T = 1's %.4f", hT[0], h1[0])
+	}
+}
