@@ -16,7 +16,6 @@ import (
 
 	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/config"
-	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/gpu"
 	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/rl"
@@ -216,17 +215,15 @@ func (a *Activities) Generate(ctx context.Context, ref MemberRef) (GenerateOutpu
 	}
 	groups := ro.Groups()
 	if c.Reward == rl.SelfCertainty || c.Reward == rl.Entropy {
-		if err := rl.SelfSignals(h.member, ro, groups, c.MicroBatch); err != nil {
+		if err := rl.SelfSignals(h.member, ro, groups, c.MicroBatch, rl.SamplingTemp(c)); err != nil {
 			return GenerateOutput{}, err
 		}
 	}
 	out := GenerateOutput{Key: blob.RolloutKey(ref.Spec.Name, ref.Round, h.member.Name)}
+	out.Tokens, out.FLOPs = ro.Cost(h.member.Model)
 	parsed, n := 0, 0
 	for _, row := range ro {
 		for _, cp := range row {
-			out.Tokens += len(cp.Tokens)
-			T := len(cp.Prompt) + len(cp.Tokens)
-			out.FLOPs += h.member.Model.FLOPsPerToken(T) / 3 * float64(T)
 			n++
 			if cp.Answer != "" {
 				parsed++
@@ -454,7 +451,8 @@ func CheckpointAll(ctx context.Context, a *Activities) []error {
 	return errs
 }
 
-// Evaluate runs greedy pass@1 of the member on the held-out problems.
+// Evaluate runs greedy pass@1 of the member on the held-out problems, in the
+// original wording and in the member's own view.
 func (a *Activities) Evaluate(ctx context.Context, ref MemberRef) (EvalOutput, error) {
 	defer a.exclusive(ctx, fmt.Sprintf("round %d evaluate %s", ref.Round, memberName(ref)))()
 	h, err := a.member(ref)
@@ -465,10 +463,10 @@ func (a *Activities) Evaluate(ctx context.Context, ref MemberRef) (EvalOutput, e
 	if err != nil {
 		return EvalOutput{}, err
 	}
-	res, err := evaluate.PassAt1(h.member.Model, h.member.Tok, d.Eval, ref.Spec.Generation.MaxCompletion)
+	res, own, err := train.EvaluateMember(h.member, d.Eval, ref.Spec.Generation.MaxCompletion, config.AnswerRule(&ref.Spec))
 	if err != nil {
 		return EvalOutput{}, err
 	}
-	out := EvalOutput{PassAt1: res.PassAt1, ByTask: res.ByTask, Correct: res.Correct, Answers: res.Answers}
-	return out, nil
+	return EvalOutput{PassAt1: res.PassAt1, ByTask: res.ByTask, Correct: res.Correct, Answers: res.Answers,
+		View: h.member.View, PassAt1OwnView: own.PassAt1}, nil
 }

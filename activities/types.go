@@ -99,10 +99,14 @@ type ReplayInput struct {
 
 // EvalOutput is a member's held-out evaluation.
 type EvalOutput struct {
-	PassAt1 float64            `json:"pass_at_1"`
+	PassAt1 float64            `json:"pass_at_1"` // on the original wording
 	ByTask  map[string]float64 `json:"by_task"`
 	Correct []bool             `json:"correct"`
 	Answers []string           `json:"answers"` // normalised, for the cohort vote
+	// The member's own view of the problems (the wording it trains on):
+	// equal to PassAt1 for view 0.
+	View           int     `json:"view"`
+	PassAt1OwnView float64 `json:"pass_at_1_own_view"`
 }
 
 // rolloutBlob is what Generate stores.

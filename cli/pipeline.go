@@ -280,7 +280,8 @@ func printProgress(w io.Writer, p *workflows.Progress) {
 	}
 	tw.Flush()
 	if n := len(p.Evals); n > 0 {
-		fmt.Fprintf(w, "cohort vote pass@1 %.3f (round %d)\n", p.Evals[n-1].Cohort, p.Evals[n-1].Round)
+		ev := p.Evals[n-1]
+		fmt.Fprintf(w, "cohort vote pass@1 %.3f, ties %.3f (round %d)\n", ev.Cohort.Correct, ev.Cohort.Tie, ev.Round)
 	}
 	if p.Moves > 0 {
 		fmt.Fprintf(w, "members moved after a lost worker: %d\n", p.Moves)
@@ -332,7 +333,8 @@ func finalResult(ctx context.Context, cl client.Client, id string, status enumsp
 	}
 	fmt.Fprintln(w)
 	for _, ev := range res.Evals {
-		fmt.Fprintf(w, "  eval after round %d: pass@1 %v, cohort vote %.3f\n", ev.Round, fmtFloats(ev.PassAt1), ev.Cohort)
+		fmt.Fprintf(w, "  eval after round %d: pass@1 %v (own view %v), cohort vote %.3f (ties %.3f)\n",
+			ev.Round, fmtFloats(ev.PassAt1), fmtFloats(ev.PassAt1OwnView), ev.Cohort.Correct, ev.Cohort.Tie)
 	}
 	for _, k := range res.Checkpoints {
 		fmt.Fprintf(w, "  checkpoint %s\n", k)

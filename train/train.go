@@ -133,25 +133,43 @@ func SaveMember(m *rl.Member, dir string) error {
 
 // EvalResult is held-out evaluation of the cohort.
 type EvalResult struct {
-	Round   int                        `json:"round"`
+	Round int `json:"round"`
+	// Members is each member on the original wording; OwnView, for members
+	// that train on another view, on that view.
 	Members map[string]evaluate.Result `json:"members"`
-	Cohort  float64                    `json:"cohort_vote_pass_at_1"` // plurality of the members' greedy answers
-	Kappa   map[string]float64         `json:"kappa,omitempty"`       // per member pair, of per-problem correctness
+	OwnView map[string]evaluate.Result `json:"members_own_view,omitempty"`
+	Cohort  rl.CohortResult            `json:"cohort_vote"`     // plurality of the members' pooled greedy answers, original wording
+	Kappa   map[string]float64         `json:"kappa,omitempty"` // per member pair, of per-problem correctness
 	Compl   map[string]float64         `json:"complementarity,omitempty"`
 }
 
-// Evaluate runs greedy pass@1 for every member, the cohort vote, and the
-// pairwise diversity probe on the evaluation problems.
-func Evaluate(members []*rl.Member, eval []datasets.Problem, maxNew, round int) (*EvalResult, error) {
-	er := &EvalResult{Round: round, Members: map[string]evaluate.Result{}, Kappa: map[string]float64{}, Compl: map[string]float64{}}
-	answers := make([][]string, len(members))
+// EvaluateMember scores a member on the original wording of the problems
+// and on its own view (the same result again for view 0).
+func EvaluateMember(m *rl.Member, eval []datasets.Problem, maxNew int, rule datasets.AnswerRule) (orig, own evaluate.Result, err error) {
+	if orig, err = evaluate.PassAt1(m.Model, m.Tok, eval, maxNew, rule); err != nil || m.View == 0 {
+		return orig, orig, err
+	}
+	own, err = evaluate.PassAt1(m.Model, m.Tok, datasets.Rephrase(eval, m.View), maxNew, rule)
+	return orig, own, err
+}
+
+// Evaluate runs greedy pass@1 for every member (original wording and own
+// view), the cohort vote, and the pairwise diversity probe on the
+// evaluation problems.
+func Evaluate(members []*rl.Member, eval []datasets.Problem, maxNew, round int, rule datasets.AnswerRule) (*EvalResult, error) {
+	er := &EvalResult{Round: round, Members: map[string]evaluate.Result{}, OwnView: map[string]evaluate.Result{},
+		Kappa: map[string]float64{}, Compl: map[string]float64{}}
+	answers := make([][][]string, len(members))
 	for i, m := range members {
-		res, err := evaluate.PassAt1(m.Model, m.Tok, eval, maxNew)
+		res, own, err := EvaluateMember(m, eval, maxNew, rule)
 		if err != nil {
 			return nil, err
 		}
 		er.Members[m.Name] = res
-		answers[i] = res.Answers
+		if m.View != 0 {
+			er.OwnView[m.Name] = own
+		}
+		answers[i] = rl.Singletons(res.Answers)
 	}
 	er.Cohort = rl.CohortVote(answers, func(p int, a string) bool { return a == datasets.Normalize(eval[p].Answer) })
 	for i := range members {
@@ -238,7 +256,7 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 	fmt.Fprintf(log, "run %s: %d rounds x %d prompts x %d samples, reward %s\ncohort: %s\n", s.Name, s.Rounds, s.PromptsPerRound,
 		s.Generation.NumGenerations, s.Reward.Mode, strings.Join(names, ", "))
 	if st.Round == 0 && len(data.Eval) > 0 {
-		er, err := Evaluate(members, data.Eval, s.Generation.MaxCompletion, 0)
+		er, err := Evaluate(members, data.Eval, s.Generation.MaxCompletion, 0, config.AnswerRule(s))
 		if err != nil {
 			return err
 		}
@@ -276,7 +294,7 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 		fmt.Fprintln(log)
 		last := r+1 == s.Rounds
 		if len(data.Eval) > 0 && (last || (s.Eval.Every > 0 && (r+1)%s.Eval.Every == 0)) {
-			er, err := Evaluate(members, data.Eval, s.Generation.MaxCompletion, r+1)
+			er, err := Evaluate(members, data.Eval, s.Generation.MaxCompletion, r+1, config.AnswerRule(s))
 			if err != nil {
 				return err
 			}
@@ -314,8 +332,11 @@ func printEval(w io.Writer, er *EvalResult) {
 	sortStrings(names)
 	for _, n := range names {
 		fmt.Fprintf(w, "  %s pass@1 %.3f", n, er.Members[n].PassAt1)
+		if own, ok := er.OwnView[n]; ok {
+			fmt.Fprintf(w, " (own view %.3f)", own.PassAt1)
+		}
 	}
-	fmt.Fprintf(w, "  cohort vote %.3f", er.Cohort)
+	fmt.Fprintf(w, "  cohort vote %.3f (ties %.3f)", er.Cohort.Correct, er.Cohort.Tie)
 	for _, k := range sortedKeys(er.Kappa) {
 		fmt.Fprintf(w, "  kappa(%s) %.2f compl %.2f", k, er.Kappa[k], er.Compl[k])
 	}

@@ -80,11 +80,13 @@ type RoundSummary struct {
 	Seconds float64        `json:"seconds"`
 }
 
-// EvalSummary is a held-out evaluation.
+// EvalSummary is a held-out evaluation: every member on the original
+// wording and on its own view, and the cohort's vote.
 type EvalSummary struct {
-	Round   int       `json:"round"`
-	PassAt1 []float64 `json:"pass_at_1"`
-	Cohort  float64   `json:"cohort_vote"`
+	Round          int             `json:"round"`
+	PassAt1        []float64       `json:"pass_at_1"`
+	PassAt1OwnView []float64       `json:"pass_at_1_own_view"`
+	Cohort         rl.CohortResult `json:"cohort_vote"`
 }
 
 // Progress is the query result.
@@ -232,10 +234,10 @@ func CohortRun(ctx workflow.Context, in Input) (*Result, error) {
 		}
 		if st.Round == 0 && len(st.Evals) == 0 {
 			// The bases' scores, so every later evaluation has its baseline.
-			if err := evaluateAll(ctx, &s, st, memberOpts, ref); err != nil {
+			if err := evaluateAll(ctx, &s, st, memberOpts, ref, place); err != nil {
 				return nil, err
 			}
-			continue // an evaluation that lost a worker leaves it unplaced
+			continue
 		}
 		roundStart := workflow.Now(ctx)
 		done, err := runRound(ctx, &s, st, memberOpts, cpuCtx, ref)
@@ -249,14 +251,12 @@ func CohortRun(ctx workflow.Context, in Input) (*Result, error) {
 		st.Round++
 		last := st.Round == s.Rounds
 		if last || st.Stopping || (s.Checkpoint.Every > 0 && st.Round%s.Checkpoint.Every == 0) {
-			if ok, err := checkpointAll(ctx, &s, st, memberOpts, ref); err != nil {
+			if err := checkpointAll(ctx, &s, st, memberOpts, ref, place); err != nil {
 				return nil, err
-			} else if !ok {
-				continue
 			}
 		}
 		if last || (s.Eval.Every > 0 && st.Round%s.Eval.Every == 0) {
-			if err := evaluateAll(ctx, &s, st, memberOpts, ref); err != nil {
+			if err := evaluateAll(ctx, &s, st, memberOpts, ref, place); err != nil {
 				return nil, err
 			}
 		}
@@ -271,17 +271,10 @@ func CohortRun(ctx workflow.Context, in Input) (*Result, error) {
 			return nil, workflow.NewContinueAsNewError(ctx, CohortRun, next)
 		}
 	}
-	if st.Stopping && st.Round < s.Rounds {
+	if st.Stopping && st.Round < s.Rounds && !allCheckpointed(st) {
 		// A stop between checkpoints: save where we are.
-		for !allCheckpointed(st) {
-			if err := place(); err != nil {
-				return nil, err
-			}
-			if ok, err := checkpointAll(ctx, &s, st, memberOpts, ref); err != nil {
-				return nil, err
-			} else if ok {
-				break
-			}
+		if err := checkpointAll(ctx, &s, st, memberOpts, ref, place); err != nil {
+			return nil, err
 		}
 	}
 	st.Stage = "done"
@@ -443,47 +436,77 @@ func shiftToJudges(errs []error) []error {
 	return out
 }
 
-// checkpointAll saves every member at st.Round; false if a member was lost.
-func checkpointAll(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts func(string) workflow.Context, ref func(int) activities.MemberRef) (bool, error) {
-	n := len(s.Members)
-	st.Stage = fmt.Sprintf("round %d: checkpoint", st.Round)
-	futs := make([]workflow.Future, n)
-	keys := make([]string, n)
-	errs := make([]error, n)
-	for i := 0; i < n; i++ {
-		futs[i] = workflow.ExecuteActivity(memberOpts(st.Queue[i]), a.Checkpoint, ref(i))
-	}
-	for i := 0; i < n; i++ {
-		errs[i] = futs[i].Get(ctx, &keys[i])
-		if errs[i] == nil {
-			st.Checkpoint[i], st.CheckpointRound[i] = keys[i], st.Round
+// forEachMember runs one activity per member (start(i), its result read by
+// get) until every member's has succeeded. A member whose worker is lost is
+// placed again (newest checkpoint, the rounds since replayed) and its
+// activity runs again; members already done are not rerun. Any other error
+// ends it.
+func forEachMember(ctx workflow.Context, st *State, place func() error,
+	start func(i int) workflow.Future, get func(i int, f workflow.Future) error) error {
+	n := len(st.Queue)
+	done := make([]bool, n)
+	for {
+		for !allPlaced(st.Queue) {
+			if err := place(); err != nil {
+				return err
+			}
+		}
+		futs := make([]workflow.Future, n)
+		for i := range futs {
+			if !done[i] {
+				futs[i] = start(i)
+			}
+		}
+		errs := make([]error, n)
+		for i, f := range futs {
+			if f != nil {
+				errs[i] = get(i, f)
+				done[i] = errs[i] == nil
+			}
+		}
+		anyLost, err := markLost(st, errs)
+		if err != nil {
+			return err
+		}
+		if !anyLost {
+			return nil
 		}
 	}
-	anyLost, err := markLost(st, errs)
-	return !anyLost && err == nil, err
+}
+
+// checkpointAll saves every member at st.Round.
+func checkpointAll(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts func(string) workflow.Context,
+	ref func(int) activities.MemberRef, place func() error) error {
+	st.Stage = fmt.Sprintf("round %d: checkpoint", st.Round)
+	return forEachMember(ctx, st, place,
+		func(i int) workflow.Future { return workflow.ExecuteActivity(memberOpts(st.Queue[i]), a.Checkpoint, ref(i)) },
+		func(i int, f workflow.Future) error {
+			var key string
+			if err := f.Get(ctx, &key); err != nil {
+				return err
+			}
+			st.Checkpoint[i], st.CheckpointRound[i] = key, st.Round
+			return nil
+		})
 }
 
 // evaluateAll runs held-out evaluation on every member and the cohort vote.
-func evaluateAll(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts func(string) workflow.Context, ref func(int) activities.MemberRef) error {
+// Every stored score was computed: a member lost mid-evaluation is placed
+// again and evaluated again.
+func evaluateAll(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts func(string) workflow.Context,
+	ref func(int) activities.MemberRef, place func() error) error {
 	n := len(s.Members)
 	st.Stage = fmt.Sprintf("round %d: evaluate", st.Round)
-	futs := make([]workflow.Future, n)
 	outs := make([]activities.EvalOutput, n)
-	for i := 0; i < n; i++ {
-		futs[i] = workflow.ExecuteActivity(memberOpts(st.Queue[i]), a.Evaluate, ref(i))
+	err := forEachMember(ctx, st, place,
+		func(i int) workflow.Future { return workflow.ExecuteActivity(memberOpts(st.Queue[i]), a.Evaluate, ref(i)) },
+		func(i int, f workflow.Future) error { return f.Get(ctx, &outs[i]) })
+	if err != nil {
+		return err
 	}
-	for i := 0; i < n; i++ {
-		if err := futs[i].Get(ctx, &outs[i]); err != nil {
-			if lost(err) {
-				st.Queue[i] = "" // evaluation is skipped this time; the member is placed again next round
-				continue
-			}
-			return err
-		}
-	}
-	ev := EvalSummary{Round: st.Round, PassAt1: make([]float64, n)}
+	ev := EvalSummary{Round: st.Round, PassAt1: make([]float64, n), PassAt1OwnView: make([]float64, n)}
 	for i, o := range outs {
-		ev.PassAt1[i] = o.PassAt1
+		ev.PassAt1[i], ev.PassAt1OwnView[i] = o.PassAt1, o.PassAt1OwnView
 	}
 	ev.Cohort = cohortVote(outs)
 	st.Evals = append(st.Evals, ev)
@@ -492,10 +515,10 @@ func evaluateAll(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts fu
 
 // cohortVote is rl.CohortVote over the members' evaluation answers; an
 // answer is right when a member holding it was graded correct.
-func cohortVote(outs []activities.EvalOutput) float64 {
-	answers := make([][]string, len(outs))
+func cohortVote(outs []activities.EvalOutput) rl.CohortResult {
+	answers := make([][][]string, len(outs))
 	for i, o := range outs {
-		answers[i] = o.Answers
+		answers[i] = rl.Singletons(o.Answers)
 	}
 	return rl.CohortVote(answers, func(p int, a string) bool {
 		for _, o := range outs {

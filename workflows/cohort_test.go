@@ -211,3 +211,62 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 		t.Fatalf("continued run: %+v, calls %v", res, f.calls)
 	}
 }
+
+// TestLostWorkerDuringEvaluation: a worker lost while evaluating member a or
+// b, at the round-0 baseline or mid-run, is placed again and evaluated
+// again; every stored score was computed (the fake scores 0.5, never 0) and
+// the others are not rerun.
+func TestLostWorkerDuringEvaluation(t *testing.T) {
+	for _, key := range []string{"Evaluate/a/0", "Evaluate/b/0", "Evaluate/a/2", "Evaluate/b/2"} {
+		t.Run(key, func(t *testing.T) {
+			f := newFake()
+			f.failOnce[key] = temporal.NewNonRetryableApplicationError("gone", activities.ErrMemberNotHere, nil)
+			env := newEnv(t, f)
+			s := testSpec(4)
+			s.Eval.Every = 2
+			env.ExecuteWorkflow(CohortRun, Input{RunSpec: s})
+			if err := env.GetWorkflowError(); err != nil {
+				t.Fatal(err)
+			}
+			var res Result
+			if err := env.GetWorkflowResult(&res); err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Evals) != 3 {
+				t.Fatalf("evaluations %+v, want rounds 0, 2 and 4", res.Evals)
+			}
+			for i, ev := range res.Evals {
+				if ev.Round != 2*i || ev.PassAt1[0] != 0.5 || ev.PassAt1[1] != 0.5 || ev.Cohort.Correct != 1 {
+					t.Errorf("evaluation %d: %+v: a score that was not computed was stored", i, ev)
+				}
+			}
+			if f.calls["Evaluate"] != 7 || f.calls["Acquire"] != 3 {
+				t.Errorf("calls %v: want 6 evaluations + 1 redone, 2 placements + 1", f.calls)
+			}
+		})
+	}
+}
+
+// TestLostWorkerDuringFinalCheckpoint: a member lost while writing the last
+// round's checkpoint is placed again and checkpointed; the run does not end
+// with that member's older checkpoint or skip the final evaluation.
+func TestLostWorkerDuringFinalCheckpoint(t *testing.T) {
+	f := newFake()
+	f.failOnce["Checkpoint/b/3"] = temporal.NewTimeoutError(0, errors.New("heartbeat"))
+	env := newEnv(t, f)
+	env.ExecuteWorkflow(CohortRun, Input{RunSpec: testSpec(3)})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res Result
+	env.GetWorkflowResult(&res)
+	if res.Checkpoints[0] != "ckpt/3/0" || res.Checkpoints[1] != "ckpt/3/1" {
+		t.Errorf("final checkpoints %v, want both at round 3", res.Checkpoints)
+	}
+	if n := len(res.Evals); n != 2 || res.Evals[n-1].Round != 3 {
+		t.Errorf("evaluations %+v, want the baseline and round 3", res.Evals)
+	}
+	if f.calls["Checkpoint"] != 5 {
+		t.Errorf("Checkpoint called %d times, want 2 (round 2) + 2 (round 3) + 1 redone", f.calls["Checkpoint"])
+	}
+}
