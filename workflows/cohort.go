@@ -479,7 +479,9 @@ func checkpointAll(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts 
 	ref func(int) activities.MemberRef, place func() error) error {
 	st.Stage = fmt.Sprintf("round %d: checkpoint", st.Round)
 	return forEachMember(ctx, st, place,
-		func(i int) workflow.Future { return workflow.ExecuteActivity(memberOpts(st.Queue[i]), a.Checkpoint, ref(i)) },
+		func(i int) workflow.Future {
+			return workflow.ExecuteActivity(memberOpts(st.Queue[i]), a.Checkpoint, ref(i))
+		},
 		func(i int, f workflow.Future) error {
 			var key string
 			if err := f.Get(ctx, &key); err != nil {
@@ -499,7 +501,9 @@ func evaluateAll(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts fu
 	st.Stage = fmt.Sprintf("round %d: evaluate", st.Round)
 	outs := make([]activities.EvalOutput, n)
 	err := forEachMember(ctx, st, place,
-		func(i int) workflow.Future { return workflow.ExecuteActivity(memberOpts(st.Queue[i]), a.Evaluate, ref(i)) },
+		func(i int) workflow.Future {
+			return workflow.ExecuteActivity(memberOpts(st.Queue[i]), a.Evaluate, ref(i))
+		},
 		func(i int, f workflow.Future) error { return f.Get(ctx, &outs[i]) })
 	if err != nil {
 		return err
