@@ -25,12 +25,23 @@ func TestConformance(t *testing.T) {
 	gputest.RunAll(t, be)
 }
 
-// TestNoDeviceIsAnError: on a machine without a driver New fails cleanly
-// with ErrNoDevice, never a panic.
+// TestNoDeviceIsAnError: on a machine without a usable device New fails
+// cleanly with ErrNoDevice and says why (no driver library, a library
+// without the API, cuInit's reason, no devices, or too old a device), never
+// a panic and never a bare "no CUDA device".
 func TestNoDeviceIsAnError(t *testing.T) {
-	if _, err := New(); err != nil && !errors.Is(err, ErrNoDevice) && !strings.Contains(err.Error(), "cuda") {
-		t.Fatalf("New failed with %v; want ErrNoDevice or a CUDA error", err)
+	_, err := New()
+	if err == nil {
+		t.Skip("a CUDA device is present: nothing to refuse")
 	}
+	if !errors.Is(err, ErrNoDevice) {
+		t.Fatalf("New failed with %v; want it to wrap ErrNoDevice", err)
+	}
+	reasons := regexp.MustCompile(`cannot open libcuda\.so\.1 \(.+\)|libcuda\.so\.1 lacks cu\w+|cuInit: \S.*|reports \d+ devices|compute capability \d+\.\d+`)
+	if !reasons.MatchString(err.Error()) {
+		t.Fatalf("New failed with %q: the error does not say why there is no device", err)
+	}
+	t.Logf("no device, as expected here: %v", err)
 }
 
 // TestPTXIsFresh: the committed PTX was generated from the current kernel

@@ -88,6 +88,8 @@ func RunAll(t *testing.T, be gpu.Backend) {
 	}{
 		{"Embedding", testEmbedding},
 		{"MatMul", testMatMul},
+		{"MatMulLarge", testMatMulLarge},
+		{"AttentionLarge", testAttentionLarge},
 		{"RMSNorm", testRMSNorm},
 		{"LayerNorm", testLayerNorm},
 		{"RoPE", testRoPE},

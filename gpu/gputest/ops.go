@@ -64,6 +64,7 @@ func testMatMul(h *harness) {
 			h.close(fmt.Sprintf("matmul N=%d C=%d OC=%d bias=%v", N, C, OC, withBias), h.down(out), refMatMul(inp, w, b, N, C, OC), 1e-4, 1e-5)
 		}
 		if N*C*OC > 100000 {
+			matMulBackwardLarge(h, N, C, OC)
 			continue
 		}
 		// Backward on the larger shapes against the exact float64 expression
@@ -83,6 +84,39 @@ func testMatMul(h *harness) {
 	if s := h.be.SumSquares(di, N*C); s == 0 {
 		h.t.Fatal("matmul backward with only dinp produced no gradient")
 	}
+}
+
+// testMatMulLarge covers every block and tile path of a blocked GEMM, in the
+// forward and in both backward products (dinp and dw have other M, N, K):
+// rows past one row block (144), a reduction past one K block (256), columns
+// past one column block (4096); and a few rows of each GPT-2 124M shape
+// (C 768, 2304 qkv, 3072 MLP, 50257 vocabulary). Checked against the exact
+// float64 expressions.
+func testMatMulLarge(h *harness) {
+	for _, sh := range [][3]int{{150, 300, 4200}, {4, 768, 2304}, {4, 768, 3072}, {4, 3072, 768}, {3, 768, 50257}} {
+		N, C, OC := sh[0], sh[1], sh[2]
+		inp, w, bias := h.rnd(N*C, 1), h.rnd(OC*C, 1), h.rnd(OC, 1)
+		out := h.be.Alloc(N * OC)
+		h.be.MatMulForward(out, h.up(inp), h.up(w), h.up(bias), N, C, OC)
+		// float32 sums of C products of unit-scale numbers: errors grow like sqrt(C).
+		h.close(fmt.Sprintf("matmul N=%d C=%d OC=%d", N, C, OC), h.down(out), refMatMul(inp, w, bias, N, C, OC), 2e-6*float64(C), 1e-5)
+		matMulBackwardLarge(h, N, C, OC)
+	}
+}
+
+// matMulBackwardLarge checks MatMulBackward's accumulation (+=) into every
+// gradient against refMatMulBackward.
+func matMulBackwardLarge(h *harness, N, C, OC int) {
+	inp, w, dout := h.rnd(N*C, 1), h.rnd(OC*C, 1), h.rnd(N*OC, 1)
+	g0i, g0w, g0b := h.rnd(N*C, 1), h.rnd(OC*C, 1), h.rnd(OC, 1)
+	di, dw, db := h.up(g0i), h.up(g0w), h.up(g0b)
+	h.be.MatMulBackward(di, dw, db, h.up(dout), h.up(inp), h.up(w), N, C, OC)
+	wi, ww, wb := refMatMulBackward(dout, inp, w, N, C, OC)
+	name := fmt.Sprintf("matmul backward N=%d C=%d OC=%d", N, C, OC)
+	// Each gradient sums OC (dinp) or N (dw, dbias) unit-scale products.
+	h.close(name+" dinp", sub(h.down(di), g0i), wi, 2e-6*float64(OC), 1e-5)
+	h.close(name+" dw", sub(h.down(dw), g0w), ww, 2e-6*float64(N)+1e-6, 1e-5)
+	h.close(name+" dbias", sub(h.down(db), g0b), wb, 2e-6*float64(N)+1e-6, 1e-5)
 }
 
 func testRMSNorm(h *harness) {
@@ -171,11 +205,12 @@ func testAttention(h *harness) {
 		qb, kb, vb := h.up(q), h.up(k), h.up(v)
 		h.be.AttentionForward(out, att, qb, kb, vb, s)
 		h.close(fmt.Sprintf("attention %+v", s), h.down(out), refAttention(q, k, v, s), 1e-5, 1e-4)
-		if s.Tq > 8 {
-			continue
-		}
 		if s.KLen != nil {
 			continue // a decoding batch is never differentiated
+		}
+		if s.Tq > 8 {
+			attentionBackwardLarge(h, s, q, k, v, att)
+			continue
 		}
 		dout := h.rnd(len(q), 1)
 		g0q, g0k, g0v := h.rnd(len(q), 1), h.rnd(len(k), 1), h.rnd(len(v), 1)
@@ -185,6 +220,41 @@ func testAttention(h *harness) {
 			return refAttention(in[0], in[1], in[2], s)
 		}, dout, [][]float64{sub(h.down(dq), g0q), sub(h.down(dk), g0k), sub(h.down(dv), g0v)}, gradAtol, gradRtol)
 	}
+}
+
+// testAttentionLarge differentiates attention where finite differences are
+// too slow: more than 256 keys per query, GQA, and a GPT-2 124M layer's
+// heads (12 x 64).
+func testAttentionLarge(h *harness) {
+	for _, s := range []gpu.AttnShape{
+		{B: 1, Tq: 300, Tk: 300, Tcap: 300, NH: 2, NKV: 1, HS: 16},
+		{B: 2, Tq: 40, Tk: 40, Tcap: 40, NH: 4, NKV: 2, HS: 24},
+		{B: 1, Tq: 64, Tk: 64, Tcap: 64, NH: 12, NKV: 12, HS: 64},
+	} {
+		C, CKV := s.NH*s.HS, s.NKV*s.HS
+		q, k, v := h.rnd(s.B*s.Tq*C, 1), h.rnd(s.B*s.Tcap*CKV, 1), h.rnd(s.B*s.Tcap*CKV, 1)
+		out, att := h.be.Alloc(s.B*s.Tq*C), h.be.Alloc(s.B*s.NH*s.Tq*s.Tk)
+		h.be.AttentionForward(out, att, h.up(q), h.up(k), h.up(v), s)
+		h.close(fmt.Sprintf("attention %+v", s), h.down(out), refAttention(q, k, v, s), 1e-5, 1e-4)
+		attentionBackwardLarge(h, s, q, k, v, att)
+	}
+}
+
+// attentionBackwardLarge checks AttentionBackward (+= into dq, dk, dv) after
+// the forward that filled att, against refAttentionBackward.
+func attentionBackwardLarge(h *harness, s gpu.AttnShape, q, k, v []float64, att gpu.Buffer) {
+	dout := h.rnd(len(q), 1)
+	g0q, g0k, g0v := h.rnd(len(q), 1), h.rnd(len(k), 1), h.rnd(len(v), 1)
+	dq, dk, dv := h.up(g0q), h.up(g0k), h.up(g0v)
+	h.be.AttentionBackward(dq, dk, dv, h.up(dout), att, h.up(q), h.up(k), h.up(v), s)
+	wq, wk, wv := refAttentionBackward(dout, q, k, v, s)
+	name := fmt.Sprintf("attention backward %+v", s)
+	// Sums over up to Tk keys (dq) or Tq queries (dk, dv) of unit-scale
+	// terms in float32.
+	tol := 2e-6 * float64(max(s.Tq, s.Tk))
+	h.close(name+" dq", sub(h.down(dq), g0q), wq, tol, 1e-4)
+	h.close(name+" dk", sub(h.down(dk), g0k), wk, tol, 1e-4)
+	h.close(name+" dv", sub(h.down(dv), g0v), wv, tol, 1e-4)
 }
 
 func testGELU(h *harness) {

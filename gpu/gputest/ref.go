@@ -196,3 +196,77 @@ func refTokenStats(logits []float64, N, V int) []float64 {
 	}
 	return out
 }
+
+// refMatMulBackward is the exact backward of refMatMul for dout (N, OC):
+// dinp (N, C) = dout W, dw (OC, C) = dout^T inp, dbias (OC) = column sums.
+// Used where finite differences over every input would be too slow.
+func refMatMulBackward(dout, inp, w []float64, N, C, OC int) (dinp, dw, dbias []float64) {
+	dinp, dw, dbias = make([]float64, N*C), make([]float64, OC*C), make([]float64, OC)
+	for i := 0; i < N; i++ {
+		for o := 0; o < OC; o++ {
+			d := dout[i*OC+o]
+			dbias[o] += d
+			wr, ir := w[o*C:(o+1)*C], inp[i*C:(i+1)*C]
+			dr, dwr := dinp[i*C:(i+1)*C], dw[o*C:(o+1)*C]
+			for c := range wr {
+				dr[c] += d * wr[c]
+				dwr[c] += d * ir[c]
+			}
+		}
+	}
+	return dinp, dw, dbias
+}
+
+// refAttentionBackward is the exact backward of refAttention (causal, GQA)
+// for dout (B, Tq, NH*HS): with p = softmax(scale q.k) per query,
+// dv += p dout, ds = p (dout.v - sum p dout.v), dq += scale ds k,
+// dk += scale ds q.
+func refAttentionBackward(dout, q, k, v []float64, s gpu.AttnShape) (dq, dk, dv []float64) {
+	C, CKV, group := s.NH*s.HS, s.NKV*s.HS, s.NH/s.NKV
+	dq, dk, dv = make([]float64, len(q)), make([]float64, len(k)), make([]float64, len(v))
+	scale := 1 / math.Sqrt(float64(s.HS))
+	for b := 0; b < s.B; b++ {
+		for h := 0; h < s.NH; h++ {
+			kvo := (h / group) * s.HS
+			for tq := 0; tq < s.Tq; tq++ {
+				pos := s.Keys(b) - s.Tq + tq
+				qo := (b*s.Tq+tq)*C + h*s.HS
+				p := make([]float64, pos+1)
+				mx := math.Inf(-1)
+				for tk := range p {
+					ko := (b*s.Tcap+tk)*CKV + kvo
+					for i := 0; i < s.HS; i++ {
+						p[tk] += q[qo+i] * k[ko+i]
+					}
+					p[tk] *= scale
+					mx = math.Max(mx, p[tk])
+				}
+				var sum float64
+				for tk := range p {
+					p[tk] = math.Exp(p[tk] - mx)
+					sum += p[tk]
+				}
+				dp := make([]float64, len(p))
+				var pdp float64
+				for tk := range p {
+					p[tk] /= sum
+					ko := (b*s.Tcap+tk)*CKV + kvo
+					for i := 0; i < s.HS; i++ {
+						dv[ko+i] += p[tk] * dout[qo+i]
+						dp[tk] += dout[qo+i] * v[ko+i]
+					}
+					pdp += p[tk] * dp[tk]
+				}
+				for tk := range p {
+					ds := p[tk] * (dp[tk] - pdp) * scale
+					ko := (b*s.Tcap+tk)*CKV + kvo
+					for i := 0; i < s.HS; i++ {
+						dq[qo+i] += ds * k[ko+i]
+						dk[ko+i] += ds * q[qo+i]
+					}
+				}
+			}
+		}
+	}
+	return dq, dk, dv
+}
