@@ -468,3 +468,91 @@ func recordHistory(t *testing.T, cl client.Client, id string) {
 	}
 	t.Logf("wrote %s (%d events)", path, len(events))
 }
+
+// TestEveryRewardMatchesLocalRun: each reward mode, with a KL term (beta >
+// 0) and two policy epochs in some, run through the pipeline ends with the
+// same weights as in-process. It uses the shipped bases, which answer
+// often enough that every vote-based reward has signal.
+func TestEveryRewardMatchesLocalRun(t *testing.T) {
+	g, l := filepath.Join("..", "examples", "bases", "gpt2-small"), filepath.Join("..", "examples", "bases", "llama-small")
+	two := fmt.Sprintf("  - {name: g, base: %q}\n  - {name: l, base: %q, view: 1}\n", g, l)
+	three := two + fmt.Sprintf("  - {name: l2, base: %q}\n", l)
+	cases := []struct{ mode, grpo, members string }{
+		{"peer-ring", "{beta: 0.04, num_iterations: 2}", two},
+		{"peer-majority", "{num_iterations: 1}", three},
+		{"peer-judge", "{num_iterations: 1}", two},
+		{"ground-truth", "{beta: 0.04, num_iterations: 1}", two},
+		{"self-vote", "{num_iterations: 2}", two},
+		{"self-certainty", "{beta: 0.04, num_iterations: 1}", two},
+		{"entropy", "{num_iterations: 2}", two},
+	}
+	srv, err := devserver.Start(devserver.Options{DBFile: filepath.Join(t.TempDir(), "t.db"), SearchAttributes: workflows.SearchAttributeTypes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	conn, err := config.LoadConnection("", noEnv, map[string]any{"temporal.address": srv.Addr(), "store.kind": "local", "store.local_dir": t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := dial(t, conn)
+	defer cl.Close()
+	store, err := conn.OpenStore(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- workers.Run(ctx, workers.Options{Client: cl, Store: store, Backend: cpu.New(2), Pools: []string{"gpu", "cpu"}})
+	}()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	for _, tc := range cases {
+		t.Run(tc.mode, func(t *testing.T) {
+			body := fmt.Sprintf(`name: every-%s
+seed: 4
+rounds: 2
+prompts_per_round: 3
+data: {tasks: [arith, linear], rl_size: 12, max_level: 1}
+reward: {mode: %s}
+generation: {num_generations: 4, temperature: 0.8, max_completion_length: 32}
+grpo: %s
+optim: {learning_rate: 0.0005}
+eval: {size: 2, every: 2}
+checkpoint: {every: 2}
+output_dir: %q
+members:
+%s`, tc.mode, tc.mode, tc.grpo, t.TempDir(), tc.members)
+			file := filepath.Join(t.TempDir(), "spec.yaml")
+			if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			want := reference(t, file)
+			s, err := config.Load(file, noEnv, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			js, _ := config.JSON(s)
+			run, err := cl.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "every-" + tc.mode, TaskQueue: "corl"},
+				"CohortRun", json.RawMessage(js))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := awaitResult(t, cl, run.GetID(), 3*time.Minute)
+			got := finalHashes(t, store, res)
+			if len(got) != len(want) {
+				t.Fatalf("pipeline checkpoints %v, in-process %v", got, want)
+			}
+			for m, h := range want {
+				if got[m] != h {
+					t.Errorf("member %s: pipeline weights %s, in-process run %s", m, got[m], h)
+				}
+			}
+		})
+	}
+}

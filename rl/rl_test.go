@@ -372,3 +372,29 @@ func TestAnswerEntropyIsOrderFree(t *testing.T) {
 		t.Errorf("distinct answers %d, want 7", d0)
 	}
 }
+
+// TestReadmeWorkedExample is the README's worked example of the vote rules
+// (G = 8, threshold 0.5); "-" there is a sample with no answer.
+func TestReadmeWorkedExample(t *testing.T) {
+	A := g("7", "7", "7", "7", "7", "12", "", "")
+	B := g("12", "12", "12", "7", "7", "7", "", "")
+	C := g("7", "", "", "", "", "", "", "")
+	votes := []Vote{Plurality(A, 0.5), Plurality(B, 0.5), Plurality(C, 0.5)}
+	want := []Vote{{Answer: "7", Share: 5.0 / 8, Labeled: true}, {Share: 3.0 / 8, Tie: true}, {Answer: "7", Share: 1.0 / 8}}
+	if !reflect.DeepEqual(votes, want) {
+		t.Errorf("votes %+v, want %+v", votes, want)
+	}
+	zero := []float64{0, 0, 0, 0, 0, 0, 0, 0}
+	for _, tc := range []struct {
+		mode string
+		want [][]float64
+	}{
+		{PeerRing, [][]float64{zero, {0, 0, 0, 1, 1, 1, 0, 0}, zero}},
+		{PeerMajority, [][]float64{zero, zero, zero}},
+		{SelfVote, [][]float64{{1, 1, 1, 1, 1, 0, 0, 0}, zero, zero}},
+	} {
+		if got := rewardsOf(t, tc.mode, 0.5, A, B, C); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.mode, got, tc.want)
+		}
+	}
+}
