@@ -10,6 +10,7 @@ import (
 	"github.com/corl-project/corl/tokenizer"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/corl-project/corl/gpu"
 	"github.com/corl-project/corl/gpu/cpu"
@@ -56,6 +57,28 @@ func (f *modelFlags) config(seq int) model.Config {
 	return model.Config{Family: f.family, Layers: f.layers, Dim: f.dim, Heads: f.heads, KVHeads: f.kvHeads,
 		Hidden: f.hidden, Vocab: f.vocab, MaxSeq: maxSeq, TiedEmbed: f.tied, QKVBias: f.qkvBias}
 }
+
+// BackendFlags choose where a command computes: --backend cpu|cuda (default
+// $CORL_BACKEND, else cpu) and --threads for the CPU. Open is called before
+// any work, so a missing device fails the command at start with the
+// driver's reason, never mid-run.
+type BackendFlags struct {
+	Name    string
+	Threads int
+}
+
+// Register adds the flags to fl.
+func (b *BackendFlags) Register(fl *pflag.FlagSet, getenv func(string) string) {
+	def := "cpu"
+	if v := getenv("CORL_BACKEND"); v != "" {
+		def = v
+	}
+	fl.StringVar(&b.Name, "backend", def, "compute backend: cpu or cuda (default from $CORL_BACKEND)")
+	fl.IntVar(&b.Threads, "threads", 0, "CPU threads (0 = all cores)")
+}
+
+// Open returns the chosen backend, or an error saying why it cannot run.
+func (b *BackendFlags) Open() (gpu.Backend, error) { return newBackend(b.Name, b.Threads) }
 
 func newBackend(name string, threads int) (gpu.Backend, error) {
 	switch name {

@@ -89,3 +89,44 @@ func TestPretrainGenerateAndEval(t *testing.T) {
 		t.Fatalf("bad task: exit %d, %s", code, errs)
 	}
 }
+
+// TestBackendCudaFailsAtStart: every compute command takes --backend (or
+// $CORL_BACKEND); without a device, cuda fails before any work with the
+// driver's reason.
+func TestBackendCudaFailsAtStart(t *testing.T) {
+	if _, err := newBackend("cuda", 0); err == nil {
+		t.Skip("a CUDA device is present")
+	}
+	dir := t.TempDir()
+	out := dir + "/out"
+	for _, args := range [][]string{
+		{"train", "--local", "-f", "../examples/local.yaml", "--set", "output_dir=" + out},
+		{"eval", "--model", "../examples/bases/llama-small"},
+		{"generate", "--model", "../examples/bases/llama-small", "--prompt", "Compute 1+2."},
+		{"pretrain", "--out", out},
+		{"worker", "--address", "127.0.0.1:1"},
+	} {
+		for _, viaEnv := range []bool{false, true} {
+			env := func(string) string { return "" }
+			a := append([]string(nil), args...)
+			if viaEnv {
+				env = func(k string) string {
+					if k == "CORL_BACKEND" {
+						return "cuda"
+					}
+					return ""
+				}
+			} else {
+				a = append(a, "--backend", "cuda")
+			}
+			var o, e bytes.Buffer
+			code := Main(context.Background(), IO{In: strings.NewReader(""), Out: &o, Err: &e}, a, env)
+			if code == 0 || !strings.Contains(e.String(), "--backend cuda: no CUDA device: ") {
+				t.Errorf("%v (env %v): exit %d, stderr %q; want the driver's reason", args, viaEnv, code, e.String())
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Fatalf("%v: wrote %s before refusing the backend", args, out)
+			}
+		}
+	}
+}

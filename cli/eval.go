@@ -12,13 +12,13 @@ import (
 	"github.com/corl-project/corl/tokenizer"
 )
 
-func newEvalCmd(stdio IO) *cobra.Command {
+func newEvalCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var (
 		dir, tasks      string
 		seed            uint64
 		n, level, maxNT int
 		view            int
-		threads         int
+		bf              BackendFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "eval",
@@ -33,7 +33,7 @@ Example:
 			if dir == "" {
 				return fmt.Errorf("--model is required")
 			}
-			m, tok, err := loadCheckpoint(dir, threads)
+			m, tok, err := loadCheckpoint(dir, &bf)
 			if err != nil {
 				return err
 			}
@@ -68,13 +68,14 @@ Example:
 	fl.IntVar(&level, "max-level", 0, "highest difficulty level (0: all)")
 	fl.IntVar(&maxNT, "max-new-tokens", 96, "completion length")
 	fl.IntVar(&view, "view", 0, "surface form of the problems: 0 original, 1 rephrased")
-	fl.IntVar(&threads, "threads", 0, "CPU threads (0 = all cores)")
+	bf.Register(fl, getenv)
 	return cmd
 }
 
-// loadCheckpoint loads a checkpoint directory's model (on the CPU) and tokenizer.
-func loadCheckpoint(dir string, threads int) (*model.Model, *tokenizer.BPE, error) {
-	be, err := newBackend("cpu", threads)
+// loadCheckpoint loads a checkpoint directory's model (on the chosen
+// backend) and tokenizer.
+func loadCheckpoint(dir string, bf *BackendFlags) (*model.Model, *tokenizer.BPE, error) {
+	be, err := bf.Open()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -9,11 +9,12 @@ import (
 	"github.com/corl-project/corl/tokenizer"
 )
 
-func newGenerateCmd(stdio IO) *cobra.Command {
+func newGenerateCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var (
 		dir, prompt, template string
 		p                     generate.Params
-		n, threads            int
+		n                     int
+		bf                    BackendFlags
 		stop                  []string
 	)
 	cmd := &cobra.Command{
@@ -33,7 +34,7 @@ Example:
 			if err != nil {
 				return fmt.Errorf("--template: %w", err)
 			}
-			m, tok, err := loadCheckpoint(dir, threads)
+			m, tok, err := loadCheckpoint(dir, &bf)
 			if err != nil {
 				return err
 			}
@@ -78,6 +79,6 @@ Example:
 	fl.Uint64Var(&p.Seed, "seed", 1, "seed of the first sample (sample i uses seed+i)")
 	fl.IntVar(&n, "n", 1, "number of samples")
 	fl.StringSliceVar(&stop, "stop", nil, "stop strings (repeatable)")
-	fl.IntVar(&threads, "threads", 0, "CPU threads (0 = all cores)")
+	bf.Register(fl, getenv)
 	return cmd
 }

@@ -81,8 +81,7 @@ func newWorkerCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var (
 		cf      connFlags
 		pools   []string
-		backend string
-		threads int
+		bf      BackendFlags
 		queueID string
 	)
 	cmd := &cobra.Command{
@@ -96,23 +95,22 @@ own queue name across restarts of the same machine, so a restarted worker
 takes over its queue at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			be, err := bf.Open()
+			if err != nil {
+				return err
+			}
 			cl, _, store, err := cf.connect(cmd.Context(), getenv)
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
-			be, err := newBackend(backend, threads)
-			if err != nil {
-				return err
-			}
 			return workers.Run(cmd.Context(), workers.Options{Client: cl, Store: store, Backend: be, Pools: pools, Log: stdio.Err, QueueID: queueID})
 		},
 	}
 	cf.register(cmd)
 	fl := cmd.Flags()
 	fl.StringSliceVar(&pools, "pool", []string{"gpu", "cpu"}, "pools to serve: gpu, cpu")
-	fl.StringVar(&backend, "backend", "cpu", "compute backend: cpu")
-	fl.IntVar(&threads, "threads", 0, "CPU threads (0 = all cores)")
+	bf.Register(fl, getenv)
 	fl.StringVar(&queueID, "queue-id", "", "stable name for this worker's own queue (default: random per process)")
 	return cmd
 }

@@ -9,13 +9,13 @@ import (
 	"github.com/corl-project/corl/pretrain"
 )
 
-func newPretrainCmd(stdio IO) *cobra.Command {
+func newPretrainCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var (
 		mf      modelFlags
 		c       pretrain.Config
 		tasks   string
 		out     string
-		threads int
+		bf      BackendFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "pretrain",
@@ -35,7 +35,7 @@ Example:
 			if out == "" {
 				return fmt.Errorf("--out is required")
 			}
-			be, err := newBackend("cpu", threads)
+			be, err := bf.Open()
 			if err != nil {
 				return err
 			}
@@ -72,6 +72,6 @@ Example:
 	fl.Float64Var(&c.TargetPass, "target-pass", 0, "stop once mean pass@1 reaches this (0: train all steps)")
 	fl.IntVar(&c.MaxNew, "max-new-tokens", 96, "completion length at evaluation")
 	fl.StringVar(&out, "out", "", "output directory")
-	fl.IntVar(&threads, "threads", 0, "CPU threads (0 = all cores)")
+	bf.Register(fl, getenv)
 	return cmd
 }

@@ -28,7 +28,7 @@ func newTrainCmd(stdio IO, getenv func(string) string) *cobra.Command {
 		file          string
 		local, resume bool
 		sets          []string
-		threads       int
+		bf            BackendFlags
 		stopAfter     int
 	)
 	cmd := &cobra.Command{
@@ -47,15 +47,15 @@ Example:
 			if !local {
 				return fmt.Errorf("only --local runs are available in this build; pass --local")
 			}
+			be, err := bf.Open()
+			if err != nil {
+				return err
+			}
 			over, err := parseSets(sets)
 			if err != nil {
 				return err
 			}
 			spec, err := config.Load(file, getenv, over)
-			if err != nil {
-				return err
-			}
-			be, err := newBackend("cpu", threads)
 			if err != nil {
 				return err
 			}
@@ -67,7 +67,7 @@ Example:
 	fl.BoolVar(&local, "local", false, "run in this process")
 	fl.BoolVar(&resume, "resume", false, "continue from the run's last checkpoint")
 	fl.StringArrayVar(&sets, "set", nil, "override a setting: key=value (repeatable)")
-	fl.IntVar(&threads, "threads", 0, "CPU threads (0 = all cores)")
+	bf.Register(fl, getenv)
 	fl.IntVar(&stopAfter, "stop-after", 0, "stop with a checkpoint after this many rounds (continue later with --resume)")
 	return cmd
 }

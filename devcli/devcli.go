@@ -16,7 +16,7 @@ import (
 	"github.com/corl-project/corl/cli"
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/devserver"
-	"github.com/corl-project/corl/gpu/cpu"
+	"github.com/corl-project/corl/gpu"
 	"github.com/corl-project/corl/workers"
 	"github.com/corl-project/corl/workflows"
 )
@@ -35,10 +35,11 @@ type env struct {
 }
 
 // start runs a Temporal server with its SQLite file in dir, a local blob
-// store in dir/blobs and (withWorker) a gpu+cpu worker in this process. The
+// store in dir/blobs and (with a backend) a gpu+cpu worker on it in this
+// process. The
 // worker's own queue name is stable for dir, so a restarted `corl dev` takes
 // its queue back at once.
-func start(ctx context.Context, dir string, port int, withWorker bool, stdio cli.IO, getenv func(string) string) (*env, error) {
+func start(ctx context.Context, dir string, port int, be gpu.Backend, stdio cli.IO, getenv func(string) string) (*env, error) {
 	srv, err := devserver.Start(devserver.Options{DBFile: filepath.Join(dir, "temporal.db"), Port: port,
 		Namespace: "default", SearchAttributes: workflows.SearchAttributeTypes, LogFile: filepath.Join(dir, "temporal.log")})
 	if err != nil {
@@ -51,7 +52,7 @@ func start(ctx context.Context, dir string, port int, withWorker bool, stdio cli
 		return nil, err
 	}
 	e := &env{srv: srv, conn: conn}
-	if !withWorker {
+	if be == nil {
 		return e, nil
 	}
 	cl, err := dialRetry(ctx, conn)
@@ -67,7 +68,7 @@ func start(ctx context.Context, dir string, port int, withWorker bool, stdio cli
 	wctx, cancel := context.WithCancel(context.Background())
 	e.stopWork, e.workDone = cancel, make(chan error, 1)
 	go func() {
-		err := workers.Run(wctx, workers.Options{Client: cl, Store: store, Backend: cpu.New(0),
+		err := workers.Run(wctx, workers.Options{Client: cl, Store: store, Backend: be,
 			Pools: []string{workers.PoolGPU, workers.PoolCPU}, Log: stdio.Err, QueueID: "dev"})
 		cl.Close()
 		e.workDone <- err
@@ -110,6 +111,7 @@ func newDevCmd(stdio cli.IO, getenv func(string) string) *cobra.Command {
 		dir      string
 		port     int
 		noWorker bool
+		bf       cli.BackendFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -127,7 +129,13 @@ from another terminal with corl run; stop with Ctrl-C.`,
 			if err := os.MkdirAll(abs, 0o755); err != nil {
 				return err
 			}
-			e, err := start(cmd.Context(), abs, port, !noWorker, stdio, getenv)
+			var be gpu.Backend
+			if !noWorker {
+				if be, err = bf.Open(); err != nil {
+					return err
+				}
+			}
+			e, err := start(cmd.Context(), abs, port, be, stdio, getenv)
 			if err != nil {
 				return err
 			}
@@ -142,5 +150,6 @@ from another terminal with corl run; stop with Ctrl-C.`,
 	fl.StringVar(&dir, "dir", "corl-data", "data directory (Temporal database, blobs, logs)")
 	fl.IntVar(&port, "port", 7233, "Temporal frontend port (0: any free port)")
 	fl.BoolVar(&noWorker, "no-worker", false, "run the server only")
+	bf.Register(fl, getenv)
 	return cmd
 }

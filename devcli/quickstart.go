@@ -14,6 +14,7 @@ import (
 
 func newQuickstartCmd(stdio cli.IO, getenv func(string) string) *cobra.Command {
 	var (
+		bf     cli.BackendFlags
 		dir    string
 		rounds int
 	)
@@ -28,6 +29,10 @@ minutes on 2 cores.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			be, err := bf.Open()
+			if err != nil {
+				return err
+			}
 			abs, err := filepath.Abs(dir)
 			if err != nil {
 				return err
@@ -44,7 +49,7 @@ minutes on 2 cores.`,
 			}
 			fmt.Fprintf(stdio.Out, "corl quickstart: working in %s\n", abs)
 			fmt.Fprintln(stdio.Out, "starting an embedded Temporal server (SQLite), a worker and a local blob store ...")
-			e, err := start(ctx, abs, 0, true, stdio, getenv)
+			e, err := start(ctx, abs, 0, be, stdio, getenv)
 			if err != nil {
 				return err
 			}
@@ -86,5 +91,6 @@ minutes on 2 cores.`,
 	}
 	cmd.Flags().StringVar(&dir, "dir", "corl-quickstart", "working directory")
 	cmd.Flags().IntVar(&rounds, "rounds", 0, "override the number of rounds (default: the built-in spec's)")
+	bf.Register(cmd.Flags(), getenv)
 	return cmd
 }
