@@ -11,11 +11,11 @@ import (
 
 func newPretrainCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var (
-		mf      modelFlags
-		c       pretrain.Config
-		tasks   string
-		out     string
-		bf      BackendFlags
+		mf    modelFlags
+		c     pretrain.Config
+		tasks string
+		out   string
+		bf    BackendFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "pretrain",
