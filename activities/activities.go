@@ -16,6 +16,7 @@ import (
 
 	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/config"
+	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/gpu"
 	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/rl"
@@ -78,9 +79,10 @@ func (a *Activities) runData(s *spec.RunSpec) (*train.Data, error) {
 		return nil, badSpec(err)
 	}
 	k, _ := json.Marshal(struct {
-		D spec.Data
-		E int
-	}{s.Data, s.Eval.Size})
+		D     spec.Data
+		E     int
+		Split string
+	}{s.Data, s.Eval.Size, s.Eval.Split})
 	a.dataMu.Lock()
 	defer a.dataMu.Unlock()
 	if d, ok := a.data[string(k)]; ok {
@@ -463,10 +465,15 @@ func (a *Activities) Evaluate(ctx context.Context, ref MemberRef) (EvalOutput, e
 	if err != nil {
 		return EvalOutput{}, err
 	}
-	res, own, err := train.EvaluateMember(h.member, d.Eval, ref.Spec.Generation.MaxCompletion, config.AnswerRule(&ref.Spec))
+	res, own, err := train.EvaluateMember(h.member, d.Eval, config.EvalOptions(&ref.Spec))
 	if err != nil {
 		return EvalOutput{}, err
 	}
+	truth := make([]string, len(d.Eval))
+	for i, p := range d.Eval {
+		truth[i] = datasets.Normalize(p.Answer)
+	}
 	return EvalOutput{PassAt1: res.PassAt1, ByTask: res.ByTask, Correct: res.Correct, Answers: res.Answers,
-		View: h.member.View, PassAt1OwnView: own.PassAt1}, nil
+		View: h.member.View, PassAt1OwnView: own.PassAt1, SampledPassAt1: res.SampledPassAt1, MajAtK: res.MajAtK,
+		Pool: res.CohortAnswers(), Truth: truth}, nil
 }

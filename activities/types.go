@@ -102,11 +102,18 @@ type EvalOutput struct {
 	PassAt1 float64            `json:"pass_at_1"` // on the original wording
 	ByTask  map[string]float64 `json:"by_task"`
 	Correct []bool             `json:"correct"`
-	Answers []string           `json:"answers"` // normalised, for the cohort vote
+	Answers []string           `json:"answers"` // normalised greedy answers
 	// The member's own view of the problems (the wording it trains on):
 	// equal to PassAt1 for view 0.
 	View           int     `json:"view"`
 	PassAt1OwnView float64 `json:"pass_at_1_own_view"`
+	// With eval.samples: sampled pass@1 and maj@k on the original wording.
+	SampledPassAt1 float64 `json:"sampled_pass_at_1,omitempty"`
+	MajAtK         float64 `json:"maj_at_k,omitempty"`
+	// For the cohort vote: the member's answers per problem (its samples,
+	// or its greedy answer) and the normalised labels.
+	Pool  [][]string `json:"pool"`
+	Truth []string   `json:"truth"`
 }
 
 // rolloutBlob is what Generate stores.

@@ -17,17 +17,21 @@ func newEvalCmd(stdio IO, getenv func(string) string) *cobra.Command {
 		dir, tasks      string
 		seed            uint64
 		n, level, maxNT int
-		view            int
+		view, samples   int
+		temp            float32
+		split           string
 		bf              BackendFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "eval",
-		Short: "Greedy pass@1 of a checkpoint on the held-out split of built-in tasks",
-		Long: `Evaluates a checkpoint directory on the evaluation split (keyed by --data-seed,
-the seed used for pretraining and RL) of each task, printing pass@1 per task.
+		Short: "pass@1 of a checkpoint on a held-out split of built-in tasks",
+		Long: `Evaluates a checkpoint directory on the test split (or --split validation;
+keyed by --data-seed, the seed used for pretraining and RL) of each task,
+printing greedy pass@1 per task and, with --samples k, sampled pass@1 (the
+mean over k samples at --temperature) and maj@k.
 
 Example:
-  corl eval --model examples/bases/llama-small --tasks arith,linear,mod,seq,expr,word --max-level 1`,
+  corl eval --model examples/bases/llama-small --tasks arith,linear,mod,seq,expr,word --max-level 1 --samples 8`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if dir == "" {
@@ -43,19 +47,28 @@ Example:
 				if err != nil {
 					return fmt.Errorf("--tasks: %w", err)
 				}
-				s, err := t.Split(seed, datasets.SplitSizes{Eval: n, MaxLevel: level})
+				set, err := datasets.HeldOut(t, seed, split, n, level)
 				if err != nil {
 					return err
 				}
-				probs = append(probs, datasets.Rephrase(s.Eval, view)...)
+				probs = append(probs, datasets.Rephrase(set, view)...)
 			}
-			res, err := evaluate.PassAt1(m, tok, probs, maxNT, datasets.TaskAnswers)
+			res, err := evaluate.Run(m, tok, probs, evaluate.Options{MaxNew: maxNT, Answers: datasets.TaskAnswers,
+				Samples: samples, Temperature: temp, Seed: seed})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdio.Out, "%s: pass@1 %.3f on %d problems (no answer %.3f)\n", dir, res.PassAt1, res.N, res.NoAnswer)
+			fmt.Fprintf(stdio.Out, "%s: pass@1 %.3f on %d %s problems (no answer %.3f)", dir, res.PassAt1, res.N, split, res.NoAnswer)
+			if samples > 0 {
+				fmt.Fprintf(stdio.Out, "; sampled pass@1 %.3f, maj@%d %.3f at temperature %g", res.SampledPassAt1, samples, res.MajAtK, temp)
+			}
+			fmt.Fprintln(stdio.Out)
 			for _, t := range res.Tasks() {
-				fmt.Fprintf(stdio.Out, "  %-8s %.3f\n", t, res.ByTask[t])
+				fmt.Fprintf(stdio.Out, "  %-8s %.3f", t, res.ByTask[t])
+				if samples > 0 {
+					fmt.Fprintf(stdio.Out, "  sampled %.3f", res.SampledByTask[t])
+				}
+				fmt.Fprintln(stdio.Out)
 			}
 			return nil
 		},
@@ -68,6 +81,9 @@ Example:
 	fl.IntVar(&level, "max-level", 0, "highest difficulty level (0: all)")
 	fl.IntVar(&maxNT, "max-new-tokens", 96, "completion length")
 	fl.IntVar(&view, "view", 0, "surface form of the problems: 0 original, 1 rephrased")
+	fl.IntVar(&samples, "samples", 0, "sampled completions per problem (sampled pass@1, maj@k)")
+	fl.Float32Var(&temp, "temperature", 1, "sampling temperature with --samples")
+	fl.StringVar(&split, "split", "test", "held-out split: test or validation")
 	bf.Register(fl, getenv)
 	return cmd
 }

@@ -331,8 +331,11 @@ func finalResult(ctx context.Context, cl client.Client, id string, status enumsp
 	}
 	fmt.Fprintln(w)
 	for _, ev := range res.Evals {
-		fmt.Fprintf(w, "  eval after round %d: pass@1 %v (own view %v), cohort vote %.3f (ties %.3f)\n",
-			ev.Round, fmtFloats(ev.PassAt1), fmtFloats(ev.PassAt1OwnView), ev.Cohort.Correct, ev.Cohort.Tie)
+		fmt.Fprintf(w, "  eval after round %d: pass@1 %v (own view %v)", ev.Round, fmtFloats(ev.PassAt1), fmtFloats(ev.PassAt1OwnView))
+		if ev.SampledPassAt1 != nil {
+			fmt.Fprintf(w, ", sampled %v, maj@k %v", fmtFloats(ev.SampledPassAt1), fmtFloats(ev.MajAtK))
+		}
+		fmt.Fprintf(w, ", cohort vote %.3f (ties %.3f)\n", ev.Cohort.Correct, ev.Cohort.Tie)
 	}
 	for _, k := range res.Checkpoints {
 		fmt.Fprintf(w, "  checkpoint %s\n", k)

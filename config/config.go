@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/corl-project/corl/datasets"
+	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
 )
@@ -37,7 +38,7 @@ var defaults = map[string]any{
 	"optim.learning_rate": 1e-4, "optim.warmup_steps": 0, "optim.min_lr_ratio": 0.1, "optim.adam_beta1": 0.9,
 	"optim.adam_beta2": 0.99, "optim.adam_epsilon": 1e-8, "optim.weight_decay": 0.0, "optim.max_grad_norm": 1.0,
 	"micro_batch_size": 32, "members": []any{},
-	"eval.every": 0, "eval.size": 100, "checkpoint.every": 5, "output_dir": "runs",
+	"eval.every": 0, "eval.size": 100, "eval.samples": 0, "eval.temperature": 0.0, "eval.split": "test", "checkpoint.every": 5, "output_dir": "runs",
 }
 
 // Load reads the spec from file (may be empty: defaults only), the CORL_*
@@ -182,6 +183,15 @@ func Validate(s *RunSpec) error {
 			return fmt.Errorf("%s: must be positive, got %d", p.key, p.v)
 		}
 	}
+	if s.Eval.Split != "test" && s.Eval.Split != "validation" {
+		return fmt.Errorf("eval.split: %q is not one of test, validation", s.Eval.Split)
+	}
+	if s.Eval.Samples < 0 || s.Eval.Samples > 64 {
+		return fmt.Errorf("eval.samples: %d must be in [0, 64]", s.Eval.Samples)
+	}
+	if s.Eval.Temperature < 0 {
+		return fmt.Errorf("eval.temperature: %v must not be negative", s.Eval.Temperature)
+	}
 	if s.Generation.Temperature < 0 {
 		return fmt.Errorf("generation.temperature: %v must not be negative", s.Generation.Temperature)
 	}
@@ -268,6 +278,18 @@ func RoundConfig(s *RunSpec) rl.Config {
 		MinLRRatio: s.Optim.MinLRRatio, MicroBatch: s.MicroBatchSize, Seed: s.Seed,
 		Optim: modelOptim(s.Optim), Answers: AnswerRule(s),
 	}
+}
+
+// EvalOptions is how the spec's evaluations run: greedy pass@1 and, with
+// eval.samples, sampled completions at eval.temperature (default: the
+// training temperature), seeded by the run seed.
+func EvalOptions(s *RunSpec) evaluate.Options {
+	temp := s.Eval.Temperature
+	if temp == 0 {
+		temp = s.Generation.Temperature
+	}
+	return evaluate.Options{MaxNew: s.Generation.MaxCompletion, Answers: AnswerRule(s), Samples: s.Eval.Samples,
+		Temperature: temp, Seed: s.Seed}
 }
 
 // AnswerRule is what counts as a final answer for the spec's data: numbers

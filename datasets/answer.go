@@ -3,6 +3,7 @@ package datasets
 import (
 	"math/big"
 	"regexp"
+	"sort"
 	"strings"
 	"unicode"
 )
@@ -220,6 +221,37 @@ func ratString(r *big.Rat) string {
 // Equivalent reports whether two answers agree after normalisation; 1/2, 0.5
 // and \frac{1}{2} are all equivalent.
 func Equivalent(a, b string) bool { return Normalize(a) == Normalize(b) }
+
+// MostCommon returns the most common non-empty answer, its count, and
+// whether another answer has the same count (then best is ""): no answer
+// wins a tie by its spelling. Counting runs of a sorted copy, not a map,
+// keeps it free of map iteration, so workflow code may call it.
+func MostCommon(answers []string) (best string, count int, tie bool) {
+	sorted := make([]string, 0, len(answers))
+	for _, a := range answers {
+		if a != "" {
+			sorted = append(sorted, a)
+		}
+	}
+	sort.Strings(sorted)
+	for i := 0; i < len(sorted); {
+		j := i
+		for j < len(sorted) && sorted[j] == sorted[i] {
+			j++
+		}
+		switch n := j - i; {
+		case n > count:
+			best, count, tie = sorted[i], n, false
+		case n == count:
+			tie = true
+		}
+		i = j
+	}
+	if tie {
+		best = ""
+	}
+	return best, count, tie
+}
 
 // Grade extracts the final answer of response under the zero rule and
 // compares it with truth.

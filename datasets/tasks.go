@@ -178,6 +178,21 @@ func bucket(seed uint64, key string) int {
 	return len(bucketCum) - 1
 }
 
+// HeldOut returns n problems of t's held-out split by name: "test" (the
+// Eval set, for reported numbers) or "validation" (for choosing
+// hyperparameters).
+func HeldOut(t Task, seed uint64, split string, n, maxLevel int) ([]Problem, error) {
+	switch split {
+	case "test":
+		s, err := t.Split(seed, SplitSizes{Eval: n, MaxLevel: maxLevel})
+		return s.Eval, err
+	case "validation":
+		s, err := t.Split(seed, SplitSizes{Validation: n, MaxLevel: maxLevel})
+		return s.Validation, err
+	}
+	return nil, fmt.Errorf("split %q is not one of test, validation", split)
+}
+
 // Rephrase returns a row-aligned view of set in which every problem is stated
 // in another surface form (another template or scenario) with the same
 // answer. view 0 is the original wording; problems with fewer views wrap.

@@ -21,38 +21,74 @@ const Format = "Q: {prompt}\nA:"
 // PromptText renders a problem's prompt.
 func PromptText(prompt string) string { return tokenizer.ChatTemplate{Format: Format}.Apply(prompt) }
 
+// Options say how to evaluate.
+type Options struct {
+	MaxNew  int                 // completion length
+	Answers datasets.AnswerRule // what counts as a final answer
+	// Samples > 0 adds k sampled completions per problem at Temperature:
+	// sampled pass@1 (the mean over the k) and maj@k. Sample j of problem
+	// i draws from a seed of (Seed, i, j), so two evaluations of one
+	// checkpoint agree and two checkpoints are compared on the same draws.
+	Samples     int
+	Temperature float32
+	Seed        uint64
+}
+
 // Result is an evaluation summary.
 type Result struct {
 	N        int                `json:"n"`
-	PassAt1  float64            `json:"pass_at_1"`
+	PassAt1  float64            `json:"pass_at_1"` // greedy
 	NoAnswer float64            `json:"no_answer_rate"`
 	ByTask   map[string]float64 `json:"pass_at_1_by_task"`
 	Correct  []bool             `json:"-"` // per problem, in input order
 	Answers  []string           `json:"-"` // normalised final answers ("" for none), in input order
+	// With Options.Samples = k > 0:
+	Samples        int                `json:"samples,omitempty"`
+	SampledPassAt1 float64            `json:"sampled_pass_at_1,omitempty"` // mean over problems of (correct samples)/k
+	MajAtK         float64            `json:"maj_at_k,omitempty"`          // the samples' unique plurality answer is right
+	SampledByTask  map[string]float64 `json:"sampled_pass_at_1_by_task,omitempty"`
+	SampleCorrect  []int              `json:"-"` // per problem: right samples of k
+	SampleAnswers  [][]string         `json:"-"` // per problem: the k normalised answers
 }
 
 // PassAt1 decodes every problem greedily, grades the completion under the
 // answer rule and keeps each completion's normalised final answer.
 func PassAt1(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.Problem, maxNew int, rule datasets.AnswerRule) (Result, error) {
-	reqs := make([]generate.Request, len(problems))
+	return Run(m, tok, problems, Options{MaxNew: maxNew, Answers: rule})
+}
+
+// Run evaluates m on problems: greedy pass@1 and, with o.Samples, sampled
+// pass@1 and maj@k. Every completion goes through one generator run, so the
+// k samples of a problem share its prefill.
+func Run(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.Problem, o Options) (Result, error) {
+	k := max(o.Samples, 0)
+	reqs := make([]generate.Request, 0, len(problems)*(1+k))
 	for i, p := range problems {
 		ids, err := tok.Encode(PromptText(p.Prompt))
 		if err != nil {
 			return Result{}, fmt.Errorf("problem %s: %w", p.ID, err)
 		}
-		reqs[i] = generate.Request{Prompt: ids, Params: generate.Params{MaxNewTokens: maxNew, Stop: []string{"\nQ:"}}}
+		stop := []string{"\nQ:"}
+		reqs = append(reqs, generate.Request{Prompt: ids, Params: generate.Params{MaxNewTokens: o.MaxNew, Stop: stop}})
+		for j := 0; j < k; j++ {
+			reqs = append(reqs, generate.Request{Prompt: ids, Params: generate.Params{MaxNewTokens: o.MaxNew, Stop: stop,
+				Temperature: o.Temperature, Seed: sampleSeed(o.Seed, i, j)}})
+		}
 	}
 	outs, err := (&generate.Generator{Model: m, Tok: tok}).Run(reqs)
 	if err != nil {
 		return Result{}, err
 	}
 	res := Result{N: len(problems), ByTask: map[string]float64{}, Correct: make([]bool, len(problems)), Answers: make([]string, len(problems))}
+	if k > 0 {
+		res.Samples, res.SampledByTask = k, map[string]float64{}
+		res.SampleCorrect, res.SampleAnswers = make([]int, len(problems)), make([][]string, len(problems))
+	}
 	count := map[string]int{}
 	for i, p := range problems {
-		if a, ok := rule.Extract(outs[i].Text); ok {
-			res.Answers[i] = datasets.Normalize(a)
-		}
-		v := rule.Grade(outs[i].Text, p.Answer)
+		row := outs[i*(1+k) : (i+1)*(1+k)]
+		var v datasets.Verdict
+		res.Answers[i], v = grade(o.Answers, row[0].Text, p.Answer)
 		res.Correct[i] = v == datasets.Correct
 		count[p.Task]++
 		if res.Correct[i] {
@@ -62,15 +98,76 @@ func PassAt1(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.Proble
 		if v == datasets.NoAnswer {
 			res.NoAnswer++
 		}
+		if k == 0 {
+			continue
+		}
+		answers := make([]string, k)
+		for j, out := range row[1:] {
+			var sv datasets.Verdict
+			if answers[j], sv = grade(o.Answers, out.Text, p.Answer); sv == datasets.Correct {
+				res.SampleCorrect[i]++
+			}
+		}
+		res.SampleAnswers[i] = answers
+		frac := float64(res.SampleCorrect[i]) / float64(k)
+		res.SampledPassAt1 += frac
+		res.SampledByTask[p.Task] += frac
+		if maj, _, tie := datasets.MostCommon(answers); !tie && maj != "" && maj == datasets.Normalize(p.Answer) {
+			res.MajAtK++
+		}
 	}
 	if res.N > 0 {
-		res.PassAt1 /= float64(res.N)
-		res.NoAnswer /= float64(res.N)
+		n := float64(res.N)
+		res.PassAt1 /= n
+		res.NoAnswer /= n
+		res.SampledPassAt1 /= n
+		res.MajAtK /= n
 	}
 	for task, n := range count {
 		res.ByTask[task] /= float64(n)
+		if k > 0 {
+			res.SampledByTask[task] /= float64(n)
+		}
 	}
 	return res, nil
+}
+
+// grade returns a response's normalised answer ("" for none) and verdict.
+func grade(rule datasets.AnswerRule, text, truth string) (string, datasets.Verdict) {
+	a, ok := rule.Extract(text)
+	if !ok {
+		return "", datasets.NoAnswer
+	}
+	a = datasets.Normalize(a)
+	if a == datasets.Normalize(truth) {
+		return a, datasets.Correct
+	}
+	return a, datasets.Wrong
+}
+
+// sampleSeed derives sample j of problem i's seed (splitmix64 steps).
+func sampleSeed(seed uint64, i, j int) uint64 {
+	x := seed ^ 0x6576616c
+	for _, v := range []uint64{uint64(i), uint64(j)} {
+		x += v*0x9e3779b97f4a7c15 + 0x9e3779b97f4a7c15
+		x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+		x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+		x ^= x >> 31
+	}
+	return x
+}
+
+// CohortAnswers is what the member adds to the cohort's pooled vote, per
+// problem: its k samples when sampled, else its greedy answer.
+func (r Result) CohortAnswers() [][]string {
+	if r.Samples > 0 {
+		return r.SampleAnswers
+	}
+	out := make([][]string, len(r.Answers))
+	for i, a := range r.Answers {
+		out[i] = []string{a}
+	}
+	return out
 }
 
 // Tasks returns the task names of a result in order.

@@ -3,6 +3,8 @@ package rl
 import (
 	"math"
 	"sort"
+
+	"github.com/corl-project/corl/datasets"
 )
 
 // ModelDiag is one model's diagnostics for a round.
@@ -195,15 +197,6 @@ func answerEntropy(answers []string) (h float64, distinct int) {
 	return h, distinct
 }
 
-// Singletons makes each greedy answer a pool of one sample for CohortVote.
-func Singletons(answers []string) [][]string {
-	out := make([][]string, len(answers))
-	for i, a := range answers {
-		out[i] = []string{a}
-	}
-	return out
-}
-
 // CohortResult is the cohort's majority vote over pooled samples.
 type CohortResult struct {
 	Correct  float64 `json:"correct"`   // problems whose unique top answer is right
@@ -226,7 +219,7 @@ func CohortVote(answers [][][]string, right func(problem int, answer string) boo
 		for _, m := range answers {
 			pool = append(pool, m[p]...)
 		}
-		best, n, tie := plurality(pool)
+		best, n, tie := datasets.MostCommon(pool)
 		switch {
 		case n == 0:
 			r.NoAnswer++

@@ -7,8 +7,9 @@ package rl
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
+
+	"github.com/corl-project/corl/datasets"
 )
 
 // Sample is one completion as the reward strategies see it.
@@ -43,7 +44,7 @@ func Plurality(g Group, threshold float64) Vote {
 	for _, s := range g {
 		answers = append(answers, s.Answer)
 	}
-	best, n, tie := plurality(answers)
+	best, n, tie := datasets.MostCommon(answers)
 	if n == 0 {
 		return Vote{}
 	}
@@ -52,37 +53,6 @@ func Plurality(g Group, threshold float64) Vote {
 		return Vote{Share: share, Tie: true}
 	}
 	return Vote{Answer: best, Share: share, Labeled: share >= threshold}
-}
-
-// plurality returns the most common non-empty answer, its count, and whether
-// another answer has the same count (then best is ""). Counting runs of a
-// sorted copy, not a map, keeps it free of map iteration: workflow code calls
-// it too.
-func plurality(answers []string) (best string, count int, tie bool) {
-	sorted := make([]string, 0, len(answers))
-	for _, a := range answers {
-		if a != "" {
-			sorted = append(sorted, a)
-		}
-	}
-	sort.Strings(sorted)
-	for i := 0; i < len(sorted); {
-		j := i
-		for j < len(sorted) && sorted[j] == sorted[i] {
-			j++
-		}
-		switch n := j - i; {
-		case n > count:
-			best, count, tie = sorted[i], n, false
-		case n == count:
-			tie = true
-		}
-		i = j
-	}
-	if tie {
-		best = ""
-	}
-	return best, count, tie
 }
 
 // Input is what a strategy grades: rollouts[model][prompt] row-aligned
@@ -210,7 +180,7 @@ func majorityLabel(votes []Vote, i int) Vote {
 			peers = append(peers, v.Answer)
 		}
 	}
-	best, n, _ := plurality(peers)
+	best, n, _ := datasets.MostCommon(peers)
 	if N := len(votes) - 1; 2*n > N {
 		return Vote{Answer: best, Share: float64(n) / float64(N), Labeled: true}
 	}

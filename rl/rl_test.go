@@ -330,10 +330,17 @@ func TestTruthNeverReachesLabelFreeRewards(t *testing.T) {
 }
 
 func TestCohortVote(t *testing.T) {
+	greedy := func(answers ...string) [][]string {
+		out := make([][]string, len(answers))
+		for i, a := range answers {
+			out[i] = []string{a}
+		}
+		return out
+	}
 	answers := [][][]string{
-		Singletons([]string{"1", "2", "", "4", ""}),
-		Singletons([]string{"1", "3", "", "5", ""}),
-		Singletons([]string{"7", "3", "9", "5", ""}),
+		greedy("1", "2", "", "4", ""),
+		greedy("1", "3", "", "5", ""),
+		greedy("7", "3", "9", "5", ""),
 	}
 	truth := []string{"1", "2", "9", "4", "0"}
 	right := func(p int, a string) bool { return a == truth[p] }

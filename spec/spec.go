@@ -78,6 +78,13 @@ type Member struct {
 type Eval struct {
 	Every int `json:"every" mapstructure:"every"`
 	Size  int `json:"size" mapstructure:"size"` // problems per task
+	// Samples > 0 adds that many sampled completions per problem: sampled
+	// pass@1 and maj@k, at Temperature (0: generation.temperature).
+	Samples     int     `json:"samples" mapstructure:"samples"`
+	Temperature float32 `json:"temperature" mapstructure:"temperature"`
+	// Split is the held-out set: test (reported numbers) or validation
+	// (choosing hyperparameters).
+	Split string `json:"split" mapstructure:"split"`
 }
 
 // Checkpoint saves the cohort every Every rounds (0: at the end only).

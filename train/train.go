@@ -59,12 +59,19 @@ func LoadData(s *config.RunSpec) (*Data, error) {
 		if err != nil {
 			return nil, err
 		}
-		sp, err := task.Split(s.Data.DataSeed, datasets.SplitSizes{RL: s.Data.RLSize, Eval: s.Eval.Size, MaxLevel: s.Data.MaxLevel})
+		sizes := datasets.SplitSizes{RL: s.Data.RLSize, MaxLevel: s.Data.MaxLevel}
+		if s.Eval.Split == "validation" {
+			sizes.Validation = s.Eval.Size
+		} else {
+			sizes.Eval = s.Eval.Size
+		}
+		sp, err := task.Split(s.Data.DataSeed, sizes)
 		if err != nil {
 			return nil, err
 		}
 		perTask = append(perTask, rl.PromptsFrom(sp.RL))
 		d.Eval = append(d.Eval, sp.Eval...)
+		d.Eval = append(d.Eval, sp.Validation...)
 	}
 	for i := 0; len(perTask) > 0 && i < len(perTask[0]); i++ {
 		for _, ps := range perTask {
@@ -138,30 +145,30 @@ type EvalResult struct {
 	// that train on another view, on that view.
 	Members map[string]evaluate.Result `json:"members"`
 	OwnView map[string]evaluate.Result `json:"members_own_view,omitempty"`
-	Cohort  rl.CohortResult            `json:"cohort_vote"`     // plurality of the members' pooled greedy answers, original wording
+	Cohort  rl.CohortResult            `json:"cohort_vote"`     // plurality of the members' pooled answers (samples when eval.samples > 0), original wording
 	Kappa   map[string]float64         `json:"kappa,omitempty"` // per member pair, of per-problem correctness
 	Compl   map[string]float64         `json:"complementarity,omitempty"`
 }
 
 // EvaluateMember scores a member on the original wording of the problems
 // and on its own view (the same result again for view 0).
-func EvaluateMember(m *rl.Member, eval []datasets.Problem, maxNew int, rule datasets.AnswerRule) (orig, own evaluate.Result, err error) {
-	if orig, err = evaluate.PassAt1(m.Model, m.Tok, eval, maxNew, rule); err != nil || m.View == 0 {
+func EvaluateMember(m *rl.Member, eval []datasets.Problem, o evaluate.Options) (orig, own evaluate.Result, err error) {
+	if orig, err = evaluate.Run(m.Model, m.Tok, eval, o); err != nil || m.View == 0 {
 		return orig, orig, err
 	}
-	own, err = evaluate.PassAt1(m.Model, m.Tok, datasets.Rephrase(eval, m.View), maxNew, rule)
+	own, err = evaluate.Run(m.Model, m.Tok, datasets.Rephrase(eval, m.View), o)
 	return orig, own, err
 }
 
 // Evaluate runs greedy pass@1 for every member (original wording and own
 // view), the cohort vote, and the pairwise diversity probe on the
 // evaluation problems.
-func Evaluate(members []*rl.Member, eval []datasets.Problem, maxNew, round int, rule datasets.AnswerRule) (*EvalResult, error) {
+func Evaluate(members []*rl.Member, eval []datasets.Problem, round int, o evaluate.Options) (*EvalResult, error) {
 	er := &EvalResult{Round: round, Members: map[string]evaluate.Result{}, OwnView: map[string]evaluate.Result{},
 		Kappa: map[string]float64{}, Compl: map[string]float64{}}
 	answers := make([][][]string, len(members))
 	for i, m := range members {
-		res, own, err := EvaluateMember(m, eval, maxNew, rule)
+		res, own, err := EvaluateMember(m, eval, o)
 		if err != nil {
 			return nil, err
 		}
@@ -169,7 +176,7 @@ func Evaluate(members []*rl.Member, eval []datasets.Problem, maxNew, round int, 
 		if m.View != 0 {
 			er.OwnView[m.Name] = own
 		}
-		answers[i] = rl.Singletons(res.Answers)
+		answers[i] = res.CohortAnswers()
 	}
 	er.Cohort = rl.CohortVote(answers, func(p int, a string) bool { return a == datasets.Normalize(eval[p].Answer) })
 	for i := range members {
@@ -256,7 +263,7 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 	fmt.Fprintf(log, "run %s: %d rounds x %d prompts x %d samples, reward %s\ncohort: %s\n", s.Name, s.Rounds, s.PromptsPerRound,
 		s.Generation.NumGenerations, s.Reward.Mode, strings.Join(names, ", "))
 	if st.Round == 0 && len(data.Eval) > 0 {
-		er, err := Evaluate(members, data.Eval, s.Generation.MaxCompletion, 0, config.AnswerRule(s))
+		er, err := Evaluate(members, data.Eval, 0, config.EvalOptions(s))
 		if err != nil {
 			return err
 		}
@@ -294,7 +301,7 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 		fmt.Fprintln(log)
 		last := r+1 == s.Rounds
 		if len(data.Eval) > 0 && (last || (s.Eval.Every > 0 && (r+1)%s.Eval.Every == 0)) {
-			er, err := Evaluate(members, data.Eval, s.Generation.MaxCompletion, r+1, config.AnswerRule(s))
+			er, err := Evaluate(members, data.Eval, r+1, config.EvalOptions(s))
 			if err != nil {
 				return err
 			}
@@ -332,6 +339,9 @@ func printEval(w io.Writer, er *EvalResult) {
 	sortStrings(names)
 	for _, n := range names {
 		fmt.Fprintf(w, "  %s pass@1 %.3f", n, er.Members[n].PassAt1)
+		if r := er.Members[n]; r.Samples > 0 {
+			fmt.Fprintf(w, " sampled %.3f maj@%d %.3f", r.SampledPassAt1, r.Samples, r.MajAtK)
+		}
 		if own, ok := er.OwnView[n]; ok {
 			fmt.Fprintf(w, " (own view %.3f)", own.PassAt1)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/datasets"
+	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/gpu/cpu"
 	"github.com/corl-project/corl/internal/testmodels"
 	"github.com/corl-project/corl/model"
@@ -115,7 +116,7 @@ func TestMembersAreEvaluatedOnTheirOwnView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	er, err := Evaluate([]*rl.Member{m0, m1}, sp.Eval, 48, 0, datasets.TaskAnswers)
+	er, err := Evaluate([]*rl.Member{m0, m1}, sp.Eval, 0, evaluate.Options{MaxNew: 48, Answers: datasets.TaskAnswers})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,6 +86,8 @@ type EvalSummary struct {
 	Round          int             `json:"round"`
 	PassAt1        []float64       `json:"pass_at_1"`
 	PassAt1OwnView []float64       `json:"pass_at_1_own_view"`
+	SampledPassAt1 []float64       `json:"sampled_pass_at_1,omitempty"` // with eval.samples
+	MajAtK         []float64       `json:"maj_at_k,omitempty"`
 	Cohort         rl.CohortResult `json:"cohort_vote"`
 }
 
@@ -509,29 +511,27 @@ func evaluateAll(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts fu
 		return err
 	}
 	ev := EvalSummary{Round: st.Round, PassAt1: make([]float64, n), PassAt1OwnView: make([]float64, n)}
+	if s.Eval.Samples > 0 {
+		ev.SampledPassAt1, ev.MajAtK = make([]float64, n), make([]float64, n)
+	}
 	for i, o := range outs {
 		ev.PassAt1[i], ev.PassAt1OwnView[i] = o.PassAt1, o.PassAt1OwnView
+		if s.Eval.Samples > 0 {
+			ev.SampledPassAt1[i], ev.MajAtK[i] = o.SampledPassAt1, o.MajAtK
+		}
 	}
 	ev.Cohort = cohortVote(outs)
 	st.Evals = append(st.Evals, ev)
 	return nil
 }
 
-// cohortVote is rl.CohortVote over the members' evaluation answers; an
-// answer is right when a member holding it was graded correct.
+// cohortVote is rl.CohortVote over the members' pooled evaluation answers.
 func cohortVote(outs []activities.EvalOutput) rl.CohortResult {
 	answers := make([][][]string, len(outs))
 	for i, o := range outs {
-		answers[i] = rl.Singletons(o.Answers)
+		answers[i] = o.Pool
 	}
-	return rl.CohortVote(answers, func(p int, a string) bool {
-		for _, o := range outs {
-			if o.Answers[p] == a && o.Correct[p] {
-				return true
-			}
-		}
-		return false
-	})
+	return rl.CohortVote(answers, func(p int, a string) bool { return a == outs[0].Truth[p] })
 }
 
 func progressOf(s *spec.RunSpec, st *State) Progress {

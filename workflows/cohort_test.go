@@ -74,7 +74,8 @@ func newEnv(t *testing.T, f *fake) *testsuite.TestWorkflowEnvironment {
 		return fmt.Sprintf("ckpt/%d/%d", ref.Round, ref.Member), f.note("Checkpoint", ref)
 	})
 	env.OnActivity(a.Evaluate, mock.Anything, mock.Anything).Return(func(_ context.Context, ref activities.MemberRef) (activities.EvalOutput, error) {
-		return activities.EvalOutput{PassAt1: 0.5, Correct: []bool{true}, Answers: []string{"1"}}, f.note("Evaluate", ref)
+		return activities.EvalOutput{PassAt1: 0.5, Correct: []bool{true}, Answers: []string{"1"},
+			Pool: [][]string{{"1"}}, Truth: []string{"1"}}, f.note("Evaluate", ref)
 	})
 	return env
 }
