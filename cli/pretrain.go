@@ -63,6 +63,7 @@ Example:
 	fl.IntVar(&c.EvalN, "eval", 100, "evaluation problems per task")
 	fl.IntVar(&c.MaxLevel, "max-level", 0, "highest difficulty level to train and evaluate on (0: all)")
 	fl.IntVar(&c.Views, "views", 1, "surface forms of each problem to train on: 1 original, 2 also the rephrased one (so cohort members can be given rephrased prompts)")
+	fl.IntVar(&c.FirstView, "first-view", 0, "the first surface form trained on (--first-view 1 --views 1: the rephrased wording only); evaluation uses it")
 	fl.IntVar(&c.Steps, "steps", 600, "training steps at most")
 	fl.IntVar(&c.Batch, "batch", 32, "sequences per step")
 	fl.Float32Var(&c.LR, "lr", 3e-3, "peak learning rate")

@@ -116,9 +116,15 @@ func (t Task) Split(seed uint64, n SplitSizes) (Splits, error) {
 	seen := map[string]bool{}
 	want := [5]int{n.Pretrain, n.PretrainVal, n.RL, n.Validation, n.Eval}
 	var sets [5][]Problem
-	total := 0
-	for _, w := range want {
-		total += w
+	// Expected draws to fill set b are want[b] / its share; allow 50 times
+	// the sum before calling the problem space too small.
+	limit := 1000
+	for b, w := range want {
+		lo := uint64(0)
+		if b > 0 {
+			lo = bucketCum[b-1]
+		}
+		limit += 50 * w * 100 / int(bucketCum[b]-lo)
 	}
 	full := func() bool {
 		for b := range want {
@@ -129,7 +135,7 @@ func (t Task) Split(seed uint64, n SplitSizes) (Splits, error) {
 		return true
 	}
 	for tries := 0; !full(); tries++ {
-		if tries > 50*total+1000 {
+		if tries > limit {
 			var got [5]int
 			for b := range sets {
 				got[b] = len(sets[b])

@@ -30,6 +30,7 @@ type Config struct {
 	PerTask    int          `json:"per_task"`  // pretraining problems per task
 	MaxLevel   int          `json:"max_level"` // highest difficulty level (0: all)
 	Views      int          `json:"views"`     // surface forms trained on (1: original; 2: also rephrased)
+	FirstView  int          `json:"first_view"` // the first of them (1 with Views 1: the rephrased wording only)
 	EvalN      int          `json:"eval_per_task"`
 	Steps      int          `json:"steps"`
 	Batch      int          `json:"batch"`
@@ -82,8 +83,8 @@ func Run(ctx context.Context, be gpu.Backend, c Config, out string, log io.Write
 		if err != nil {
 			return nil, err
 		}
-		eval = append(eval, s.PretrainVal...)
-		for v := 0; v < max(c.Views, 1); v++ {
+		eval = append(eval, datasets.Rephrase(s.PretrainVal, c.FirstView)...)
+		for v := c.FirstView; v < c.FirstView+max(c.Views, 1); v++ {
 			for _, p := range datasets.Rephrase(s.Pretrain, v) {
 				ex, err := makeExample(tok, p, m.Cfg.MaxSeq)
 				if err != nil {
