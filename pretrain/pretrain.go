@@ -26,10 +26,10 @@ import (
 type Config struct {
 	Model      model.Config `json:"model"`
 	Tasks      []string     `json:"tasks"`
-	DataSeed   uint64       `json:"data_seed"` // the split seed; RL must use the same one
-	PerTask    int          `json:"per_task"`  // pretraining problems per task
-	MaxLevel   int          `json:"max_level"` // highest difficulty level (0: all)
-	Views      int          `json:"views"`     // surface forms trained on (1: original; 2: also rephrased)
+	DataSeed   uint64       `json:"data_seed"`  // the split seed; RL must use the same one
+	PerTask    int          `json:"per_task"`   // pretraining problems per task
+	MaxLevel   int          `json:"max_level"`  // highest difficulty level (0: all)
+	Views      int          `json:"views"`      // surface forms trained on (1: original; 2: also rephrased)
 	FirstView  int          `json:"first_view"` // the first of them (1 with Views 1: the rephrased wording only)
 	EvalN      int          `json:"eval_per_task"`
 	Steps      int          `json:"steps"`
