@@ -375,7 +375,15 @@ func (a *Activities) applyUpdate(ctx context.Context, h *held, s *spec.RunSpec, 
 	c := config.RoundConfig(s)
 	us, err := rl.Update(h.member, rb.Rollout, gb.Advantages[member], c, round*s.GRPO.NumIterations)
 	if err != nil {
-		return UpdateOutput{}, classify(err, h.member.Name, round)
+		err = classify(err, h.member.Name, round)
+		var ae *temporal.ApplicationError
+		if errors.As(err, &ae) && ae.Type() == ErrNonFinite {
+			// The weights may be poisoned: forget the member, so that no
+			// checkpoint (a stop notice's included) can write them. The run
+			// resumes from its last checkpoint.
+			delete(a.held, heldKey(s.Name, h.member.Name))
+		}
+		return UpdateOutput{}, err
 	}
 	out := UpdateOutput{Stats: us, Seconds: time.Since(start).Seconds(),
 		FLOPs: h.member.Model.FLOPsPerToken(2*s.Generation.MaxCompletion) * float64(us.Tokens)}

@@ -1,10 +1,13 @@
 package activities
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"go.temporal.io/sdk/temporal"
@@ -158,5 +161,46 @@ func TestRoundThroughActivities(t *testing.T) {
 	bad.Rounds = 0
 	if err := e.run(e.a.Grade, GradeInput{Spec: bad, Round: 0, Rollouts: keys}, nil); !errors.As(err, &ae) || ae.Type() != ErrBadSpec {
 		t.Fatalf("bad spec: %v", err)
+	}
+}
+
+// TestNonFiniteUpdateDropsTheMember: an update whose loss or weights go
+// non-finite fails non-retryably naming member and round, and the worker
+// forgets the member, so no checkpoint (a stop notice's included) writes
+// the poisoned weights.
+func TestNonFiniteUpdateDropsTheMember(t *testing.T) {
+	e := newEnv(t)
+	s := testSpec(t)
+	ref := func(m, r int) MemberRef { return MemberRef{Spec: s, Member: m, Round: r} }
+	var keys []string
+	for m := range s.Members {
+		if err := e.run(e.a.Acquire, AcquireInput{MemberRef: ref(m, 0)}, nil); err != nil {
+			t.Fatal(err)
+		}
+		var g GenerateOutput
+		if err := e.run(e.a.Generate, ref(m, 0), &g); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, g.Key)
+	}
+	if err := e.run(e.a.Grade, GradeInput{Spec: s, Round: 0, Rollouts: keys}, nil); err != nil {
+		t.Fatal(err)
+	}
+	poison := e.a.held[heldKey("act", "l")].member.Model.Params()
+	nan := []float32{float32(math.NaN())}
+	e.a.Backend.Upload(poison.Slice(0, 1), nan)
+	err := e.run(e.a.Update, ref(1, 0), nil)
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) || ae.Type() != ErrNonFinite || !ae.NonRetryable() || !strings.Contains(err.Error(), "model l, round 0") {
+		t.Fatalf("update with NaN weights: %v", err)
+	}
+	if _, ok := e.a.held[heldKey("act", "l")]; ok {
+		t.Fatal("the worker still holds the poisoned member")
+	}
+	if errs := CheckpointAll(context.Background(), e.a); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if _, err := e.a.Store.Get(context.Background(), blob.ManifestKey(blob.CheckpointPrefix("act", 0, "l"))); err == nil {
+		t.Fatal("a stop-notice checkpoint wrote the poisoned member")
 	}
 }

@@ -6,10 +6,13 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/go-viper/mapstructure/v2"
@@ -50,6 +53,9 @@ func Load(file string, getenv func(string) string, overrides map[string]any) (*R
 		v.SetDefault(k, d)
 	}
 	if file != "" {
+		if err := jsonSyntax(file); err != nil {
+			return nil, err
+		}
 		v.SetConfigFile(file)
 		if err := v.ReadInConfig(); err != nil {
 			return nil, fmt.Errorf("read config %s: %w", file, err)
@@ -59,6 +65,9 @@ func Load(file string, getenv func(string) string, overrides map[string]any) (*R
 		}
 	}
 	if err := layer(v, defaults, getenv, overrides); err != nil {
+		return nil, err
+	}
+	if err := integerRanges(v); err != nil {
 		return nil, err
 	}
 	var rs RunSpec
@@ -77,6 +86,78 @@ func Load(file string, getenv func(string) string, overrides map[string]any) (*R
 		return nil, err
 	}
 	return &rs, nil
+}
+
+// jsonSyntax reports a JSON spec's syntax error with its line and column
+// (the parser behind viper gives only a byte offset, or nothing).
+func jsonSyntax(file string) error {
+	if !strings.EqualFold(filepath.Ext(file), ".json") {
+		return nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("read config: %w", err)
+	}
+	var v any
+	var se *json.SyntaxError
+	if err := json.Unmarshal(b, &v); errors.As(err, &se) {
+		line, col := 1, 1
+		for _, c := range b[:min(int(se.Offset), len(b))] {
+			if c == '\n' {
+				line, col = line+1, 1
+			} else {
+				col++
+			}
+		}
+		return fmt.Errorf("%s: line %d, column %d: %v", file, line, col-1, se)
+	}
+	return nil
+}
+
+// Integer keys of the spec: signed ones and seeds (unsigned). mapstructure
+// would wrap -1 into a huge seed and an overflowing number into a negative
+// one, so the raw values are checked first.
+var (
+	intKeys = []string{"rounds", "prompts_per_round", "micro_batch_size", "data.rl_size", "data.max_level",
+		"generation.num_generations", "generation.top_k", "generation.max_completion_length", "grpo.num_iterations",
+		"optim.warmup_steps", "eval.every", "eval.size", "eval.samples", "checkpoint.every"}
+	uintKeys = []string{"seed", "data.data_seed"}
+)
+
+func integerRanges(v *viper.Viper) error {
+	for _, keys := range [][]string{intKeys, uintKeys} {
+		unsigned := len(keys) == len(uintKeys) && keys[0] == uintKeys[0]
+		for _, k := range keys {
+			raw := v.Get(k)
+			if raw == nil {
+				continue
+			}
+			s := strings.TrimSpace(fmt.Sprint(raw))
+			if f, ok := raw.(float64); ok && f == math.Trunc(f) { // YAML reads big whole numbers as floats
+				if math.Abs(f) >= 1<<63 {
+					return fmt.Errorf("%s: %s is out of range", k, s)
+				}
+				s = strconv.FormatInt(int64(f), 10)
+			}
+			var err error
+			if unsigned {
+				_, err = strconv.ParseUint(s, 10, 64)
+			} else {
+				_, err = strconv.ParseInt(s, 10, 64)
+			}
+			var ne *strconv.NumError
+			switch {
+			case err == nil:
+			case errors.As(err, &ne) && ne.Err == strconv.ErrRange:
+				return fmt.Errorf("%s: %s is out of range", k, s)
+			case unsigned:
+				return fmt.Errorf("%s: %s is not a non-negative integer", k, s)
+			default:
+				return fmt.Errorf("%s: %s is not an integer", k, s)
+			}
+		}
+	}
+	return nil
 }
 
 // resolveBases makes a relative member base that does not exist from the
@@ -192,6 +273,12 @@ func Validate(s *RunSpec) error {
 	if s.Eval.Temperature < 0 {
 		return fmt.Errorf("eval.temperature: %v must not be negative", s.Eval.Temperature)
 	}
+	if s.Generation.NumGenerations == 1 {
+		return fmt.Errorf("generation.num_generations: 1 gives every group zero variance (no advantage, nothing learned); use at least 2")
+	}
+	if err := validateOptim(s.Optim); err != nil {
+		return err
+	}
 	if s.Generation.Temperature < 0 {
 		return fmt.Errorf("generation.temperature: %v must not be negative", s.Generation.Temperature)
 	}
@@ -210,9 +297,6 @@ func Validate(s *RunSpec) error {
 	}
 	if err := GRPO(s.GRPO).Validate(); err != nil {
 		return fmt.Errorf("grpo.%w", err)
-	}
-	if s.Optim.LearningRate <= 0 {
-		return fmt.Errorf("optim.learning_rate: %v must be positive", s.Optim.LearningRate)
 	}
 	if s.Optim.MinLRRatio < 0 || s.Optim.MinLRRatio > 1 {
 		return fmt.Errorf("optim.min_lr_ratio: %v must be in [0, 1]", s.Optim.MinLRRatio)
@@ -248,8 +332,10 @@ func Validate(s *RunSpec) error {
 			return fmt.Errorf("members[%d].name: %q is used twice", i, m.Name)
 		case m.Base == "":
 			return fmt.Errorf("members[%d].base: empty", i)
-		case m.View < 0:
-			return fmt.Errorf("members[%d].view: %d must not be negative", i, m.View)
+		case s.Data.File != "" && m.View != 0:
+			return fmt.Errorf("members[%d].view: %d is not a view of the data; data.file has only view 0", i, m.View)
+		case m.View < 0 || m.View > 1:
+			return fmt.Errorf("members[%d].view: %d is not a view of the data; built-in tasks have views 0 (original) and 1 (rephrased)", i, m.View)
 		}
 		seen[m.Name] = true
 	}

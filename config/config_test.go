@@ -115,3 +115,39 @@ func TestBaseNextToTheSpec(t *testing.T) {
 		t.Errorf("missing base rewritten to %q", s.Members[1].Base)
 	}
 }
+
+// TestBadSpecsAreRefused runs the corpus in testdata/bad: each spec must be
+// refused by Load with the message its "# want:" line (or its .want file)
+// gives, naming the key and what is allowed.
+func TestBadSpecsAreRefused(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "bad", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, ".want") {
+			continue
+		}
+		n++
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want string
+		if w, err := os.ReadFile(f + ".want"); err == nil {
+			want = strings.TrimSpace(string(w))
+		} else if first, _, _ := strings.Cut(string(body), "\n"); strings.HasPrefix(first, "# want: ") {
+			want = strings.TrimPrefix(first, "# want: ")
+		} else {
+			t.Fatalf("%s: no expected message", f)
+		}
+		_, err = Load(f, func(string) string { return "" }, nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v\n  want it to contain %q", filepath.Base(f), err, want)
+		}
+	}
+	if n < 10 {
+		t.Fatalf("only %d bad specs in the corpus", n)
+	}
+}

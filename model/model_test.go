@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -242,5 +243,22 @@ func TestNonFiniteGradientLeavesWeights(t *testing.T) {
 		if v != before[i] {
 			t.Fatalf("parameter %d changed after a rejected step", i)
 		}
+	}
+}
+
+// TestNonFiniteWeightsAfterStepAreCaught: AdamW with epsilon 0 and a zero
+// gradient divides 0 by 0 on its first step; the step fails naming the
+// tensor instead of leaving NaN weights to be checkpointed.
+func TestNonFiniteWeightsAfterStepAreCaught(t *testing.T) {
+	m, err := New(cpu.New(1), tinyConfigs()["gpt2"], 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ZeroGrad()
+	o := DefaultOptim(1e-3)
+	o.Eps = 0
+	_, err = m.Step(o)
+	if !errors.Is(err, ErrNonFinite) || !strings.Contains(err.Error(), "tensor ") {
+		t.Fatalf("step error %v, want a non-finite weights error naming the tensor", err)
 	}
 }

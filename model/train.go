@@ -49,6 +49,16 @@ func (m *Model) Step(o Optim) (gradNorm float64, err error) {
 	h.WeightDecay = 0
 	n := m.lo.total - d
 	m.be.AdamW(m.params.Slice(d, n), m.grads.Slice(d, n), m.m.Slice(d, n), m.v.Slice(d, n), n, h)
+	// A finite gradient can still give non-finite weights (a zero epsilon's
+	// 0/0, an overflowing step): name the first such tensor.
+	if ss := m.be.SumSquares(m.params, m.lo.total); math.IsNaN(ss) || math.IsInf(ss, 0) {
+		for _, t := range m.lo.tensors {
+			if ts := m.be.SumSquares(m.params.Slice(t.Off, t.Size()), t.Size()); math.IsNaN(ts) || math.IsInf(ts, 0) {
+				return gradNorm, fmt.Errorf("optimizer step %d: %w: tensor %s after the update", m.step, ErrNonFinite, t.Name)
+			}
+		}
+		return gradNorm, fmt.Errorf("optimizer step %d: %w: weights after the update", m.step, ErrNonFinite)
+	}
 	return gradNorm, m.be.Sync()
 }
 
