@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -161,16 +162,27 @@ func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireOutpu
 			break
 		}
 	}
-	var dir string
-	if key == "" {
-		base, cleanup, err := blob.Materialize(ctx, a.Store, ms.Base)
-		if err != nil {
-			return AcquireOutput{}, badSpec(fmt.Errorf("member %s: base %s: %w", ms.Name, ms.Base, err))
+	var dir, note string
+	for dir == "" {
+		if key == "" {
+			base, cleanup, err := blob.Materialize(ctx, a.Store, ms.Base)
+			if err != nil {
+				return AcquireOutput{}, badSpec(fmt.Errorf("member %s: base %s: %w", ms.Name, ms.Base, err))
+			}
+			defer cleanup()
+			dir, round = base, 0
+			break
 		}
-		defer cleanup()
-		dir, round = base, 0
-	} else {
 		tmp, cleanup, err := blob.Materialize(ctx, a.Store, blob.BlobRef+key)
+		if errors.Is(err, blob.ErrCorrupt) {
+			// Reading it again cannot help: restore the newest older
+			// checkpoint (or the base) and let the workflow replay from there.
+			bad := key
+			key, round = a.olderCheckpoint(ctx, s.Name, ms.Name, round)
+			note = fmt.Sprintf("member %s: %v; restored %s instead", ms.Name, err, cmp.Or(key, "the base"))
+			activity.GetLogger(ctx).Warn("corrupt checkpoint", "key", bad, "error", err, "fallback", key)
+			continue
+		}
 		if err != nil {
 			return AcquireOutput{}, err
 		}
@@ -193,7 +205,19 @@ func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireOutpu
 	}
 	a.held[heldKey(s.Name, ms.Name)] = &held{run: s.Name, member: m, round: round, stats: map[int]UpdateOutput{}}
 	activity.GetLogger(ctx).Info("acquired member", "run", s.Name, "member", ms.Name, "round", round, "from", key)
-	return AcquireOutput{Queue: a.Queue, Round: round, CheckpointKey: key}, nil
+	return AcquireOutput{Queue: a.Queue, Round: round, CheckpointKey: key, Note: note}, nil
+}
+
+// olderCheckpoint is the manifest key and round of the member's newest
+// checkpoint before round ("", 0: none, the base).
+func (a *Activities) olderCheckpoint(ctx context.Context, run, member string, round int) (string, int) {
+	for r := round - 1; r >= 1; r-- {
+		k := blob.ManifestKey(blob.CheckpointPrefix(run, r, member))
+		if _, err := a.Store.Get(ctx, k); err == nil {
+			return k, r
+		}
+	}
+	return "", 0
 }
 
 // Generate samples the member's completions for the round's prompts and

@@ -204,3 +204,51 @@ func TestNonFiniteUpdateDropsTheMember(t *testing.T) {
 		t.Fatal("a stop-notice checkpoint wrote the poisoned member")
 	}
 }
+
+// TestCorruptCheckpointFallsBack: a checkpoint whose object no longer
+// matches its manifest is not retried for ever: Acquire restores the newest
+// older checkpoint (here the base) and says so.
+func TestCorruptCheckpointFallsBack(t *testing.T) {
+	e := newEnv(t)
+	s := testSpec(t)
+	ref := func(m, r int) MemberRef { return MemberRef{Spec: s, Member: m, Round: r} }
+	var keys []string
+	for m := range s.Members {
+		if err := e.run(e.a.Acquire, AcquireInput{MemberRef: ref(m, 0)}, nil); err != nil {
+			t.Fatal(err)
+		}
+		var g GenerateOutput
+		if err := e.run(e.a.Generate, ref(m, 0), &g); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, g.Key)
+	}
+	if err := e.run(e.a.Grade, GradeInput{Spec: s, Round: 0, Rollouts: keys}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.run(e.a.Update, ref(0, 0), nil); err != nil {
+		t.Fatal(err)
+	}
+	var key string
+	if err := e.run(e.a.Checkpoint, ref(0, 1), &key); err != nil {
+		t.Fatal(err)
+	}
+	obj := strings.TrimSuffix(key, "manifest.json") + "model.safetensors"
+	b, err := e.a.Store.Get(context.Background(), obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-1] ^= 1
+	if err := e.a.Store.Put(context.Background(), obj, b); err != nil {
+		t.Fatal(err)
+	}
+	e2 := newEnv(t)
+	e2.a.Store = e.a.Store
+	var acq AcquireOutput
+	if err := e2.run(e2.a.Acquire, AcquireInput{MemberRef: ref(0, 1), CheckpointKey: key, CheckpointRound: 1}, &acq); err != nil {
+		t.Fatalf("acquire with a corrupt checkpoint: %v", err)
+	}
+	if acq.Round != 0 || acq.CheckpointKey != "" || !strings.Contains(acq.Note, "corrupt") || !strings.Contains(acq.Note, "model.safetensors") {
+		t.Fatalf("acquire: %+v, want the base and a note naming the corrupt object", acq)
+	}
+}

@@ -49,6 +49,9 @@ type AcquireOutput struct {
 	Queue         string `json:"queue"`
 	Round         int    `json:"round"`
 	CheckpointKey string `json:"checkpoint_key"`
+	// Note says what went wrong on the way, when it did (a corrupt
+	// checkpoint skipped for an older one).
+	Note string `json:"note,omitempty"`
 }
 
 // GenerateOutput summarises a member's rollout.

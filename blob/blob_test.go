@@ -51,7 +51,7 @@ func checkStore(t *testing.T, s Store) {
 	if err := s.Put(ctx, "runs/r/checkpoints/round-00001/m/config.json", []byte(`{"x":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := ReadCheckpoint(ctx, s, key); err == nil || !strings.Contains(err.Error(), "config.json is corrupt") {
+	if _, _, err := ReadCheckpoint(ctx, s, key); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "config.json has") {
 		t.Fatalf("corrupt checkpoint: err = %v", err)
 	}
 	// Objects without a manifest (a writer that died before the end) are not a checkpoint.

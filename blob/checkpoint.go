@@ -66,6 +66,10 @@ func WriteCheckpoint(ctx context.Context, s Store, prefix string, files map[stri
 // or interrupted before the manifest).
 var ErrNoCheckpoint = errors.New("no complete checkpoint")
 
+// ErrCorrupt wraps reads of a checkpoint whose manifest does not parse or
+// whose objects are missing or do not match it: reading it again cannot help.
+var ErrCorrupt = errors.New("corrupt checkpoint")
+
 // ReadCheckpoint loads the checkpoint whose manifest is at manifestKey and
 // verifies every object's size and sha256.
 func ReadCheckpoint(ctx context.Context, s Store, manifestKey string) (map[string][]byte, *Manifest, error) {
@@ -78,19 +82,22 @@ func ReadCheckpoint(ctx context.Context, s Store, manifestKey string) (map[strin
 	}
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, nil, fmt.Errorf("%s: corrupt manifest: %w", s.URI(manifestKey), err)
+		return nil, nil, fmt.Errorf("%s: %w: manifest: %v", s.URI(manifestKey), ErrCorrupt, err)
 	}
 	prefix := manifestKey[:len(manifestKey)-len(manifestName)-1]
 	files := map[string][]byte{}
 	for _, f := range m.Files {
 		data, err := s.Get(ctx, prefix+"/"+f.Name)
+		if errors.Is(err, ErrNotFound) {
+			return nil, nil, fmt.Errorf("checkpoint %s: %w: %s is missing", s.URI(manifestKey), ErrCorrupt, f.Name)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("checkpoint %s: %w", s.URI(manifestKey), err)
 		}
 		sum := sha256.Sum256(data)
 		if len(data) != f.Size || hex.EncodeToString(sum[:]) != f.SHA256 {
-			return nil, nil, fmt.Errorf("checkpoint %s: %s is corrupt (%d bytes, sha256 %x; manifest says %d bytes, %s)",
-				s.URI(manifestKey), f.Name, len(data), sum[:6], f.Size, f.SHA256[:12])
+			return nil, nil, fmt.Errorf("checkpoint %s: %w: %s has %d bytes, sha256 %x; the manifest says %d bytes, %s",
+				s.URI(manifestKey), ErrCorrupt, f.Name, len(data), sum[:6], f.Size, f.SHA256[:12])
 		}
 		files[f.Name] = data
 	}

@@ -284,6 +284,9 @@ func printProgress(w io.Writer, p *workflows.Progress) {
 	if p.Moves > 0 {
 		fmt.Fprintf(w, "members moved after a lost worker: %d\n", p.Moves)
 	}
+	for _, n := range p.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
 }
 
 // Watch renders progress until the run ends, then its result.

@@ -65,7 +65,8 @@ type State struct {
 	Paused          bool           `json:"paused"`
 	Stopping        bool           `json:"stopping"`
 	Stage           string         `json:"stage"`
-	Moves           int            `json:"moves"` // members re-placed after a lost worker
+	Moves           int            `json:"moves"`           // members re-placed after a lost worker
+	Notes           []string       `json:"notes,omitempty"` // the latest things that went wrong and were worked around
 	GenFLOPs        []float64      `json:"generation_flops"`
 	UpdateFLOPs     []float64      `json:"update_flops"`
 	ComputeSeconds  float64        `json:"compute_seconds"` // inside activities, summed over the critical path
@@ -104,6 +105,7 @@ type Progress struct {
 	Last     *RoundSummary `json:"last,omitempty"`
 	Evals    []EvalSummary `json:"evals"`
 	Moves    int           `json:"moves"`
+	Notes    []string      `json:"notes,omitempty"`
 	Overhead float64       `json:"temporal_overhead"` // 1 - compute/wall over finished rounds
 }
 
@@ -203,6 +205,10 @@ func CohortRun(ctx workflow.Context, in Input) (*Result, error) {
 			in := activities.AcquireInput{MemberRef: ref(i), CheckpointKey: st.Checkpoint[i], CheckpointRound: st.CheckpointRound[i]}
 			if err := workflow.ExecuteActivity(poolCtx, a.Acquire, in).Get(ctx, &acq); err != nil {
 				return err
+			}
+			if acq.Note != "" {
+				st.Notes = append(st.Notes, fmt.Sprintf("round %d: %s", st.Round, acq.Note))
+				st.Notes = st.Notes[max(0, len(st.Notes)-keepSummaries):]
 			}
 			if acq.Round < st.Round {
 				st.Stage = fmt.Sprintf("replaying %s rounds %d-%d", s.Members[i].Name, acq.Round+1, st.Round)
@@ -536,7 +542,7 @@ func cohortVote(outs []activities.EvalOutput) rl.CohortResult {
 
 func progressOf(s *spec.RunSpec, st *State) Progress {
 	p := Progress{Name: s.Name, Round: st.Round, Rounds: s.Rounds, Stage: st.Stage, Paused: st.Paused, Stopping: st.Stopping,
-		Members: s.MemberNames(), Queues: st.Queue, Evals: st.Evals, Moves: st.Moves}
+		Members: s.MemberNames(), Queues: st.Queue, Evals: st.Evals, Moves: st.Moves, Notes: st.Notes}
 	if len(st.Summaries) > 0 {
 		last := st.Summaries[len(st.Summaries)-1]
 		p.Last = &last
