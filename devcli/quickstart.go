@@ -24,8 +24,9 @@ func newQuickstartCmd(stdio cli.IO, getenv func(string) string) *cobra.Command {
 		Long: `Starts an embedded Temporal server, a worker and a local blob store, then runs
 the built-in cohort (two small base models of different families, peer-ring
 rewards, no labels) for a few rounds as a durable workflow, printing progress,
-the evaluation before and after, and where everything was written. A few
-minutes on 2 cores.`,
+the evaluation before and after, and where everything was written. About
+half a minute on 2 cores once built (the first build compiles the embedded
+Temporal server: several minutes).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()

@@ -255,7 +255,9 @@ func CohortRun(ctx workflow.Context, in Input) (*Result, error) {
 		if !done {
 			continue // a member was lost: re-place and run the round again
 		}
-		st.RoundSeconds += workflow.Now(ctx).Sub(roundStart).Seconds()
+		secs := workflow.Now(ctx).Sub(roundStart).Seconds()
+		st.RoundSeconds += secs
+		st.Summaries[len(st.Summaries)-1].Seconds = secs
 		st.Round++
 		last := st.Round == s.Rounds
 		if last || st.Stopping || (s.Checkpoint.Every > 0 && st.Round%s.Checkpoint.Every == 0) {

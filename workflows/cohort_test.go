@@ -271,3 +271,25 @@ func TestLostWorkerDuringFinalCheckpoint(t *testing.T) {
 		t.Errorf("Checkpoint called %d times, want 2 (round 2) + 2 (round 3) + 1 redone", f.calls["Checkpoint"])
 	}
 }
+
+// TestProgressReportsRoundSeconds: the progress query's last round carries
+// its wall time (a round takes a minute of the test clock here).
+func TestProgressReportsRoundSeconds(t *testing.T) {
+	env := newEnv(t, newFake())
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(QueryProgress)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		var p Progress
+		v.Get(&p)
+		if p.Last == nil || p.Last.Seconds < 60 || p.Last.Seconds > 70 {
+			t.Errorf("last round %+v: want about 60 seconds", p.Last)
+		}
+	}, 150*time.Second)
+	env.ExecuteWorkflow(CohortRun, Input{RunSpec: testSpec(3)})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+}
