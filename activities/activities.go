@@ -143,6 +143,18 @@ func heartbeat(ctx context.Context, detail func() any) (stop func()) {
 	return func() { close(done) }
 }
 
+// ValidateSpec checks a run spec (config.Validate). The workflow runs it as
+// its first step, a local activity, so that a bad spec (a JSON spec from the
+// Temporal CLI included) fails the run at once with every bad key listed.
+// A function, not a method: every method of Activities is registered as a
+// regular activity.
+func ValidateSpec(_ context.Context, s spec.RunSpec) error {
+	if err := config.Validate(&s); err != nil {
+		return badSpec(fmt.Errorf("run spec: %w", err))
+	}
+	return nil
+}
+
 // Acquire loads a member on this worker and returns this worker's queue. It
 // starts from the newest complete checkpoint at or after the recorded one
 // (a worker that got a stop notice may have written a newer one), else the

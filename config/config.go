@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,21 +28,31 @@ import (
 // RunSpec is spec.RunSpec; the types live there so workflows can hold them.
 type RunSpec = spec.RunSpec
 
-// defaults are the embedded settings: the paper's choices where it made
-// them (G = 8, temperature 1, ring rewards, no KL, group-scaled rewards).
-var defaults = map[string]any{
-	"name": "corl-run", "seed": 1, "rounds": 10, "prompts_per_round": 16,
-	"data.tasks": []string{"arith"}, "data.data_seed": 1, "data.rl_size": 400, "data.max_level": 0,
-	"data.file": "", "data.prompt_field": "", "data.answer_field": "", "data.last_number_fallback": false,
-	"reward.mode": rl.PeerRing, "reward.self_consistency_threshold": 0.0,
-	"generation.num_generations": 8, "generation.temperature": 1.0, "generation.top_k": 0, "generation.top_p": 1.0,
-	"generation.max_completion_length": 64,
-	"grpo.scale_rewards":               rl.ScaleGroup, "grpo.loss_type": rl.TokenMean, "grpo.epsilon": 0.2, "grpo.epsilon_high": 0.0,
-	"grpo.beta": 0.0, "grpo.num_iterations": 1,
-	"optim.learning_rate": 1e-4, "optim.warmup_steps": 0, "optim.min_lr_ratio": 0.1, "optim.adam_beta1": 0.9,
-	"optim.adam_beta2": 0.99, "optim.adam_epsilon": 1e-8, "optim.weight_decay": 0.0, "optim.max_grad_norm": 1.0,
-	"micro_batch_size": 32, "members": []any{},
-	"eval.every": 0, "eval.size": 100, "eval.samples": 0, "eval.temperature": 0.0, "eval.split": "test", "checkpoint.every": 5, "output_dir": "runs",
+// defaults are spec.Default() as dotted viper keys: one table of embedded
+// settings for specs from files, the environment, flags and plain JSON.
+var defaults = flatten(reflect.ValueOf(spec.Default()), "")
+
+// flatten maps a spec value to its dotted mapstructure keys.
+func flatten(v reflect.Value, prefix string) map[string]any {
+	out := map[string]any{}
+	for i := 0; i < v.NumField(); i++ {
+		tag := strings.Split(v.Type().Field(i).Tag.Get("mapstructure"), ",")[0]
+		if tag == "" || tag == "-" {
+			continue
+		}
+		f := v.Field(i)
+		switch {
+		case f.Kind() == reflect.Struct:
+			for k, x := range flatten(f, prefix+tag+".") {
+				out[k] = x
+			}
+		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Struct:
+			out[prefix+tag] = []any{} // members: listed in full by the spec
+		default:
+			out[prefix+tag] = f.Interface()
+		}
+	}
+	return out
 }
 
 // Load reads the spec from file (may be empty: defaults only), the CORL_*
@@ -252,8 +263,11 @@ func unknownKeys(settings map[string]any, prefix string) error {
 	return nil
 }
 
-// Validate checks every field of s, naming it.
+// Validate checks every field of s and returns one error listing each bad
+// key with what is allowed (nil when all are good).
 func Validate(s *RunSpec) error {
+	var errs []error
+	bad := func(err error) { errs = append(errs, err) }
 	positive := []struct {
 		key string
 		v   int
@@ -261,85 +275,85 @@ func Validate(s *RunSpec) error {
 		{"generation.max_completion_length", s.Generation.MaxCompletion}, {"micro_batch_size", s.MicroBatchSize}, {"eval.size", s.Eval.Size}}
 	for _, p := range positive {
 		if p.v <= 0 {
-			return fmt.Errorf("%s: must be positive, got %d", p.key, p.v)
+			bad(fmt.Errorf("%s: must be positive, got %d", p.key, p.v))
 		}
 	}
 	if s.Eval.Split != "test" && s.Eval.Split != "validation" {
-		return fmt.Errorf("eval.split: %q is not one of test, validation", s.Eval.Split)
+		bad(fmt.Errorf("eval.split: %q is not one of test, validation", s.Eval.Split))
 	}
 	if s.Eval.Samples < 0 || s.Eval.Samples > 64 {
-		return fmt.Errorf("eval.samples: %d must be in [0, 64]", s.Eval.Samples)
+		bad(fmt.Errorf("eval.samples: %d must be in [0, 64]", s.Eval.Samples))
 	}
 	if s.Eval.Temperature < 0 {
-		return fmt.Errorf("eval.temperature: %v must not be negative", s.Eval.Temperature)
+		bad(fmt.Errorf("eval.temperature: %v must not be negative", s.Eval.Temperature))
 	}
 	if s.Generation.NumGenerations == 1 {
-		return fmt.Errorf("generation.num_generations: 1 gives every group zero variance (no advantage, nothing learned); use at least 2")
+		bad(fmt.Errorf("generation.num_generations: 1 gives every group zero variance (no advantage, nothing learned); use at least 2"))
 	}
 	if err := validateOptim(s.Optim); err != nil {
-		return err
+		bad(err)
 	}
 	if s.Generation.Temperature < 0 {
-		return fmt.Errorf("generation.temperature: %v must not be negative", s.Generation.Temperature)
+		bad(fmt.Errorf("generation.temperature: %v must not be negative", s.Generation.Temperature))
 	}
 	if s.Generation.TopP < 0 || s.Generation.TopP > 1 {
-		return fmt.Errorf("generation.top_p: %v must be in [0, 1]", s.Generation.TopP)
+		bad(fmt.Errorf("generation.top_p: %v must be in [0, 1]", s.Generation.TopP))
 	}
 	if s.Reward.Threshold < 0 || s.Reward.Threshold > 1 {
-		return fmt.Errorf("reward.self_consistency_threshold: %v must be in [0, 1]", s.Reward.Threshold)
+		bad(fmt.Errorf("reward.self_consistency_threshold: %v must be in [0, 1]", s.Reward.Threshold))
 	}
 	known := false
 	for _, n := range rl.StrategyNames {
 		known = known || n == s.Reward.Mode
 	}
 	if !known {
-		return fmt.Errorf("reward.mode: %q is not one of %s", s.Reward.Mode, strings.Join(rl.StrategyNames, ", "))
+		bad(fmt.Errorf("reward.mode: %q is not one of %s", s.Reward.Mode, strings.Join(rl.StrategyNames, ", ")))
 	}
 	if err := GRPO(s.GRPO).Validate(); err != nil {
-		return fmt.Errorf("grpo.%w", err)
+		bad(fmt.Errorf("grpo.%w", err))
 	}
 	if s.Optim.MinLRRatio < 0 || s.Optim.MinLRRatio > 1 {
-		return fmt.Errorf("optim.min_lr_ratio: %v must be in [0, 1]", s.Optim.MinLRRatio)
+		bad(fmt.Errorf("optim.min_lr_ratio: %v must be in [0, 1]", s.Optim.MinLRRatio))
 	}
 	if s.Data.File == "" {
 		if len(s.Data.Tasks) == 0 {
-			return fmt.Errorf("data.tasks: name at least one task (or set data.file)")
+			bad(fmt.Errorf("data.tasks: name at least one task (or set data.file)"))
 		}
 		for _, t := range s.Data.Tasks {
 			if _, err := datasets.LookupTask(t); err != nil {
-				return fmt.Errorf("data.tasks: %w", err)
+				bad(fmt.Errorf("data.tasks: %w", err))
 			}
 		}
 		if s.Data.RLSize < s.PromptsPerRound {
-			return fmt.Errorf("data.rl_size: %d is smaller than prompts_per_round %d", s.Data.RLSize, s.PromptsPerRound)
+			bad(fmt.Errorf("data.rl_size: %d is smaller than prompts_per_round %d", s.Data.RLSize, s.PromptsPerRound))
 		}
 	}
 	if len(s.Members) == 0 {
-		return fmt.Errorf("members: the cohort is empty")
+		bad(fmt.Errorf("members: the cohort is empty"))
 	}
 	needPeers := s.Reward.Mode == rl.PeerRing || s.Reward.Mode == rl.PeerMajority || s.Reward.Mode == rl.PeerJudge
 	if needPeers && len(s.Members) < 2 {
-		return fmt.Errorf("members: reward.mode %s needs at least 2 members, have %d", s.Reward.Mode, len(s.Members))
+		bad(fmt.Errorf("members: reward.mode %s needs at least 2 members, have %d", s.Reward.Mode, len(s.Members)))
 	}
 	seen := map[string]bool{}
 	for i, m := range s.Members {
 		switch {
 		case m.Name == "":
-			return fmt.Errorf("members[%d].name: empty", i)
+			bad(fmt.Errorf("members[%d].name: empty", i))
 		case strings.ContainsAny(m.Name, "/\\ "):
-			return fmt.Errorf("members[%d].name: %q may not contain slashes or spaces", i, m.Name)
+			bad(fmt.Errorf("members[%d].name: %q may not contain slashes or spaces", i, m.Name))
 		case seen[m.Name]:
-			return fmt.Errorf("members[%d].name: %q is used twice", i, m.Name)
+			bad(fmt.Errorf("members[%d].name: %q is used twice", i, m.Name))
 		case m.Base == "":
-			return fmt.Errorf("members[%d].base: empty", i)
+			bad(fmt.Errorf("members[%d].base: empty", i))
 		case s.Data.File != "" && m.View != 0:
-			return fmt.Errorf("members[%d].view: %d is not a view of the data; data.file has only view 0", i, m.View)
+			bad(fmt.Errorf("members[%d].view: %d is not a view of the data; data.file has only view 0", i, m.View))
 		case m.View < 0 || m.View > 1:
-			return fmt.Errorf("members[%d].view: %d is not a view of the data; built-in tasks have views 0 (original) and 1 (rephrased)", i, m.View)
+			bad(fmt.Errorf("members[%d].view: %d is not a view of the data; built-in tasks have views 0 (original) and 1 (rephrased)", i, m.View))
 		}
 		seen[m.Name] = true
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // JSON returns the spec as indented JSON (what `temporal workflow start

@@ -151,3 +151,26 @@ func TestBadSpecsAreRefused(t *testing.T) {
 		t.Fatalf("only %d bad specs in the corpus", n)
 	}
 }
+
+// TestDefaultsAreOneTable: a spec from a file that names only its members
+// and one from JSON that names only its members get the same settings, the
+// spec package's defaults.
+func TestDefaultsAreOneTable(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "m.yaml")
+	if err := os.WriteFile(p, []byte("members:\n  - {name: a, base: x}\n  - {name: b, base: y}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fromFile, err := Load(p, func(string) string { return "" }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromJSON RunSpec
+	if err := json.Unmarshal([]byte(`{"members": [{"name": "a", "base": "x"}, {"name": "b", "base": "y"}]}`), &fromJSON); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(fromFile)
+	b, _ := json.Marshal(fromJSON)
+	if string(a) != string(b) {
+		t.Errorf("defaults differ:\nfile %s\njson %s", a, b)
+	}
+}

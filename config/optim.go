@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/corl-project/corl/model"
@@ -16,19 +17,17 @@ func modelOptim(o spec.Optim) model.Optim {
 // rate outside (0, 1], betas outside their ranges, a zero epsilon (0/0 in
 // AdamW's first step: NaN weights), negative decay or clipping.
 func validateOptim(o spec.Optim) error {
-	switch {
-	case !(o.LearningRate > 0 && o.LearningRate <= 1):
-		return fmt.Errorf("optim.learning_rate: %v must be in (0, 1]", o.LearningRate)
-	case !(o.AdamBeta1 >= 0 && o.AdamBeta1 < 1):
-		return fmt.Errorf("optim.adam_beta1: %v must be in [0, 1)", o.AdamBeta1)
-	case !(o.AdamBeta2 > 0 && o.AdamBeta2 < 1):
-		return fmt.Errorf("optim.adam_beta2: %v must be in (0, 1)", o.AdamBeta2)
-	case !(o.AdamEpsilon > 0):
-		return fmt.Errorf("optim.adam_epsilon: %v must be positive", o.AdamEpsilon)
-	case !(o.WeightDecay >= 0):
-		return fmt.Errorf("optim.weight_decay: %v must not be negative", o.WeightDecay)
-	case !(o.MaxGradNorm >= 0):
-		return fmt.Errorf("optim.max_grad_norm: %v must not be negative", o.MaxGradNorm)
+	var errs []error
+	check := func(ok bool, format string, v any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, v))
+		}
 	}
-	return nil
+	check(o.LearningRate > 0 && o.LearningRate <= 1, "optim.learning_rate: %v must be in (0, 1]", o.LearningRate)
+	check(o.AdamBeta1 >= 0 && o.AdamBeta1 < 1, "optim.adam_beta1: %v must be in [0, 1)", o.AdamBeta1)
+	check(o.AdamBeta2 > 0 && o.AdamBeta2 < 1, "optim.adam_beta2: %v must be in (0, 1)", o.AdamBeta2)
+	check(o.AdamEpsilon > 0, "optim.adam_epsilon: %v must be positive", o.AdamEpsilon)
+	check(o.WeightDecay >= 0, "optim.weight_decay: %v must not be negative", o.WeightDecay)
+	check(o.MaxGradNorm >= 0, "optim.max_grad_norm: %v must not be negative", o.MaxGradNorm)
+	return errors.Join(errs...)
 }

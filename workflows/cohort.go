@@ -6,6 +6,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -52,6 +53,28 @@ type Input struct {
 	// mid-activity; schedule-to-start catches a worker queue nobody polls.
 	HeartbeatTimeout     int `json:"heartbeat_timeout_s,omitempty"`
 	ScheduleToStartLimit int `json:"schedule_to_start_timeout_s,omitempty"`
+}
+
+// UnmarshalJSON decodes the spec over its defaults (spec.RunSpec's own
+// decoding: a spec.json that omits keys gets what `corl run` would give) and
+// the workflow's fields beside it. Without it the embedded spec's method
+// would decode the whole input and drop the carried state.
+func (in *Input) UnmarshalJSON(b []byte) error {
+	if err := in.RunSpec.UnmarshalJSON(b); err != nil {
+		return err
+	}
+	var rest struct {
+		State                *State `json:"state"`
+		UseSearchAttributes  bool   `json:"use_search_attributes"`
+		HeartbeatTimeout     int    `json:"heartbeat_timeout_s"`
+		ScheduleToStartLimit int    `json:"schedule_to_start_timeout_s"`
+	}
+	if err := json.Unmarshal(b, &rest); err != nil {
+		return err
+	}
+	in.State, in.UseSearchAttributes, in.HeartbeatTimeout, in.ScheduleToStartLimit =
+		rest.State, rest.UseSearchAttributes, rest.HeartbeatTimeout, rest.ScheduleToStartLimit
+	return nil
 }
 
 // State is the run's durable state.
@@ -133,6 +156,15 @@ func CohortRun(ctx workflow.Context, in Input) (*Result, error) {
 	n := len(s.Members)
 	if n == 0 || s.Rounds <= 0 {
 		return nil, temporal.NewNonRetryableApplicationError("run spec has no members or no rounds", activities.ErrBadSpec, nil)
+	}
+	// Every bad key at once, before any work. (Versioned: histories
+	// recorded before this step replay without it.)
+	if workflow.GetVersion(ctx, "validate-spec", workflow.DefaultVersion, 1) == 1 {
+		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: time.Minute,
+			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}})
+		if err := workflow.ExecuteLocalActivity(lctx, activities.ValidateSpec, s).Get(ctx, nil); err != nil {
+			return nil, err
+		}
 	}
 	st := in.State
 	if st == nil {

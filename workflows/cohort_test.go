@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -22,10 +23,12 @@ import (
 )
 
 func testSpec(rounds int) spec.RunSpec {
-	return spec.RunSpec{Name: "t", Seed: 1, Rounds: rounds, PromptsPerRound: 2,
-		Reward:     spec.Reward{Mode: rl.PeerRing},
-		Members:    []spec.Member{{Name: "a", Base: "x"}, {Name: "b", Base: "y", View: 1}},
-		Checkpoint: spec.Checkpoint{Every: 2}, Eval: spec.Eval{Every: 0, Size: 1}}
+	s := spec.Default()
+	s.Name, s.Rounds, s.PromptsPerRound = "t", rounds, 2
+	s.Reward.Mode = rl.PeerRing
+	s.Members = []spec.Member{{Name: "a", Base: "x"}, {Name: "b", Base: "y", View: 1}}
+	s.Checkpoint.Every, s.Eval.Every, s.Eval.Size = 2, 0, 1
+	return s
 }
 
 // fake is a scripted cohort of workers: it records calls and can fail once.
@@ -291,5 +294,58 @@ func TestProgressReportsRoundSeconds(t *testing.T) {
 	env.ExecuteWorkflow(CohortRun, Input{RunSpec: testSpec(3)})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestJSONSpecGetsDefaults: a spec.json with only examples/local.yaml's keys
+// (as `temporal workflow start --input-file` sends it) decodes over the
+// defaults, passes validation and runs; the carried state survives decoding.
+func TestJSONSpecGetsDefaults(t *testing.T) {
+	raw := `{"name": "local", "seed": 1, "rounds": 2, "prompts_per_round": 16,
+	  "data": {"tasks": ["arith", "linear", "mod"], "data_seed": 1, "rl_size": 200, "max_level": 1},
+	  "reward": {"mode": "peer-ring"}, "generation": {"num_generations": 8, "temperature": 1.0, "max_completion_length": 64},
+	  "grpo": {"num_iterations": 1}, "optim": {"learning_rate": 0.00005}, "eval": {"every": 4, "size": 30},
+	  "checkpoint": {"every": 4},
+	  "members": [{"name": "gpt2-small", "base": "examples/bases/gpt2-small"}, {"name": "llama-small", "base": "examples/bases/llama-small", "view": 1}]}`
+	var in Input
+	if err := json.Unmarshal([]byte(raw), &in); err != nil {
+		t.Fatal(err)
+	}
+	d := spec.Default()
+	if in.MicroBatchSize != d.MicroBatchSize || in.GRPO.Epsilon != d.GRPO.Epsilon || in.Optim.AdamEpsilon != d.Optim.AdamEpsilon ||
+		in.GRPO.LossType != d.GRPO.LossType || in.Optim.LearningRate != 0.00005 || len(in.Data.Tasks) != 3 {
+		t.Fatalf("decoded spec %+v: omitted keys must take the defaults, given ones their values", in.RunSpec)
+	}
+	withState := []byte(`{"name": "x", "state": {"round": 3, "queue": ["q1"]}, "heartbeat_timeout_s": 7}`)
+	var in2 Input
+	if err := json.Unmarshal(withState, &in2); err != nil || in2.State == nil || in2.State.Round != 3 || in2.HeartbeatTimeout != 7 || in2.Rounds != d.Rounds {
+		t.Fatalf("input with state: %+v, %v", in2, err)
+	}
+	env := newEnv(t, newFake())
+	env.ExecuteWorkflow(CohortRun, in)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("a spec.json with the example's keys failed: %v", err)
+	}
+}
+
+// TestBadJSONSpecListsEveryKey: a bad spec fails the run in its first step,
+// naming every bad key, before any activity runs.
+func TestBadJSONSpecListsEveryKey(t *testing.T) {
+	var in Input
+	if err := json.Unmarshal([]byte(`{"name": "bad", "rounds": 2, "micro_batch_size": 0,
+	  "reward": {"mode": "vote"}, "optim": {"adam_epsilon": 0}, "members": [{"name": "a", "base": "x", "view": 3}, {"name": "b", "base": "y"}]}`), &in); err != nil {
+		t.Fatal(err)
+	}
+	f := newFake()
+	env := newEnv(t, f)
+	env.ExecuteWorkflow(CohortRun, in)
+	err := env.GetWorkflowError()
+	for _, key := range []string{"micro_batch_size", "reward.mode", "optim.adam_epsilon", "members[0].view"} {
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("error %v does not name %s", err, key)
+		}
+	}
+	if len(f.calls) != 0 {
+		t.Errorf("activities ran before the spec was refused: %v", f.calls)
 	}
 }
