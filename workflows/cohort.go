@@ -151,7 +151,7 @@ const keepSummaries = 20
 var a *activities.Activities
 
 // CohortRun trains the spec's cohort round by round.
-func CohortRun(ctx workflow.Context, in Input) (*Result, error) {
+func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 	s := in.RunSpec
 	n := len(s.Members)
 	if n == 0 || s.Rounds <= 0 {
@@ -189,11 +189,12 @@ func CohortRun(ctx workflow.Context, in Input) (*Result, error) {
 				NonRetryableErrorTypes: []string{activities.ErrMemberNotHere, activities.ErrBadSpec, activities.ErrNonFinite}},
 		})
 	}
-	poolCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	poolOpts := workflow.ActivityOptions{
 		TaskQueue: activities.GPUPool, ScheduleToCloseTimeout: 24 * time.Hour, StartToCloseTimeout: time.Hour, HeartbeatTimeout: hb,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute,
 			NonRetryableErrorTypes: []string{activities.ErrBadSpec}},
-	})
+	}
+	poolCtx := workflow.WithActivityOptions(ctx, poolOpts)
 	cpuCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue: activities.CPUPool, ScheduleToCloseTimeout: 24 * time.Hour, StartToCloseTimeout: time.Hour, HeartbeatTimeout: hb,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute,
@@ -257,6 +258,21 @@ func CohortRun(ctx workflow.Context, in Input) (*Result, error) {
 		}
 		return nil
 	}
+
+	// A cancelled run (`temporal workflow cancel`) saves where it is, as a
+	// stop does: the checkpoint runs in a context that the cancellation
+	// does not reach (memberOpts and place read ctx and poolCtx).
+	defer func() {
+		if !temporal.IsCanceledError(err) || allCheckpointed(st) {
+			return
+		}
+		ctx, _ = workflow.NewDisconnectedContext(ctx)
+		poolCtx = workflow.WithActivityOptions(ctx, poolOpts)
+		st.Stage = "cancelled: checkpointing"
+		if cerr := checkpointAll(ctx, &s, st, memberOpts, ref, place); cerr != nil {
+			workflow.GetLogger(ctx).Error("checkpoint after cancel failed", "error", cerr)
+		}
+	}()
 
 	for st.Round < s.Rounds && !st.Stopping {
 		if st.Paused {

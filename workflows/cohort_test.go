@@ -35,6 +35,7 @@ func testSpec(rounds int) spec.RunSpec {
 type fake struct {
 	mu       sync.Mutex
 	calls    map[string]int
+	byKey    map[string]int   // "Checkpoint/a/3" -> calls
 	failOnce map[string]error // "Generate/b/1" -> error, consumed on use
 }
 
@@ -43,6 +44,7 @@ func (f *fake) note(name string, ref activities.MemberRef) error {
 	defer f.mu.Unlock()
 	f.calls[name]++
 	key := fmt.Sprintf("%s/%s/%d", name, ref.Spec.Members[ref.Member].Name, ref.Round)
+	f.byKey[key]++
 	if err, ok := f.failOnce[key]; ok {
 		delete(f.failOnce, key)
 		return err
@@ -83,7 +85,9 @@ func newEnv(t *testing.T, f *fake) *testsuite.TestWorkflowEnvironment {
 	return env
 }
 
-func newFake() *fake { return &fake{calls: map[string]int{}, failOnce: map[string]error{}} }
+func newFake() *fake {
+	return &fake{calls: map[string]int{}, byKey: map[string]int{}, failOnce: map[string]error{}}
+}
 
 func TestCohortRunCompletes(t *testing.T) {
 	f := newFake()
@@ -347,5 +351,22 @@ func TestBadJSONSpecListsEveryKey(t *testing.T) {
 	}
 	if len(f.calls) != 0 {
 		t.Errorf("activities ran before the spec was refused: %v", f.calls)
+	}
+}
+
+// TestCancelCheckpoints: a run cancelled mid-way (workflow cancel) ends
+// cancelled, with every member checkpointed at the round it reached.
+func TestCancelCheckpoints(t *testing.T) {
+	f := newFake()
+	env := newEnv(t, f)
+	env.RegisterDelayedCallback(env.CancelWorkflow, 210*time.Second) // during round 4 (a round is a minute; checkpoints every 2)
+	env.ExecuteWorkflow(CohortRun, Input{RunSpec: testSpec(10)})
+	if err := env.GetWorkflowError(); !temporal.IsCanceledError(err) {
+		t.Fatalf("err = %v, want cancelled", err)
+	}
+	for _, key := range []string{"Checkpoint/a/3", "Checkpoint/b/3"} {
+		if f.byKey[key] != 1 {
+			t.Errorf("%s called %d times, want once, on cancel (calls %v)", key, f.byKey[key], f.byKey)
+		}
 	}
 }
