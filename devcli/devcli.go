@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
@@ -28,6 +29,7 @@ func Commands(stdio cli.IO, getenv func(string) string) []*cobra.Command {
 
 // env is a running embedded environment: server, worker, store.
 type env struct {
+	lock     *flock.Flock
 	srv      *devserver.Server
 	conn     *config.Connection
 	stopWork context.CancelFunc
@@ -40,6 +42,30 @@ type env struct {
 // worker's own queue name is stable for dir, so a restarted `corl dev` takes
 // its queue back at once.
 func start(ctx context.Context, dir string, port int, be gpu.Backend, stdio cli.IO, getenv func(string) string) (*env, error) {
+	// One corl dev per directory: two would share one SQLite database and
+	// one worker queue name. The OS releases the lock if the process dies.
+	lock := flock.New(filepath.Join(dir, "corl-dev.lock"))
+	if ok, err := lock.TryLock(); err != nil || !ok {
+		return nil, fmt.Errorf("%s is in use by another corl dev (lock %s held%s); stop it, or choose another --dir",
+			dir, lock.Path(), errSuffix(err))
+	}
+	e, err := startLocked(ctx, dir, port, be, stdio, getenv)
+	if err != nil {
+		lock.Unlock()
+		return nil, err
+	}
+	e.lock = lock
+	return e, nil
+}
+
+func errSuffix(err error) string {
+	if err == nil {
+		return ""
+	}
+	return ": " + err.Error()
+}
+
+func startLocked(ctx context.Context, dir string, port int, be gpu.Backend, stdio cli.IO, getenv func(string) string) (*env, error) {
 	srv, err := devserver.Start(devserver.Options{DBFile: filepath.Join(dir, "temporal.db"), Port: port,
 		Namespace: "default", SearchAttributes: workflows.SearchAttributeTypes, LogFile: filepath.Join(dir, "temporal.log")})
 	if err != nil {
@@ -103,6 +129,9 @@ func (e *env) stop() error {
 		err = <-e.workDone
 	}
 	e.srv.Stop()
+	if e.lock != nil {
+		e.lock.Unlock()
+	}
 	return err
 }
 

@@ -71,6 +71,12 @@ func Start(o Options) (*Server, error) {
 		return nil, err
 	}
 	if o.Port != 0 {
+		// The server would only log this to its file and exit: say it here.
+		l, err := net.Listen("tcp", net.JoinHostPort(o.IP, fmt.Sprint(o.Port)))
+		if err != nil {
+			return nil, fmt.Errorf("devserver: port %d on %s is not free (%v): stop what holds it or choose another port (0: any free one)", o.Port, o.IP, err)
+		}
+		l.Close()
 		ports[0] = o.Port
 	}
 	sqlCfg := &config.SQL{PluginName: sqliteplugin.PluginName, DatabaseName: o.DBFile,

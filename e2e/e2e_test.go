@@ -556,3 +556,30 @@ members:
 		})
 	}
 }
+
+// TestDevRefusesATakenPortAndDirectory: `corl dev` says why it cannot start
+// (its port is taken; another corl dev holds its directory) instead of
+// exiting with the reason only in temporal.log.
+func TestDevRefusesATakenPortAndDirectory(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+	out, err := exec.Command(corlBin, "dev", "--dir", t.TempDir(), "--port", port, "--no-worker").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "port "+port+" on 127.0.0.1 is not free") {
+		t.Errorf("dev on a taken port: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	first := spawn(t, nil, "dev", "--dir", dir, "--port", "0", "--no-worker")
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(first.out.String(), "Temporal at") && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	out, err = exec.Command(corlBin, "dev", "--dir", dir, "--port", "0", "--no-worker").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "in use by another corl dev") {
+		t.Errorf("a second dev on one directory: %v\n%s", err, out)
+	}
+	first.signal(syscall.SIGINT)
+}
