@@ -55,7 +55,7 @@ func heldKey(run, member string) string { return run + "\x00" + member }
 
 func notHere(ref MemberRef, why string) error {
 	return temporal.NewNonRetryableApplicationError(
-		fmt.Sprintf("member %s of run %s at round %d: %s", ref.Spec.Members[ref.Member].Name, ref.Spec.Name, ref.Round, why),
+		fmt.Sprintf("member %s of run %s at round %d: %s", ref.Spec.Members[ref.Member].Name, ref.RunKey(), ref.Round, why),
 		ErrMemberNotHere, nil)
 }
 
@@ -99,7 +99,7 @@ func (a *Activities) runData(s *spec.RunSpec) (*train.Data, error) {
 
 // member returns the held member at exactly round ref.Round.
 func (a *Activities) member(ref MemberRef) (*held, error) {
-	h, ok := a.held[heldKey(ref.Spec.Name, ref.Spec.Members[ref.Member].Name)]
+	h, ok := a.held[heldKey(ref.RunKey(), ref.Spec.Members[ref.Member].Name)]
 	if !ok {
 		return nil, notHere(ref, "not held by worker "+a.Queue)
 	}
@@ -168,7 +168,7 @@ func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireOutpu
 	ms := s.Members[in.Member]
 	key, round := in.CheckpointKey, in.CheckpointRound
 	for r := in.Round; r > in.CheckpointRound; r-- {
-		k := blob.ManifestKey(blob.CheckpointPrefix(s.Name, r, ms.Name))
+		k := blob.ManifestKey(blob.CheckpointPrefix(in.RunKey(), r, ms.Name))
 		if _, err := a.Store.Get(ctx, k); err == nil {
 			key, round = k, r
 			break
@@ -190,7 +190,7 @@ func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireOutpu
 			// Reading it again cannot help: restore the newest older
 			// checkpoint (or the base) and let the workflow replay from there.
 			bad := key
-			key, round = a.olderCheckpoint(ctx, s.Name, ms.Name, round)
+			key, round = a.olderCheckpoint(ctx, in.RunKey(), ms.Name, round)
 			note = fmt.Sprintf("member %s: %v; restored %s instead", ms.Name, err, cmp.Or(key, "the base"))
 			activity.GetLogger(ctx).Warn("corrupt checkpoint", "key", bad, "error", err, "fallback", key)
 			continue
@@ -215,8 +215,8 @@ func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireOutpu
 			return AcquireOutput{}, badSpec(err)
 		}
 	}
-	a.held[heldKey(s.Name, ms.Name)] = &held{run: s.Name, member: m, round: round, stats: map[int]UpdateOutput{}}
-	activity.GetLogger(ctx).Info("acquired member", "run", s.Name, "member", ms.Name, "round", round, "from", key)
+	a.held[heldKey(in.RunKey(), ms.Name)] = &held{run: in.RunKey(), member: m, round: round, stats: map[int]UpdateOutput{}}
+	activity.GetLogger(ctx).Info("acquired member", "run", in.RunKey(), "member", ms.Name, "round", round, "from", key)
 	return AcquireOutput{Queue: a.Queue, Round: round, CheckpointKey: key, Note: note}, nil
 }
 
@@ -257,7 +257,7 @@ func (a *Activities) Generate(ctx context.Context, ref MemberRef) (GenerateOutpu
 			return GenerateOutput{}, err
 		}
 	}
-	out := GenerateOutput{Key: blob.RolloutKey(ref.Spec.Name, ref.Round, h.member.Name)}
+	out := GenerateOutput{Key: blob.RolloutKey(h.run, ref.Round, h.member.Name)}
 	out.Tokens, out.FLOPs = ro.Cost(h.member.Model)
 	parsed, n := 0, 0
 	for _, row := range ro {
@@ -314,7 +314,7 @@ func (a *Activities) Judge(ctx context.Context, in JudgeInput) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	key := blob.JudgeKey(in.Spec.Name, in.Round, in.Spec.Members[in.Target].Name)
+	key := blob.JudgeKey(h.run, in.Round, in.Spec.Members[in.Target].Name)
 	b, _ := json.Marshal(scores)
 	return key, a.Store.Put(ctx, key, b)
 }
@@ -368,7 +368,7 @@ func (a *Activities) Grade(ctx context.Context, in GradeInput) (GradeOutput, err
 	for i := range groups {
 		gb.Advantages = append(gb.Advantages, rl.Advantages(out.Rewards[i], c.GRPO.ScaleRewards))
 	}
-	key := blob.GradeKey(s.Name, in.Round)
+	key := blob.GradeKey(runKey(in.Run, s.Name), in.Round)
 	b, _ := json.Marshal(gb)
 	if err := a.Store.Put(ctx, key, b); err != nil {
 		return GradeOutput{}, err
@@ -381,7 +381,7 @@ func (a *Activities) Grade(ctx context.Context, in GradeInput) (GradeOutput, err
 // applying it again.
 func (a *Activities) Update(ctx context.Context, ref MemberRef) (UpdateOutput, error) {
 	defer a.exclusive(ctx, fmt.Sprintf("round %d update %s", ref.Round, memberName(ref)))()
-	h, ok := a.held[heldKey(ref.Spec.Name, ref.Spec.Members[ref.Member].Name)]
+	h, ok := a.held[heldKey(ref.RunKey(), ref.Spec.Members[ref.Member].Name)]
 	if ok && h.round == ref.Round+1 {
 		if st, done := h.stats[ref.Round]; done {
 			return st, nil
@@ -396,11 +396,11 @@ func (a *Activities) Update(ctx context.Context, ref MemberRef) (UpdateOutput, e
 
 func (a *Activities) applyUpdate(ctx context.Context, h *held, s *spec.RunSpec, member, round int) (UpdateOutput, error) {
 	start := time.Now()
-	rb, err := a.loadRollout(ctx, blob.RolloutKey(s.Name, round, h.member.Name))
+	rb, err := a.loadRollout(ctx, blob.RolloutKey(h.run, round, h.member.Name))
 	if err != nil {
 		return UpdateOutput{}, err
 	}
-	b, err := a.Store.Get(ctx, blob.GradeKey(s.Name, round))
+	b, err := a.Store.Get(ctx, blob.GradeKey(h.run, round))
 	if err != nil {
 		return UpdateOutput{}, err
 	}
@@ -417,7 +417,7 @@ func (a *Activities) applyUpdate(ctx context.Context, h *held, s *spec.RunSpec, 
 			// The weights may be poisoned: forget the member, so that no
 			// checkpoint (a stop notice's included) can write them. The run
 			// resumes from its last checkpoint.
-			delete(a.held, heldKey(s.Name, h.member.Name))
+			delete(a.held, heldKey(h.run, h.member.Name))
 		}
 		return UpdateOutput{}, err
 	}
@@ -454,7 +454,7 @@ func (a *Activities) Checkpoint(ctx context.Context, ref MemberRef) (string, err
 	if err != nil {
 		return "", err
 	}
-	return a.writeCheckpoint(ctx, h, ref.Spec.Name, ref.Round)
+	return a.writeCheckpoint(ctx, h, h.run, ref.Round)
 }
 
 func (a *Activities) writeCheckpoint(ctx context.Context, h *held, run string, round int) (string, error) {

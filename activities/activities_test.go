@@ -252,3 +252,27 @@ func TestCorruptCheckpointFallsBack(t *testing.T) {
 		t.Fatalf("acquire: %+v, want the base and a note naming the corrupt object", acq)
 	}
 }
+
+// TestRunsWithOneNameAreSeparate: two live workflows of one spec name (a
+// schedule firing while the last run goes on) hold their own copies of a
+// member on a worker and write their own blob keys.
+func TestRunsWithOneNameAreSeparate(t *testing.T) {
+	e := newEnv(t)
+	s := testSpec(t)
+	for _, run := range []string{"wf-1", "wf-2"} {
+		ref := MemberRef{Spec: s, Member: 0, Round: 0, Run: run}
+		if err := e.run(e.a.Acquire, AcquireInput{MemberRef: ref}, nil); err != nil {
+			t.Fatal(err)
+		}
+		var g GenerateOutput
+		if err := e.run(e.a.Generate, ref, &g); err != nil {
+			t.Fatal(err)
+		}
+		if g.Key != blob.RolloutKey(run, 0, "g") {
+			t.Errorf("run %s wrote %s", run, g.Key)
+		}
+	}
+	if len(e.a.held) != 2 {
+		t.Errorf("worker holds %d members, want one per run", len(e.a.held))
+	}
+}

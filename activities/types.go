@@ -35,6 +35,21 @@ type MemberRef struct {
 	Spec   spec.RunSpec `json:"spec"`
 	Member int          `json:"member"`
 	Round  int          `json:"round"` // rounds completed before this call
+	// Run keys the worker's state and every blob of the run: the workflow
+	// ID (unique among open workflows, kept across continue-as-new), so two
+	// live runs that share a spec name never share members or keys.
+	Run string `json:"run,omitempty"`
+}
+
+// RunKey is the run's key: Run, or the spec's name for callers without a
+// workflow (and histories recorded before Run existed).
+func (r MemberRef) RunKey() string { return runKey(r.Run, r.Spec.Name) }
+
+func runKey(run, name string) string {
+	if run != "" {
+		return run
+	}
+	return name
 }
 
 // AcquireInput places a member on a worker.
@@ -73,6 +88,7 @@ type JudgeInput struct {
 // GradeInput grades a round from the members' rollouts.
 type GradeInput struct {
 	Spec      spec.RunSpec `json:"spec"`
+	Run       string       `json:"run,omitempty"` // see MemberRef.Run
 	Round     int          `json:"round"`
 	Rollouts  []string     `json:"rollouts"`
 	JudgeKeys []string     `json:"judge_keys,omitempty"`

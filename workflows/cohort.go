@@ -224,7 +224,10 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 			return nil, err
 		}
 	}
-	ref := func(i int) activities.MemberRef { return activities.MemberRef{Spec: s, Member: i, Round: st.Round} }
+	run := workflow.GetInfo(ctx).WorkflowExecution.ID
+	ref := func(i int) activities.MemberRef {
+		return activities.MemberRef{Spec: s, Member: i, Round: st.Round, Run: run}
+	}
 
 	// place puts every unplaced member on a worker from the pool, restoring
 	// the newest checkpoint and replaying the rounds after it.
@@ -245,7 +248,7 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 			}
 			if acq.Round < st.Round {
 				st.Stage = fmt.Sprintf("replaying %s rounds %d-%d", s.Members[i].Name, acq.Round+1, st.Round)
-				rin := activities.ReplayInput{MemberRef: activities.MemberRef{Spec: s, Member: i, Round: acq.Round}, From: acq.Round, To: st.Round}
+				rin := activities.ReplayInput{MemberRef: activities.MemberRef{Spec: s, Member: i, Round: acq.Round, Run: run}, From: acq.Round, To: st.Round}
 				var reached int
 				if err := workflow.ExecuteActivity(memberOpts(acq.Queue), a.Replay, rin).Get(ctx, &reached); err != nil {
 					if lost(err) {
@@ -437,7 +440,7 @@ func runRound(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts func(
 	}
 	st.Stage = fmt.Sprintf("round %d: grade", st.Round+1)
 	var grade activities.GradeOutput
-	gin := activities.GradeInput{Spec: *s, Round: st.Round, Rollouts: keys, JudgeKeys: judgeKeys}
+	gin := activities.GradeInput{Spec: *s, Run: workflow.GetInfo(ctx).WorkflowExecution.ID, Round: st.Round, Rollouts: keys, JudgeKeys: judgeKeys}
 	if err := workflow.ExecuteActivity(cpuCtx, a.Grade, gin).Get(ctx, &grade); err != nil {
 		return false, err
 	}
