@@ -130,3 +130,21 @@ func TestBackendCudaFailsAtStart(t *testing.T) {
 		}
 	}
 }
+
+// TestGenerateStopsAndIsBounded: corl generate stops at once when its
+// context is cancelled (Ctrl-C, SIGTERM) and refuses an unbounded --n.
+func TestGenerateStopsAndIsBounded(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var o, e bytes.Buffer
+	code := Main(ctx, IO{In: strings.NewReader(""), Out: &o, Err: &e},
+		[]string{"generate", "--model", "../examples/bases/llama-small", "--prompt", "Compute 1+2.", "--n", "500", "--max-new-tokens", "200"},
+		func(string) string { return "" })
+	if code == 0 || !strings.Contains(e.String(), "context canceled") {
+		t.Errorf("cancelled generate: exit %d, stderr %q", code, e.String())
+	}
+	code, _, errs := run(t, "generate", "--model", "../examples/bases/llama-small", "--prompt", "x", "--n", "100000000")
+	if code == 0 || !strings.Contains(errs, "--n 100000000: must be in 1..10000") {
+		t.Errorf("huge --n: exit %d, stderr %q", code, errs)
+	}
+}

@@ -9,6 +9,9 @@ import (
 	"github.com/corl-project/corl/tokenizer"
 )
 
+// maxSamples bounds --n.
+const maxSamples = 10000
+
 func newGenerateCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var (
 		dir, prompt, template string
@@ -26,7 +29,7 @@ tokenizer.json) and prints completions of --prompt. Temperature 0 decodes greedi
 Example:
   corl generate --model runs/pretrain/gpt2-small --prompt "Compute 12+30." --template qa`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" || prompt == "" {
 				return fmt.Errorf("--model and --prompt are required")
 			}
@@ -42,8 +45,8 @@ Example:
 			if err != nil {
 				return fmt.Errorf("--prompt: %w", err)
 			}
-			if n <= 0 {
-				return fmt.Errorf("--n must be positive")
+			if n <= 0 || n > maxSamples {
+				return fmt.Errorf("--n %d: must be in 1..%d (every sample's tokens and log-probs stay in memory until all are done)", n, maxSamples)
 			}
 			p.Stop = stop
 			reqs := make([]generate.Request, n)
@@ -51,7 +54,7 @@ Example:
 				reqs[i] = generate.Request{Prompt: ids, Params: p}
 				reqs[i].Seed = p.Seed + uint64(i)
 			}
-			outs, err := (&generate.Generator{Model: m, Tok: tok}).Run(reqs)
+			outs, err := (&generate.Generator{Model: m, Tok: tok, Ctx: cmd.Context()}).Run(reqs)
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package generate
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -35,6 +36,9 @@ type Generator struct {
 	Slots int
 	// Progress, if set, is called after each finished request.
 	Progress func(done, total int)
+	// Ctx, if set, is checked at every decoding step: cancelling it (Ctrl-C,
+	// SIGTERM) ends Run with its error within one step.
+	Ctx context.Context
 }
 
 type slotState struct {
@@ -128,6 +132,9 @@ func (g *Generator) Run(reqs []Request) ([]Output, error) {
 	}
 	tokens, active := make([]int32, slots), make([]bool, slots)
 	for done < len(reqs) {
+		if g.Ctx != nil && g.Ctx.Err() != nil {
+			return nil, fmt.Errorf("generate: %w after %d of %d requests", g.Ctx.Err(), done, len(reqs))
+		}
 		for s, st := range state {
 			active[s] = st != nil
 			tokens[s] = 0
