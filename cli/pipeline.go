@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -292,11 +293,25 @@ func printProgress(w io.Writer, p *workflows.Progress) {
 // Watch renders progress until the run ends, then its result.
 func Watch(ctx context.Context, cl client.Client, id string, w io.Writer, every time.Duration) error {
 	last := ""
+	wait := every
 	for {
 		p, status, err := progress(ctx, cl, id)
 		if err != nil {
-			return err
+			if ctx.Err() != nil || !transient(err) {
+				return err
+			}
+			// The server or the network is away for a while: the run goes
+			// on without us, so keep watching.
+			fmt.Fprintf(w, "lost contact with Temporal (%v); retrying in %s\n", err, wait)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, 30*time.Second)
+			continue
 		}
+		wait = every
 		if p == nil {
 			return finalResult(ctx, cl, id, status, w)
 		}
@@ -311,6 +326,20 @@ func Watch(ctx context.Context, cl client.Client, id string, w io.Writer, every 
 		case <-time.After(every):
 		}
 	}
+}
+
+// transient reports whether a failed call may succeed if repeated: anything
+// but an error that says the run, the namespace or the request itself is
+// wrong, or that the workflow's query handler failed.
+func transient(err error) bool {
+	var (
+		nf  *serviceerror.NotFound
+		nnf *serviceerror.NamespaceNotFound
+		ia  *serviceerror.InvalidArgument
+		pd  *serviceerror.PermissionDenied
+		qf  *serviceerror.QueryFailed
+	)
+	return !(errors.As(err, &nf) || errors.As(err, &nnf) || errors.As(err, &ia) || errors.As(err, &pd) || errors.As(err, &qf))
 }
 
 func bar(done, total int) string {
