@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/corl-project/corl/config"
 )
 
 // run executes corl in-process and returns its exit code, stdout and stderr.
@@ -146,5 +149,40 @@ func TestGenerateStopsAndIsBounded(t *testing.T) {
 	code, _, errs := run(t, "generate", "--model", "../examples/bases/llama-small", "--prompt", "x", "--n", "100000000")
 	if code == 0 || !strings.Contains(errs, "--n 100000000: must be in 1..10000") {
 		t.Errorf("huge --n: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestConnectionFindsRunningDev: with no address, store or config given,
+// commands connect to the server and store a running corl dev published;
+// explicit settings win, and a dead dev's file is ignored.
+func TestConnectionFindsRunningDev(t *testing.T) {
+	cfg := t.TempDir()
+	env := func(k string) string {
+		if k == "XDG_CONFIG_HOME" {
+			return cfg
+		}
+		return ""
+	}
+	if err := config.PublishDev(env, config.DevInfo{Address: "127.0.0.1:7999", StoreDir: "/srv/blobs", PID: os.Getpid()}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := (&connFlags{}).load(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conn.Temporal.Address != "127.0.0.1:7999" || conn.Store.Local != "/srv/blobs" {
+		t.Errorf("connection %+v %+v, want the running dev's", conn.Temporal, conn.Store)
+	}
+	conn, _ = (&connFlags{address: "10.0.0.1:7233"}).load(env)
+	if conn.Temporal.Address != "10.0.0.1:7233" || conn.Store.Local == "/srv/blobs" {
+		t.Errorf("an explicit --address must not pick up the dev's store: %+v %+v", conn.Temporal, conn.Store)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	config.PublishDev(env, config.DevInfo{Address: "127.0.0.1:7999", StoreDir: "/srv/blobs", PID: dead.Process.Pid})
+	if conn, _ = (&connFlags{}).load(env); conn.Store.Local == "/srv/blobs" {
+		t.Error("a dev that is no longer running was used")
 	}
 }

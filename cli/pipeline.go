@@ -32,9 +32,9 @@ type connFlags struct {
 func (f *connFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.file, "config", "", "connection config file (temporal.*, store.*); CORL_* environment variables override it")
-	fl.StringVar(&f.address, "address", "", "Temporal frontend host:port (default 127.0.0.1:7233)")
+	fl.StringVar(&f.address, "address", "", "Temporal frontend host:port (default: a running corl dev's, else 127.0.0.1:7233)")
 	fl.StringVar(&f.namespace, "namespace", "", "Temporal namespace (default \"default\")")
-	fl.StringVar(&f.storeDir, "store-dir", "", "local blob store directory (default corl-data/blobs; see store.* for S3)")
+	fl.StringVar(&f.storeDir, "store-dir", "", "local blob store directory (default: a running corl dev's, else corl-data/blobs; see store.* for S3)")
 }
 
 // dial loads the connection settings and connects to Temporal.
@@ -74,6 +74,14 @@ func (f *connFlags) load(getenv func(string) string) (*config.Connection, error)
 	}
 	if f.storeDir != "" {
 		over["store.kind"], over["store.local_dir"] = "local", f.storeDir
+	}
+	// Nothing says where to connect: a running `corl dev`'s published
+	// server and store, wherever it was started.
+	if f.file == "" && len(over) == 0 && getenv("CORL_TEMPORAL_ADDRESS") == "" && getenv("CORL_STORE_KIND") == "" &&
+		getenv("CORL_STORE_LOCAL_DIR") == "" {
+		if dev, ok := config.RunningDev(getenv); ok {
+			over["temporal.address"], over["store.kind"], over["store.local_dir"] = dev.Address, "local", dev.StoreDir
+		}
 	}
 	return config.LoadConnection(f.file, getenv, over)
 }

@@ -170,6 +170,12 @@ from another terminal with corl run; stop with Ctrl-C.`,
 			}
 			fmt.Fprintf(stdio.Out, "Temporal at %s (namespace default, data in %s)\nblob store %s\nstart a run: corl run -f run.yaml --address %s --store-dir %s\n",
 				e.srv.Addr(), abs, e.conn.Store.Local, e.srv.Addr(), e.conn.Store.Local)
+			// corl run, status and watch from any directory find this server.
+			info := config.DevInfo{Address: e.srv.Addr(), StoreDir: e.conn.Store.Local, Dir: abs, PID: os.Getpid()}
+			if err := config.PublishDev(getenv, info); err != nil {
+				fmt.Fprintf(stdio.Err, "could not publish the dev address (%v); pass --address and --store-dir to corl run\n", err)
+			}
+			defer config.WithdrawDev(getenv)
 			<-cmd.Context().Done()
 			fmt.Fprintln(stdio.Err, "stopping")
 			return e.stop()

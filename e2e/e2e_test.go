@@ -263,7 +263,8 @@ type proc struct {
 func spawn(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(corlBin, args...)
-	cmd.Env = append(os.Environ(), env...)
+	// corl dev publishes its address in the config dir: keep it the test's.
+	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
