@@ -169,23 +169,7 @@ func TestRoundThroughActivities(t *testing.T) {
 // forgets the member, so no checkpoint (a stop notice's included) writes
 // the poisoned weights.
 func TestNonFiniteUpdateDropsTheMember(t *testing.T) {
-	e := newEnv(t)
-	s := testSpec(t)
-	ref := func(m, r int) MemberRef { return MemberRef{Spec: s, Member: m, Round: r} }
-	var keys []string
-	for m := range s.Members {
-		if err := e.run(e.a.Acquire, AcquireInput{MemberRef: ref(m, 0)}, nil); err != nil {
-			t.Fatal(err)
-		}
-		var g GenerateOutput
-		if err := e.run(e.a.Generate, ref(m, 0), &g); err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, g.Key)
-	}
-	if err := e.run(e.a.Grade, GradeInput{Spec: s, Round: 0, Rollouts: keys}, nil); err != nil {
-		t.Fatal(err)
-	}
+	e, ref := gradedRoundZero(t)
 	poison := e.a.held[heldKey("act", "l")].member.Model.Params()
 	nan := []float32{float32(math.NaN())}
 	e.a.Backend.Upload(poison.Slice(0, 1), nan)
@@ -209,23 +193,7 @@ func TestNonFiniteUpdateDropsTheMember(t *testing.T) {
 // matches its manifest is not retried for ever: Acquire restores the newest
 // older checkpoint (here the base) and says so.
 func TestCorruptCheckpointFallsBack(t *testing.T) {
-	e := newEnv(t)
-	s := testSpec(t)
-	ref := func(m, r int) MemberRef { return MemberRef{Spec: s, Member: m, Round: r} }
-	var keys []string
-	for m := range s.Members {
-		if err := e.run(e.a.Acquire, AcquireInput{MemberRef: ref(m, 0)}, nil); err != nil {
-			t.Fatal(err)
-		}
-		var g GenerateOutput
-		if err := e.run(e.a.Generate, ref(m, 0), &g); err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, g.Key)
-	}
-	if err := e.run(e.a.Grade, GradeInput{Spec: s, Round: 0, Rollouts: keys}, nil); err != nil {
-		t.Fatal(err)
-	}
+	e, ref := gradedRoundZero(t)
 	if err := e.run(e.a.Update, ref(0, 0), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -275,4 +243,28 @@ func TestRunsWithOneNameAreSeparate(t *testing.T) {
 	if len(e.a.held) != 2 {
 		t.Errorf("worker holds %d members, want one per run", len(e.a.held))
 	}
+}
+
+// gradedRoundZero places both members of the test spec on a worker,
+// generates their round-0 rollouts and grades them: what an update needs.
+func gradedRoundZero(t *testing.T) (*env, func(m, r int) MemberRef) {
+	t.Helper()
+	e := newEnv(t)
+	s := testSpec(t)
+	ref := func(m, r int) MemberRef { return MemberRef{Spec: s, Member: m, Round: r} }
+	var keys []string
+	for m := range s.Members {
+		if err := e.run(e.a.Acquire, AcquireInput{MemberRef: ref(m, 0)}, nil); err != nil {
+			t.Fatal(err)
+		}
+		var g GenerateOutput
+		if err := e.run(e.a.Generate, ref(m, 0), &g); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, g.Key)
+	}
+	if err := e.run(e.a.Grade, GradeInput{Spec: s, Round: 0, Rollouts: keys}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return e, ref
 }

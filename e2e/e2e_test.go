@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -180,28 +181,9 @@ func TestPipelineMatchesLocalRun(t *testing.T) {
 	want := reference(t, file)
 	for name, storeCfg := range stores(t) {
 		t.Run(name, func(t *testing.T) {
-			srv, err := devserver.Start(devserver.Options{DBFile: filepath.Join(t.TempDir(), "t.db"), SearchAttributes: workflows.SearchAttributeTypes})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer srv.Stop()
-			storeCfg["temporal.address"] = srv.Addr()
-			conn, err := config.LoadConnection("", noEnv, storeCfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cl := dial(t, conn)
-			defer cl.Close()
-			store, err := conn.OpenStore(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, stop := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() {
-				done <- workers.Run(ctx, workers.Options{Client: cl, Store: store, Backend: cpu.New(2), Pools: []string{"gpu", "cpu"}})
-			}()
+			cl, store, stop := startPipeline(t, storeCfg)
 			var run client.WorkflowRun
+			var err error
 			if name == "local" {
 				// As `temporal workflow start --type CohortRun --task-queue corl
 				// --input-file spec.json` does: the spec's plain JSON, by type name.
@@ -219,8 +201,7 @@ func TestPipelineMatchesLocalRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			res := awaitResult(t, cl, run.GetID(), 3*time.Minute)
-			stop()
-			if err := <-done; err != nil {
+			if err := stop(); err != nil {
 				t.Fatal(err)
 			}
 			if res.Rounds != 3 || len(res.Evals) != 3 { // before round 1, after rounds 2 and 3
@@ -237,6 +218,43 @@ func TestPipelineMatchesLocalRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startPipeline starts the embedded Temporal server, connects with the
+// store settings in storeCfg, and runs a gpu+cpu worker in this process;
+// stop ends the worker and reports its error (the server and client close
+// when the test ends).
+func startPipeline(t *testing.T, storeCfg map[string]any) (client.Client, blob.Store, func() error) {
+	t.Helper()
+	srv, err := devserver.Start(devserver.Options{DBFile: filepath.Join(t.TempDir(), "t.db"), SearchAttributes: workflows.SearchAttributeTypes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	storeCfg["temporal.address"] = srv.Addr()
+	conn, err := config.LoadConnection("", noEnv, storeCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := dial(t, conn)
+	t.Cleanup(cl.Close)
+	store, err := conn.OpenStore(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- workers.Run(ctx, workers.Options{Client: cl, Store: store, Backend: cpu.New(2), Pools: []string{"gpu", "cpu"}})
+	}()
+	var once sync.Once
+	var werr error
+	stop := func() error {
+		once.Do(func() { cancel(); werr = <-done })
+		return werr
+	}
+	t.Cleanup(func() { stop() })
+	return cl, store, stop
 }
 
 func dial(t *testing.T, conn *config.Connection) client.Client {
@@ -487,29 +505,9 @@ func TestEveryRewardMatchesLocalRun(t *testing.T) {
 		{"self-certainty", "{beta: 0.04, num_iterations: 1}", two},
 		{"entropy", "{num_iterations: 2}", two},
 	}
-	srv, err := devserver.Start(devserver.Options{DBFile: filepath.Join(t.TempDir(), "t.db"), SearchAttributes: workflows.SearchAttributeTypes})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	conn, err := config.LoadConnection("", noEnv, map[string]any{"temporal.address": srv.Addr(), "store.kind": "local", "store.local_dir": t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := dial(t, conn)
-	defer cl.Close()
-	store, err := conn.OpenStore(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- workers.Run(ctx, workers.Options{Client: cl, Store: store, Backend: cpu.New(2), Pools: []string{"gpu", "cpu"}})
-	}()
+	cl, store, stop := startPipeline(t, map[string]any{"store.kind": "local", "store.local_dir": t.TempDir()})
 	defer func() {
-		stop()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Error(err)
 		}
 	}()

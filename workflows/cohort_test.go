@@ -142,13 +142,7 @@ func TestPauseResumeStopAndQuery(t *testing.T) {
 	env := newEnv(t, f)
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPause, nil) }, time.Millisecond)
 	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(QueryProgress)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		var p Progress
-		v.Get(&p)
+		p := queryProgress(t, env)
 		if !p.Paused || p.Rounds != 10 || len(p.Members) != 2 {
 			t.Errorf("progress while paused: %+v", p)
 		}
@@ -284,14 +278,7 @@ func TestLostWorkerDuringFinalCheckpoint(t *testing.T) {
 func TestProgressReportsRoundSeconds(t *testing.T) {
 	env := newEnv(t, newFake())
 	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(QueryProgress)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		var p Progress
-		v.Get(&p)
-		if p.Last == nil || p.Last.Seconds < 60 || p.Last.Seconds > 70 {
+		if p := queryProgress(t, env); p.Last == nil || p.Last.Seconds < 60 || p.Last.Seconds > 70 {
 			t.Errorf("last round %+v: want about 60 seconds", p.Last)
 		}
 	}, 150*time.Second)
@@ -369,4 +356,18 @@ func TestCancelCheckpoints(t *testing.T) {
 			t.Errorf("%s called %d times, want once, on cancel (calls %v)", key, f.byKey[key], f.byKey)
 		}
 	}
+}
+
+// queryProgress asks the running workflow for its progress.
+func queryProgress(t *testing.T, env *testsuite.TestWorkflowEnvironment) Progress {
+	t.Helper()
+	var p Progress
+	v, err := env.QueryWorkflow(QueryProgress)
+	if err == nil {
+		err = v.Get(&p)
+	}
+	if err != nil {
+		t.Error(err)
+	}
+	return p
 }

@@ -94,33 +94,41 @@ func refRoPE(x []float64, pos []int32, N, H, HS int, theta float64) []float64 {
 	return out
 }
 
+// refAttnProbs is query tq of row b, head h's softmax over its causal keys
+// (keys 0..Keys(b)-Tq+tq), in float64.
+func refAttnProbs(q, k []float64, s gpu.AttnShape, b, h, tq int) []float64 {
+	C, CKV, kvo := s.NH*s.HS, s.NKV*s.HS, (h/(s.NH/s.NKV))*s.HS
+	scale := 1 / math.Sqrt(float64(s.HS))
+	p := make([]float64, s.Keys(b)-s.Tq+tq+1)
+	mx := math.Inf(-1)
+	for tk := range p {
+		for i := 0; i < s.HS; i++ {
+			p[tk] += q[(b*s.Tq+tq)*C+h*s.HS+i] * k[(b*s.Tcap+tk)*CKV+kvo+i]
+		}
+		p[tk] *= scale
+		mx = math.Max(mx, p[tk])
+	}
+	var sum float64
+	for tk := range p {
+		p[tk] = math.Exp(p[tk] - mx)
+		sum += p[tk]
+	}
+	for tk := range p {
+		p[tk] /= sum
+	}
+	return p
+}
+
 func refAttention(q, k, v []float64, s gpu.AttnShape) []float64 {
 	C, CKV, group := s.NH*s.HS, s.NKV*s.HS, s.NH/s.NKV
 	out := make([]float64, s.B*s.Tq*C)
-	scale := 1 / math.Sqrt(float64(s.HS))
 	for b := 0; b < s.B; b++ {
 		for h := 0; h < s.NH; h++ {
 			kvo := (h / group) * s.HS
 			for tq := 0; tq < s.Tq; tq++ {
-				pos := s.Keys(b) - s.Tq + tq
-				sc := make([]float64, pos+1)
-				mx := math.Inf(-1)
-				for tk := 0; tk <= pos; tk++ {
-					d := 0.0
+				for tk, p := range refAttnProbs(q, k, s, b, h, tq) {
 					for i := 0; i < s.HS; i++ {
-						d += q[(b*s.Tq+tq)*C+h*s.HS+i] * k[(b*s.Tcap+tk)*CKV+kvo+i]
-					}
-					sc[tk] = d * scale
-					mx = math.Max(mx, sc[tk])
-				}
-				sum := 0.0
-				for tk := range sc {
-					sc[tk] = math.Exp(sc[tk] - mx)
-					sum += sc[tk]
-				}
-				for tk := range sc {
-					for i := 0; i < s.HS; i++ {
-						out[(b*s.Tq+tq)*C+h*s.HS+i] += sc[tk] / sum * v[(b*s.Tcap+tk)*CKV+kvo+i]
+						out[(b*s.Tq+tq)*C+h*s.HS+i] += p * v[(b*s.Tcap+tk)*CKV+kvo+i]
 					}
 				}
 			}
@@ -229,27 +237,11 @@ func refAttentionBackward(dout, q, k, v []float64, s gpu.AttnShape) (dq, dk, dv 
 		for h := 0; h < s.NH; h++ {
 			kvo := (h / group) * s.HS
 			for tq := 0; tq < s.Tq; tq++ {
-				pos := s.Keys(b) - s.Tq + tq
 				qo := (b*s.Tq+tq)*C + h*s.HS
-				p := make([]float64, pos+1)
-				mx := math.Inf(-1)
-				for tk := range p {
-					ko := (b*s.Tcap+tk)*CKV + kvo
-					for i := 0; i < s.HS; i++ {
-						p[tk] += q[qo+i] * k[ko+i]
-					}
-					p[tk] *= scale
-					mx = math.Max(mx, p[tk])
-				}
-				var sum float64
-				for tk := range p {
-					p[tk] = math.Exp(p[tk] - mx)
-					sum += p[tk]
-				}
+				p := refAttnProbs(q, k, s, b, h, tq)
 				dp := make([]float64, len(p))
 				var pdp float64
 				for tk := range p {
-					p[tk] /= sum
 					ko := (b*s.Tcap+tk)*CKV + kvo
 					for i := 0; i < s.HS; i++ {
 						dv[ko+i] += p[tk] * dout[qo+i]
