@@ -390,24 +390,18 @@ func finalResult(ctx context.Context, cl client.Client, id string, status enumsp
 	return nil
 }
 
-// rootCause reduces Temporal's nested error chain to the innermost
-// application error's type and message, which names the problem.
+// rootCause is what failed a run, in words: the outermost application
+// error (an activity's own message, which names the member, the file or the
+// key), not its innermost cause (a bare "no such file or directory").
 func rootCause(err error) string {
-	var last *temporal.ApplicationError
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		var ae *temporal.ApplicationError
-		if errors.As(e, &ae) {
-			last = ae
-			e = ae
-		}
-	}
-	if last == nil {
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) {
 		return fmt.Sprint(err)
 	}
-	if last.Type() != "" && last.Type() != "wrapError" {
-		return last.Type() + ": " + last.Message()
+	if ae.Type() != "" && ae.Type() != "wrapError" {
+		return ae.Type() + ": " + ae.Message()
 	}
-	return last.Message()
+	return ae.Message()
 }
 
 func fmtFloats(xs []float64) string {

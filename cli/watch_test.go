@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/corl-project/corl/workflows"
 )
@@ -67,5 +69,16 @@ func TestWatchRidesOutOutages(t *testing.T) {
 	}
 	if err := Watch(context.Background(), &flakyClient{missing: true}, "r", &out, time.Millisecond); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("watching a missing run: %v", err)
+	}
+}
+
+// TestRootCauseKeepsThePath: a run that failed on a missing base reports the
+// activity's message with the path, not the bare errno at the bottom.
+func TestRootCauseKeepsThePath(t *testing.T) {
+	errno := temporal.NewNonRetryableApplicationError("no such file or directory", "Errno", nil)
+	bad := temporal.NewNonRetryableApplicationError("member g: base /data/g: open /data/g/config.json: no such file or directory", "BadSpec", errno)
+	got := rootCause(fmt.Errorf("workflow execution error: activity error: %w", bad))
+	if !strings.Contains(got, "/data/g/config.json") || !strings.HasPrefix(got, "BadSpec") {
+		t.Errorf("root cause %q", got)
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"crypto/x509"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
+	"time"
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
@@ -124,6 +126,17 @@ func (c *Connection) Dial() (client.Client, error) {
 	}
 	if t.APIKey != "" {
 		o.Credentials = client.NewAPIKeyStaticCredentials(t.APIKey)
+	}
+	// gRPC says only "no children to pick from" for a host it cannot resolve.
+	if host, _, err := net.SplitHostPort(t.Address); err != nil {
+		return nil, fmt.Errorf("temporal.address: %q is not host:port: %w", t.Address, err)
+	} else if net.ParseIP(host) == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := net.DefaultResolver.LookupHost(ctx, host)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("temporal.address: cannot resolve host %q: %w", host, err)
+		}
 	}
 	cl, err := client.Dial(o)
 	if err != nil {

@@ -582,3 +582,40 @@ func TestDevRefusesATakenPortAndDirectory(t *testing.T) {
 	}
 	first.signal(syscall.SIGINT)
 }
+
+// TestContinueAsNewOnARealServer: a run that continues as new after every
+// round (its state carried in the input) ends with the uninterrupted
+// in-process run's weights, and its first run is recorded as continued.
+func TestContinueAsNewOnARealServer(t *testing.T) {
+	a, b := bases(t)
+	file := specFile(t, "can", a, b, 3)
+	want := reference(t, file)
+	cl, store, stop := startPipeline(t, map[string]any{"store.kind": "local", "store.local_dir": t.TempDir()})
+	defer stop()
+	s, err := config.Load(file, noEnv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := cl.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "can", TaskQueue: "corl"},
+		workflows.CohortRun, workflows.Input{RunSpec: *s, ContinueAsNewEvery: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := awaitResult(t, cl, run.GetID(), 3*time.Minute)
+	first, err := cl.DescribeWorkflowExecution(context.Background(), "can", run.GetRunID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := first.GetWorkflowExecutionInfo().GetStatus(); st != enums.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW {
+		t.Errorf("first run status %v, want continued as new", st)
+	}
+	if res.Rounds != 3 || len(res.Evals) != 3 {
+		t.Fatalf("result %+v", res)
+	}
+	got := finalHashes(t, store, res)
+	for m, h := range want {
+		if got[m] != h {
+			t.Errorf("member %s: weights after continue-as-new %s, in-process run %s", m, got[m], h)
+		}
+	}
+}

@@ -53,6 +53,9 @@ type Input struct {
 	// mid-activity; schedule-to-start catches a worker queue nobody polls.
 	HeartbeatTimeout     int `json:"heartbeat_timeout_s,omitempty"`
 	ScheduleToStartLimit int `json:"schedule_to_start_timeout_s,omitempty"`
+	// ContinueAsNewEvery > 0 continues the run as new after every that many
+	// rounds, besides when the server suggests it (tests, short histories).
+	ContinueAsNewEvery int `json:"continue_as_new_every,omitempty"`
 }
 
 // UnmarshalJSON decodes the spec over its defaults (spec.RunSpec's own
@@ -68,12 +71,13 @@ func (in *Input) UnmarshalJSON(b []byte) error {
 		UseSearchAttributes  bool   `json:"use_search_attributes"`
 		HeartbeatTimeout     int    `json:"heartbeat_timeout_s"`
 		ScheduleToStartLimit int    `json:"schedule_to_start_timeout_s"`
+		ContinueAsNewEvery   int    `json:"continue_as_new_every"`
 	}
 	if err := json.Unmarshal(b, &rest); err != nil {
 		return err
 	}
-	in.State, in.UseSearchAttributes, in.HeartbeatTimeout, in.ScheduleToStartLimit =
-		rest.State, rest.UseSearchAttributes, rest.HeartbeatTimeout, rest.ScheduleToStartLimit
+	in.State, in.UseSearchAttributes, in.HeartbeatTimeout, in.ScheduleToStartLimit, in.ContinueAsNewEvery =
+		rest.State, rest.UseSearchAttributes, rest.HeartbeatTimeout, rest.ScheduleToStartLimit, rest.ContinueAsNewEvery
 	return nil
 }
 
@@ -326,7 +330,8 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 				return nil, err
 			}
 		}
-		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() && st.Round < s.Rounds && !st.Stopping {
+		due := in.ContinueAsNewEvery > 0 && st.Round%in.ContinueAsNewEvery == 0
+		if (due || workflow.GetInfo(ctx).GetContinueAsNewSuggested()) && st.Round < s.Rounds && !st.Stopping {
 			next := in
 			next.State = st
 			return nil, workflow.NewContinueAsNewError(ctx, CohortRun, next)
