@@ -44,6 +44,11 @@ type Dataset struct {
 	Skipped []RowError // rows dropped because LoadOptions.SkipBad was set
 }
 
+// MaxPromptBytes bounds one prompt: far past any context corl's models
+// have, small enough that a stray huge row fails at load, with its line,
+// instead of exhausting memory mid-run.
+const MaxPromptBytes = 64 << 10
+
 // LoadOptions says how to read a user file.
 type LoadOptions struct {
 	// PromptField names the prompt column; empty tries prompt, question, problem.
@@ -231,6 +236,9 @@ func build(path string, rows []rawRow, o LoadOptions) (*Dataset, error) {
 			continue
 		case strings.TrimSpace(prompt) == "":
 			fail("empty prompt")
+			continue
+		case len(prompt) > MaxPromptBytes:
+			fail(fmt.Sprintf("prompt is %d bytes; at most %d (no model here has a context near that)", len(prompt), MaxPromptBytes))
 			continue
 		case !utf8.ValidString(prompt):
 			fail("prompt is not valid UTF-8")
