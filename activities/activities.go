@@ -19,6 +19,7 @@ import (
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/gpu"
+	"github.com/corl-project/corl/metrics"
 	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
@@ -31,6 +32,8 @@ type Activities struct {
 	Store   blob.Store
 	Backend gpu.Backend
 	Queue   string
+	// Metrics records corl's Prometheus metrics; nil: off.
+	Metrics *metrics.Corl
 
 	mu     sync.Mutex // one compute activity at a time: the backend is a single stream
 	held   map[string]*held
@@ -217,6 +220,7 @@ func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireOutpu
 	}
 	a.held[heldKey(in.RunKey(), ms.Name)] = &held{run: in.RunKey(), member: m, round: round, stats: map[int]UpdateOutput{}}
 	activity.GetLogger(ctx).Info("acquired member", "run", in.RunKey(), "member", ms.Name, "round", round, "from", key)
+	a.Metrics.Placed(in.RunKey(), ms.Name)
 	return AcquireOutput{Queue: a.Queue, Round: round, CheckpointKey: key, Note: note}, nil
 }
 
@@ -279,6 +283,8 @@ func (a *Activities) Generate(ctx context.Context, ref MemberRef) (GenerateOutpu
 		return GenerateOutput{}, err
 	}
 	out.Seconds = time.Since(start).Seconds()
+	a.Metrics.Stage(h.run, h.member.Name, "generate", out.Seconds, activity.GetInfo(ctx).Attempt)
+	a.Metrics.Work(h.run, h.member.Name, "generate", "generated", out.Tokens, out.FLOPs)
 	return out, nil
 }
 
@@ -373,7 +379,13 @@ func (a *Activities) Grade(ctx context.Context, in GradeInput) (GradeOutput, err
 	if err := a.Store.Put(ctx, key, b); err != nil {
 		return GradeOutput{}, err
 	}
-	return GradeOutput{Key: key, Diag: gb.Diag, Seconds: time.Since(start).Seconds()}, nil
+	secs := time.Since(start).Seconds()
+	run := runKey(in.Run, s.Name)
+	for i, md := range gb.Diag.Models {
+		a.Metrics.Round(run, s.Members[i].Name, md.RewardMean, md.LabeledFrac)
+	}
+	a.Metrics.Stage(run, "", "grade", secs, activity.GetInfo(ctx).Attempt)
+	return GradeOutput{Key: key, Diag: gb.Diag, Seconds: secs}, nil
 }
 
 // Update applies the member's policy update for the round. A retry after the
@@ -423,6 +435,8 @@ func (a *Activities) applyUpdate(ctx context.Context, h *held, s *spec.RunSpec, 
 	}
 	out := UpdateOutput{Stats: us, Seconds: time.Since(start).Seconds(),
 		FLOPs: h.member.Model.FLOPsPerToken(2*s.Generation.MaxCompletion) * float64(us.Tokens)}
+	a.Metrics.Stage(h.run, h.member.Name, "update", out.Seconds, activity.GetInfo(ctx).Attempt)
+	a.Metrics.Work(h.run, h.member.Name, "update", "trained", us.Tokens, out.FLOPs)
 	h.round = round + 1
 	h.stats[round] = out
 	return out, nil
@@ -509,10 +523,13 @@ func (a *Activities) Evaluate(ctx context.Context, ref MemberRef) (EvalOutput, e
 	if err != nil {
 		return EvalOutput{}, err
 	}
+	start := time.Now()
 	res, own, err := train.EvaluateMember(h.member, d.Eval, config.EvalOptions(&ref.Spec))
 	if err != nil {
 		return EvalOutput{}, err
 	}
+	a.Metrics.Stage(h.run, h.member.Name, "evaluate", time.Since(start).Seconds(), activity.GetInfo(ctx).Attempt)
+	a.Metrics.Eval(h.run, h.member.Name, res.PassAt1, own.PassAt1)
 	truth := make([]string, len(d.Eval))
 	for i, p := range d.Eval {
 		truth[i] = datasets.Normalize(p.Answer)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/gpu/cpu"
 	"github.com/corl-project/corl/internal/testmodels"
+	"github.com/corl-project/corl/metrics"
 	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/spec"
 )
@@ -267,4 +269,23 @@ func gradedRoundZero(t *testing.T) (*env, func(m, r int) MemberRef) {
 		t.Fatal(err)
 	}
 	return e, ref
+}
+
+// TestActivitiesRecordMetrics: a worker with metrics on records placements,
+// generation, grading and the update per member.
+func TestActivitiesRecordMetrics(t *testing.T) {
+	reg := metrics.New()
+	e, ref := gradedRoundZero(t)
+	e.a.Metrics = reg.Corl
+	if err := e.run(e.a.Update, ref(0, 0), nil); err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	reg.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, w := range []string{`corl_stage_seconds_count{member="g",run="act",stage="update"} 1`, `corl_tokens_total{kind="trained",member="g",run="act"}`} {
+		if !strings.Contains(body, w) {
+			t.Errorf("metrics lack %s", w)
+		}
+	}
 }

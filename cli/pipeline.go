@@ -20,6 +20,7 @@ import (
 	"github.com/corl-project/corl/activities"
 	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/config"
+	"github.com/corl-project/corl/metrics"
 	"github.com/corl-project/corl/workers"
 	"github.com/corl-project/corl/workflows"
 )
@@ -27,6 +28,7 @@ import (
 // connFlags are the connection flags every pipeline command takes.
 type connFlags struct {
 	file, address, namespace, storeDir string
+	metrics                            client.MetricsHandler // set by commands that serve metrics
 }
 
 func (f *connFlags) register(cmd *cobra.Command) {
@@ -83,7 +85,11 @@ func (f *connFlags) load(getenv func(string) string) (*config.Connection, error)
 			over["temporal.address"], over["store.kind"], over["store.local_dir"] = dev.Address, "local", dev.StoreDir
 		}
 	}
-	return config.LoadConnection(f.file, getenv, over)
+	conn, err := config.LoadConnection(f.file, getenv, over)
+	if err == nil {
+		conn.Metrics = f.metrics
+	}
+	return conn, err
 }
 
 func newWorkerCmd(stdio IO, getenv func(string) string) *cobra.Command {
@@ -92,6 +98,7 @@ func newWorkerCmd(stdio IO, getenv func(string) string) *cobra.Command {
 		pools   []string
 		bf      BackendFlags
 		queueID string
+		mAddr   string
 	)
 	cmd := &cobra.Command{
 		Use:   "worker",
@@ -108,12 +115,26 @@ takes over its queue at once.`,
 			if err != nil {
 				return err
 			}
+			var reg *metrics.Registry
+			if mAddr != "" {
+				reg = metrics.New()
+				addr, err := reg.Serve(cmd.Context(), mAddr)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(stdio.Err, "Prometheus metrics at http://%s/metrics\n", addr)
+				cf.metrics = reg.SDK()
+			}
 			cl, _, store, err := cf.connect(cmd.Context(), getenv)
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
-			return workers.Run(cmd.Context(), workers.Options{Client: cl, Store: store, Backend: be, Pools: pools, Log: stdio.Err, QueueID: queueID})
+			o := workers.Options{Client: cl, Store: store, Backend: be, Pools: pools, Log: stdio.Err, QueueID: queueID}
+			if reg != nil {
+				o.Metrics = reg.Corl
+			}
+			return workers.Run(cmd.Context(), o)
 		},
 	}
 	cf.register(cmd)
@@ -121,6 +142,7 @@ takes over its queue at once.`,
 	fl.StringSliceVar(&pools, "pool", []string{"gpu", "cpu"}, "pools to serve: gpu, cpu")
 	bf.Register(fl, getenv)
 	fl.StringVar(&queueID, "queue-id", "", "stable name for this worker's own queue (default: random per process)")
+	fl.StringVar(&mAddr, "metrics", "", "serve Prometheus metrics (SDK and corl's) on this host:port at /metrics (port 0: any free one)")
 	return cmd
 }
 

@@ -24,6 +24,9 @@ import (
 type Connection struct {
 	Temporal Temporal `mapstructure:"temporal"`
 	Store    Store    `mapstructure:"store"`
+	// Metrics, when set, receives the Temporal SDK's client and worker
+	// metrics (a Prometheus registry's handler). Not a config key.
+	Metrics client.MetricsHandler `mapstructure:"-"`
 }
 
 // Temporal is a cluster address and its credentials.
@@ -99,7 +102,7 @@ func LoadConnection(file string, getenv func(string) string, overrides map[strin
 
 // Dial connects to Temporal.
 func (c *Connection) Dial() (client.Client, error) {
-	o := client.Options{HostPort: c.Temporal.Address, Namespace: c.Temporal.Namespace,
+	o := client.Options{HostPort: c.Temporal.Address, Namespace: c.Temporal.Namespace, MetricsHandler: c.Metrics,
 		Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))}
 	t := c.Temporal
 	if t.TLS.Enabled || t.TLS.CertFile != "" || t.APIKey != "" {

@@ -18,6 +18,7 @@ import (
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/devserver"
 	"github.com/corl-project/corl/gpu"
+	"github.com/corl-project/corl/metrics"
 	"github.com/corl-project/corl/workers"
 	"github.com/corl-project/corl/workflows"
 )
@@ -41,7 +42,18 @@ type env struct {
 // process. The
 // worker's own queue name is stable for dir, so a restarted `corl dev` takes
 // its queue back at once.
-func start(ctx context.Context, dir string, port int, be gpu.Backend, stdio cli.IO, getenv func(string) string) (*env, error) {
+// devOptions say what to start: the data directory, the Temporal port (0:
+// any free one), the worker's backend (nil: no worker) and the metrics
+// registry (nil: no metrics).
+type devOptions struct {
+	dir     string
+	port    int
+	backend gpu.Backend
+	metrics *metrics.Registry
+}
+
+func start(ctx context.Context, o devOptions, stdio cli.IO, getenv func(string) string) (*env, error) {
+	dir := o.dir
 	// One corl dev per directory: two would share one SQLite database and
 	// one worker queue name. The OS releases the lock if the process dies.
 	lock := flock.New(filepath.Join(dir, "corl-dev.lock"))
@@ -49,7 +61,7 @@ func start(ctx context.Context, dir string, port int, be gpu.Backend, stdio cli.
 		return nil, fmt.Errorf("%s is in use by another corl dev (lock %s held%s); stop it, or choose another --dir",
 			dir, lock.Path(), errSuffix(err))
 	}
-	e, err := startLocked(ctx, dir, port, be, stdio, getenv)
+	e, err := startLocked(ctx, o, stdio, getenv)
 	if err != nil {
 		lock.Unlock()
 		return nil, err
@@ -65,7 +77,8 @@ func errSuffix(err error) string {
 	return ": " + err.Error()
 }
 
-func startLocked(ctx context.Context, dir string, port int, be gpu.Backend, stdio cli.IO, getenv func(string) string) (*env, error) {
+func startLocked(ctx context.Context, o devOptions, stdio cli.IO, getenv func(string) string) (*env, error) {
+	dir, port, be := o.dir, o.port, o.backend
 	srv, err := devserver.Start(devserver.Options{DBFile: filepath.Join(dir, "temporal.db"), Port: port,
 		Namespace: "default", SearchAttributes: workflows.SearchAttributeTypes, LogFile: filepath.Join(dir, "temporal.log")})
 	if err != nil {
@@ -76,6 +89,9 @@ func startLocked(ctx context.Context, dir string, port int, be gpu.Backend, stdi
 	if err != nil {
 		srv.Stop()
 		return nil, err
+	}
+	if o.metrics != nil {
+		conn.Metrics = o.metrics.SDK()
 	}
 	e := &env{srv: srv, conn: conn}
 	if be == nil {
@@ -95,7 +111,7 @@ func startLocked(ctx context.Context, dir string, port int, be gpu.Backend, stdi
 	e.stopWork, e.workDone = cancel, make(chan error, 1)
 	go func() {
 		err := workers.Run(wctx, workers.Options{Client: cl, Store: store, Backend: be,
-			Pools: []string{workers.PoolGPU, workers.PoolCPU}, Log: stdio.Err, QueueID: "dev"})
+			Pools: []string{workers.PoolGPU, workers.PoolCPU}, Log: stdio.Err, QueueID: "dev", Metrics: corlMetrics(o.metrics)})
 		cl.Close()
 		e.workDone <- err
 	}()
@@ -141,6 +157,7 @@ func newDevCmd(stdio cli.IO, getenv func(string) string) *cobra.Command {
 		port     int
 		noWorker bool
 		bf       cli.BackendFlags
+		mAddr    string
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -164,7 +181,16 @@ from another terminal with corl run; stop with Ctrl-C.`,
 					return err
 				}
 			}
-			e, err := start(cmd.Context(), abs, port, be, stdio, getenv)
+			var reg *metrics.Registry
+			if mAddr != "" {
+				reg = metrics.New()
+				addr, err := reg.Serve(cmd.Context(), mAddr)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(stdio.Out, "Prometheus metrics at http://%s/metrics\n", addr)
+			}
+			e, err := start(cmd.Context(), devOptions{dir: abs, port: port, backend: be, metrics: reg}, stdio, getenv)
 			if err != nil {
 				return err
 			}
@@ -185,6 +211,15 @@ from another terminal with corl run; stop with Ctrl-C.`,
 	fl.StringVar(&dir, "dir", "corl-data", "data directory (Temporal database, blobs, logs)")
 	fl.IntVar(&port, "port", 7233, "Temporal frontend port (0: any free port)")
 	fl.BoolVar(&noWorker, "no-worker", false, "run the server only")
+	fl.StringVar(&mAddr, "metrics", "127.0.0.1:0", "serve Prometheus metrics (SDK and corl's) on this host:port at /metrics (port 0: any free one; empty: off)")
 	bf.Register(fl, getenv)
 	return cmd
+}
+
+// corlMetrics is the registry's corl metrics, or nil without a registry.
+func corlMetrics(r *metrics.Registry) *metrics.Corl {
+	if r == nil {
+		return nil
+	}
+	return r.Corl
 }

@@ -50,7 +50,7 @@ Temporal server: several minutes).`,
 			}
 			fmt.Fprintf(stdio.Out, "corl quickstart: working in %s\n", abs)
 			fmt.Fprintln(stdio.Out, "starting an embedded Temporal server (SQLite), a worker and a local blob store ...")
-			e, err := start(ctx, abs, 0, be, stdio, getenv)
+			e, err := start(ctx, devOptions{dir: abs, backend: be}, stdio, getenv)
 			if err != nil {
 				return err
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/corl-project/corl/activities"
 	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/gpu"
+	"github.com/corl-project/corl/metrics"
 	"github.com/corl-project/corl/workflows"
 )
 
@@ -42,6 +43,8 @@ type Options struct {
 	// QueueID names this worker's own queue across restarts (default: a
 	// fresh random name per process).
 	QueueID string
+	// Metrics records corl's own Prometheus metrics (nil: off).
+	Metrics *metrics.Corl
 }
 
 // OwnQueue returns a fresh worker-specific queue name.
@@ -64,6 +67,7 @@ func Run(ctx context.Context, o Options) error {
 		queue = activities.GPUPool + "-" + o.QueueID
 	}
 	acts := activities.New(o.Store, o.Backend, queue)
+	acts.Metrics = o.Metrics
 	var ws []worker.Worker
 	start := func(q string, register func(worker.Worker)) error {
 		w := worker.New(o.Client, q, worker.Options{WorkerStopTimeout: time.Minute, MaxConcurrentActivityExecutionSize: 4})

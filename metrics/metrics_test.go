@@ -1,0 +1,60 @@
+package metrics
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestScrape: the served endpoint has corl's metrics and, once the tally
+// scope reports (every second), the SDK's.
+func TestScrape(t *testing.T) {
+	r := New()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr, err := r.Serve(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Corl.Stage("wf-1", "g", "generate", 1.5, 2)
+	r.Corl.Work("wf-1", "g", "generate", "generated", 100, 3e9)
+	r.Corl.Round("wf-1", "g", 0.25, 1)
+	r.Corl.Eval("wf-1", "g", 0.4, 0.45)
+	r.Corl.Placed("wf-1", "g")
+	r.SDK().WithTags(map[string]string{"task_queue": "corl"}).Counter("temporal_request").Inc(3)
+	var (
+		nilCorl *Corl
+		body    string
+	)
+	nilCorl.Stage("x", "y", "z", 1, 1) // metrics off: no panic
+	want := []string{
+		`corl_stage_seconds_count{member="g",run="wf-1",stage="generate"} 1`,
+		`corl_activity_retries_total{stage="generate"} 1`,
+		`corl_tokens_total{kind="generated",member="g",run="wf-1"} 100`,
+		`corl_flops_total{member="g",run="wf-1",stage="generate"} 3e+09`,
+		`corl_reward_mean{member="g",run="wf-1"} 0.25`,
+		`corl_pass_at_1{member="g",run="wf-1",wording="own_view"} 0.45`,
+		`corl_member_placements_total{member="g",run="wf-1"} 1`,
+		`temporal_request_total{task_queue="corl"} 3`, // tally reports every second
+		`go_goroutines`,
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if body = string(b); strings.Contains(body, `temporal_request_total{task_queue="corl"} 3`) {
+			break
+		}
+	}
+	for _, w := range want {
+		if !strings.Contains(body, w) {
+			t.Errorf("scrape lacks %s", w)
+		}
+	}
+}
