@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/corl-project/corl/blob"
@@ -34,6 +35,8 @@ type Activities struct {
 	Queue   string
 	// Metrics records corl's Prometheus metrics; nil: off.
 	Metrics *metrics.Corl
+	// Client reads other workflows' results (RunResult).
+	Client client.Client
 
 	mu     sync.Mutex // one compute activity at a time: the backend is a single stream
 	held   map[string]*held
@@ -144,6 +147,20 @@ func heartbeat(ctx context.Context, detail func() any) (stop func()) {
 	}()
 	activity.RecordHeartbeat(ctx, detail())
 	return func() { close(done) }
+}
+
+// RunResult returns the result of the workflow with ID id (a sweep's cell
+// that an earlier run of the sweep completed), as JSON.
+func (a *Activities) RunResult(ctx context.Context, id string) (json.RawMessage, error) {
+	defer heartbeat(ctx, func() any { return "result of " + id })()
+	if a.Client == nil {
+		return nil, errors.New("run result: this worker has no Temporal client")
+	}
+	var res json.RawMessage
+	if err := a.Client.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+		return nil, fmt.Errorf("run %s: %w", id, err)
+	}
+	return res, nil
 }
 
 // ValidateSpec checks a run spec (config.Validate). The workflow runs it as

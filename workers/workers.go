@@ -67,7 +67,7 @@ func Run(ctx context.Context, o Options) error {
 		queue = activities.GPUPool + "-" + o.QueueID
 	}
 	acts := activities.New(o.Store, o.Backend, queue)
-	acts.Metrics = o.Metrics
+	acts.Metrics, acts.Client = o.Metrics, o.Client
 	var ws []worker.Worker
 	start := func(q string, register func(worker.Worker)) error {
 		w := worker.New(o.Client, q, worker.Options{WorkerStopTimeout: time.Minute, MaxConcurrentActivityExecutionSize: 4})
@@ -93,7 +93,10 @@ func Run(ctx context.Context, o Options) error {
 			if err := start(activities.CPUPool, func(w worker.Worker) { w.RegisterActivity(acts) }); err != nil {
 				return err
 			}
-			if err := start(activities.WorkflowQueue, func(w worker.Worker) { w.RegisterWorkflow(workflows.CohortRun) }); err != nil {
+			if err := start(activities.WorkflowQueue, func(w worker.Worker) {
+				w.RegisterWorkflow(workflows.CohortRun)
+				w.RegisterWorkflow(workflows.Sweep)
+			}); err != nil {
 				return err
 			}
 			fmt.Fprintf(o.Log, "cpu worker on %s and %s\n", activities.CPUPool, activities.WorkflowQueue)

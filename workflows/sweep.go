@@ -1,0 +1,195 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/corl-project/corl/activities"
+	"github.com/corl-project/corl/spec"
+)
+
+// QuerySweep is the sweep's progress query.
+const QuerySweep = "progress"
+
+// Axis is one key of a sweep's grid and the values it takes.
+type Axis struct {
+	Key    string            `json:"key"` // a dotted spec key: "optim.learning_rate", "reward.mode", "seed", "members"
+	Values []json.RawMessage `json:"values"`
+}
+
+// SweepInput is a sweep: a base run spec and a grid over spec keys. Every
+// combination of the axes' values (the cartesian product, first axis
+// slowest) is one cell, one child CohortRun.
+type SweepInput struct {
+	Name        string       `json:"name"`
+	Base        spec.RunSpec `json:"base"` // decoded over the defaults, as a run's spec
+	Grid        []Axis       `json:"grid"`
+	MaxParallel int          `json:"max_parallel"` // cells running at once (0: 1)
+	// Timeouts passed to each run (seconds; 0: defaults).
+	HeartbeatTimeout     int `json:"heartbeat_timeout_s,omitempty"`
+	ScheduleToStartLimit int `json:"schedule_to_start_timeout_s,omitempty"`
+}
+
+// Cell is one run of a sweep.
+type Cell struct {
+	Index  int           `json:"index"`
+	ID     string        `json:"id"`    // the child workflow's ID: the sweep's ID and the index
+	Label  string        `json:"label"` // "optim.learning_rate=0.0003,seed=2"
+	State  string        `json:"state"` // pending, running, done, done earlier, failed
+	Error  string        `json:"error,omitempty"`
+	Result *Result       `json:"result,omitempty"`
+	Evals  []EvalSummary `json:"-"`
+}
+
+// SweepProgress is the progress query's answer and the sweep's result.
+type SweepProgress struct {
+	Name  string `json:"name"`
+	Cells []Cell `json:"cells"`
+}
+
+// Sweep runs every cell of the grid as a child CohortRun with a
+// deterministic ID, at most MaxParallel at once. Run again under the same
+// ID, it skips the cells that completed (their IDs are taken; their results
+// are read back) and reruns the ones that failed.
+func Sweep(ctx workflow.Context, in SweepInput) (*SweepProgress, error) {
+	specs, labels, err := Cells(in)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrBadSpec, nil)
+	}
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	prog := &SweepProgress{Name: in.Name, Cells: make([]Cell, len(specs))}
+	for i := range specs {
+		prog.Cells[i] = Cell{Index: i, ID: fmt.Sprintf("%s.cell-%03d", id, i), Label: labels[i], State: "pending"}
+	}
+	if err := workflow.SetQueryHandler(ctx, QuerySweep, func() (SweepProgress, error) { return *prog, nil }); err != nil {
+		return nil, err
+	}
+	resultCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue: activities.CPUPool, StartToCloseTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 5},
+	})
+	parallel := max(in.MaxParallel, 1)
+	sel := workflow.NewSelector(ctx)
+	running, next := 0, 0
+	start := func(i int) {
+		c := &prog.Cells[i]
+		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+			WorkflowID: c.ID, TaskQueue: activities.WorkflowQueue,
+			// A completed cell is not run twice; a failed one may be.
+			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
+			// Cancelling the sweep cancels its cells (each checkpoints).
+			ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
+		})
+		c.State = "running"
+		running++
+		f := workflow.ExecuteChildWorkflow(cctx, CohortRun, Input{RunSpec: specs[i],
+			HeartbeatTimeout: in.HeartbeatTimeout, ScheduleToStartLimit: in.ScheduleToStartLimit})
+		sel.AddFuture(f, func(f workflow.Future) {
+			running--
+			var res Result
+			err := f.Get(ctx, &res)
+			switch {
+			case err == nil:
+				c.State, c.Result = "done", &res
+			case temporal.IsWorkflowExecutionAlreadyStartedError(err):
+				// Completed by an earlier run of this sweep: read its result.
+				if err := workflow.ExecuteActivity(resultCtx, a.RunResult, c.ID).Get(ctx, &res); err != nil {
+					c.State, c.Error = "failed", err.Error()
+					return
+				}
+				c.State, c.Result = "done earlier", &res
+			default:
+				c.State, c.Error = "failed", err.Error()
+			}
+		})
+	}
+	for next < len(specs) || running > 0 {
+		for running < parallel && next < len(specs) {
+			start(next)
+			next++
+		}
+		sel.Select(ctx)
+	}
+	return prog, nil
+}
+
+// Cells expands a sweep into its cells' run specs and labels, in order: the
+// cartesian product of the grid, the first axis varying slowest. Each cell's
+// spec is the base with the cell's values set through the spec's JSON, so
+// any key a spec file can hold can be swept.
+func Cells(in SweepInput) ([]spec.RunSpec, []string, error) {
+	known := spec.Keys()
+	for i, ax := range in.Grid {
+		if !slices.Contains(known, ax.Key) {
+			return nil, nil, fmt.Errorf("grid[%d].key: %q is not a run spec key; have %s", i, ax.Key, strings.Join(known, ", "))
+		}
+		if len(ax.Values) == 0 {
+			return nil, nil, fmt.Errorf("grid[%d] (%s): no values", i, ax.Key)
+		}
+	}
+	base, err := json.Marshal(in.Base)
+	if err != nil {
+		return nil, nil, err
+	}
+	n := 1
+	for _, ax := range in.Grid {
+		n *= len(ax.Values)
+	}
+	specs, labels := make([]spec.RunSpec, n), make([]string, n)
+	for c := 0; c < n; c++ {
+		var tree map[string]any
+		if err := json.Unmarshal(base, &tree); err != nil {
+			return nil, nil, err
+		}
+		var parts []string
+		rest := c
+		for i := len(in.Grid) - 1; i >= 0; i-- { // the last axis varies fastest
+			ax := in.Grid[i]
+			v := ax.Values[rest%len(ax.Values)]
+			rest /= len(ax.Values)
+			var val any
+			if err := json.Unmarshal(v, &val); err != nil {
+				return nil, nil, fmt.Errorf("grid %s: value %s: %w", ax.Key, v, err)
+			}
+			setPath(tree, strings.Split(ax.Key, "."), val)
+			parts = append([]string{ax.Key + "=" + compact(v)}, parts...)
+		}
+		b, err := json.Marshal(tree) // map keys sorted: deterministic
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := json.Unmarshal(b, &specs[c]); err != nil {
+			return nil, nil, fmt.Errorf("cell %d (%s): %w", c, strings.Join(parts, ","), err)
+		}
+		labels[c] = strings.Join(parts, ",")
+	}
+	return specs, labels, nil
+}
+
+func setPath(tree map[string]any, path []string, val any) {
+	for _, k := range path[:len(path)-1] {
+		sub, ok := tree[k].(map[string]any)
+		if !ok {
+			sub = map[string]any{}
+			tree[k] = sub
+		}
+		tree = sub
+	}
+	tree[path[len(path)-1]] = val
+}
+
+// compact is a value as a label shows it.
+func compact(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	return string(v)
+}

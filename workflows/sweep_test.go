@@ -1,0 +1,139 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/corl-project/corl/activities"
+)
+
+func raw(vs ...string) []json.RawMessage {
+	out := make([]json.RawMessage, len(vs))
+	for i, v := range vs {
+		out[i] = json.RawMessage(v)
+	}
+	return out
+}
+
+func testSweep() SweepInput {
+	return SweepInput{Name: "s", Base: testSpec(2), MaxParallel: 2, Grid: []Axis{
+		{Key: "reward.mode", Values: raw(`"peer-ring"`, `"self-vote"`)},
+		{Key: "seed", Values: raw("1", "2", "3")},
+	}}
+}
+
+func TestCellsAreTheGridsProduct(t *testing.T) {
+	specs, labels, err := Cells(testSweep())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 6 || labels[0] != "reward.mode=peer-ring,seed=1" || labels[5] != "reward.mode=self-vote,seed=3" {
+		t.Fatalf("labels %v", labels)
+	}
+	if specs[4].Reward.Mode != "self-vote" || specs[4].Seed != 2 || specs[4].Rounds != 2 || len(specs[4].Members) != 2 {
+		t.Errorf("cell 4: %+v", specs[4])
+	}
+	bad := testSweep()
+	bad.Grid[1].Key = "optim.lr"
+	if _, _, err := Cells(bad); err == nil || !strings.Contains(err.Error(), `"optim.lr" is not a run spec key`) || !strings.Contains(err.Error(), "optim.learning_rate") {
+		t.Errorf("bad key: %v", err)
+	}
+}
+
+// sweepEnv mocks the child runs: each takes a minute of test clock;
+// started records the children's IDs and specs.
+func sweepEnv(t *testing.T, fail func(id string) error) (*testsuite.TestWorkflowEnvironment, *sync.Map) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(CohortRun)
+	env.RegisterActivity(&activities.Activities{})
+	var started sync.Map
+	env.OnWorkflow(CohortRun, mock.Anything, mock.Anything).Return(func(ctx workflow.Context, in Input) (*Result, error) {
+		id := workflow.GetInfo(ctx).WorkflowExecution.ID
+		started.Store(id, fmt.Sprintf("%s/%d", in.Reward.Mode, in.Seed))
+		if err := fail(id); err != nil {
+			return nil, err
+		}
+		if err := workflow.Sleep(ctx, time.Minute); err != nil {
+			return nil, err
+		}
+		return &Result{Rounds: in.Rounds}, nil
+	})
+	return env, &started
+}
+
+// TestSweepRunsEveryCellBounded: every cell runs once under a deterministic
+// ID, at most two at a time (six one-minute cells take three minutes).
+func TestSweepRunsEveryCellBounded(t *testing.T) {
+	env, started := sweepEnv(t, func(string) error { return nil })
+	begin := env.Now()
+	env.ExecuteWorkflow(Sweep, testSweep())
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if d := env.Now().Sub(begin); d < 3*time.Minute || d >= 4*time.Minute {
+		t.Errorf("sweep took %v of test clock: want 3 minutes for 6 cells two at a time", d)
+	}
+	var p SweepProgress
+	if err := env.GetWorkflowResult(&p); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	started.Range(func(k, v any) bool { ids = append(ids, k.(string)+"="+v.(string)); return true })
+	sort.Strings(ids)
+	want := []string{"default-test-workflow-id.cell-000=peer-ring/1", "default-test-workflow-id.cell-001=peer-ring/2",
+		"default-test-workflow-id.cell-002=peer-ring/3", "default-test-workflow-id.cell-003=self-vote/1",
+		"default-test-workflow-id.cell-004=self-vote/2", "default-test-workflow-id.cell-005=self-vote/3"}
+	if strings.Join(ids, " ") != strings.Join(want, " ") {
+		t.Errorf("children %v", ids)
+	}
+	for _, c := range p.Cells {
+		if c.State != "done" || c.Result == nil || c.Result.Rounds != 2 {
+			t.Errorf("cell %+v", c)
+		}
+	}
+}
+
+// TestSweepSkipsCompletedCells: a cell whose ID an earlier run of the sweep
+// completed is not run again; its result is read back. A failed cell is
+// reported, the others still run.
+func TestSweepSkipsCompletedCells(t *testing.T) {
+	env, _ := sweepEnv(t, func(id string) error {
+		switch {
+		case strings.HasSuffix(id, "cell-001"):
+			return &temporal.ChildWorkflowExecutionAlreadyStartedError{}
+		case strings.HasSuffix(id, "cell-004"):
+			return temporal.NewNonRetryableApplicationError("boom", "test", nil)
+		}
+		return nil
+	})
+	env.OnActivity(a.RunResult, mock.Anything, mock.Anything).Return(func(_ context.Context, id string) (json.RawMessage, error) {
+		return json.RawMessage(`{"rounds": 7}`), nil
+	})
+	env.ExecuteWorkflow(Sweep, testSweep())
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var p SweepProgress
+	env.GetWorkflowResult(&p)
+	if c := p.Cells[1]; c.State != "done earlier" || c.Result == nil || c.Result.Rounds != 7 {
+		t.Errorf("completed cell: %+v", c)
+	}
+	if c := p.Cells[4]; c.State != "failed" || !strings.Contains(c.Error, "boom") {
+		t.Errorf("failed cell: %+v", c)
+	}
+	if c := p.Cells[5]; c.State != "done" {
+		t.Errorf("cell after a failure: %+v", c)
+	}
+}
