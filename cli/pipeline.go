@@ -193,15 +193,8 @@ func StartRun(ctx context.Context, cl client.Client, store blob.Store, ns string
 	if err != nil {
 		return nil, err
 	}
-	for i, m := range spec.Members {
-		if st, err := os.Stat(m.Base); store == nil || err != nil || !st.IsDir() {
-			continue
-		}
-		key, err := blob.UploadDir(ctx, store, m.Base)
-		if err != nil {
-			return nil, fmt.Errorf("members[%d].base: upload %s: %w", i, m.Base, err)
-		}
-		spec.Members[i].Base = blob.BlobRef + key
+	if err := uploadBases(ctx, store, spec); err != nil {
+		return nil, err
 	}
 	id := rf.ID
 	if id == "" {
@@ -220,6 +213,23 @@ func StartRun(ctx context.Context, cl client.Client, store blob.Store, ns string
 		return nil, fmt.Errorf("start run %s: %w", id, err)
 	}
 	return run, nil
+}
+
+// uploadBases stores members' local base directories in the blob store
+// (content-addressed) and points the spec at them, so workers need only
+// the store.
+func uploadBases(ctx context.Context, store blob.Store, s *config.RunSpec) error {
+	for i, m := range s.Members {
+		if st, err := os.Stat(m.Base); store == nil || err != nil || !st.IsDir() {
+			continue
+		}
+		key, err := blob.UploadDir(ctx, store, m.Base)
+		if err != nil {
+			return fmt.Errorf("members[%d].base: upload %s: %w", i, m.Base, err)
+		}
+		s.Members[i].Base = blob.BlobRef + key
+	}
+	return nil
 }
 
 func newRunCmd(stdio IO, getenv func(string) string) *cobra.Command {
@@ -455,7 +465,15 @@ func idCommand(use, short string, getenv func(string) string, act func(ctx conte
 }
 
 func newStatusCmd(stdio IO, getenv func(string) string) *cobra.Command {
-	return idCommand("status", "Show a run's progress and latest metrics", getenv, func(ctx context.Context, cl client.Client, id string) error {
+	return idCommand("status", "Show a run's or a sweep's progress and latest metrics", getenv, func(ctx context.Context, cl client.Client, id string) error {
+		if desc, err := cl.DescribeWorkflowExecution(ctx, id, ""); err == nil && desc.GetWorkflowExecutionInfo().GetType().GetName() == "Sweep" {
+			p, _, err := sweepProgress(ctx, cl, id)
+			if err != nil {
+				return err
+			}
+			printSweep(stdio.Out, p)
+			return nil
+		}
 		p, status, err := progress(ctx, cl, id)
 		if err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -80,5 +81,39 @@ func TestRootCauseKeepsThePath(t *testing.T) {
 	got := rootCause(fmt.Errorf("workflow execution error: activity error: %w", bad))
 	if !strings.Contains(got, "/data/g/config.json") || !strings.HasPrefix(got, "BadSpec") {
 		t.Errorf("root cause %q", got)
+	}
+}
+
+// TestLoadSweep: a sweep file's base is loaded like a run spec (relative to
+// the file), the grid keeps the file's order, and a bad key or a bad cell
+// is refused naming the file and the cell.
+func TestLoadSweep(t *testing.T) {
+	in, err := LoadSweep("../examples/sweep-lr.yaml", func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Name != "gt-lr" || in.MaxParallel != 2 || in.Base.Rounds != 30 || in.Base.Reward.Mode != "ground-truth" {
+		t.Errorf("sweep %+v", in)
+	}
+	var keys []string
+	for _, ax := range in.Grid {
+		keys = append(keys, ax.Key)
+	}
+	if strings.Join(keys, " ") != "optim.learning_rate prompts_per_round seed" {
+		t.Errorf("grid order %v", keys)
+	}
+	dir := t.TempDir()
+	for body, want := range map[string]string{
+		"name: x\nbase: ../examples/ground-truth.yaml\ngrid:\n  optim.lr: [1]\n":              `"optim.lr" is not a run spec key`,
+		"name: x\nbase: ../examples/ground-truth.yaml\ngrid:\n  optim.adam_beta2: [0.9, 0]\n": "cell 1 (optim.adam_beta2=0): optim.adam_beta2: 0 must be in (0, 1)",
+		"name: x\nbase: ../examples/ground-truth.yaml\ngrdi: {}\n":                            "field grdi not found",
+	} {
+		p := dir + "/s.yaml"
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadSweep(p, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", body, err, want)
+		}
 	}
 }

@@ -619,3 +619,37 @@ func TestContinueAsNewOnARealServer(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepOnARealServer: a two-cell sweep runs both cells as child runs;
+// started again under the same ID, it reruns neither and reads their
+// results back.
+func TestSweepOnARealServer(t *testing.T) {
+	a, b := bases(t)
+	file := specFile(t, "sw", a, b, 2)
+	s, err := config.Load(file, noEnv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, _, stop := startPipeline(t, map[string]any{"store.kind": "local", "store.local_dir": t.TempDir()})
+	defer stop()
+	in := workflows.SweepInput{Name: "sw", Base: *s, MaxParallel: 2,
+		Grid: []workflows.Axis{{Key: "seed", Values: []json.RawMessage{json.RawMessage("1"), json.RawMessage("2")}}}}
+	for _, want := range []string{"done", "done earlier"} {
+		run, err := cl.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "sweep-sw", TaskQueue: "corl"}, workflows.Sweep, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		var p workflows.SweepProgress
+		err = run.Get(ctx, &p)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range p.Cells {
+			if c.State != want || c.Result == nil || c.Result.Rounds != 2 || len(c.Result.Checkpoints) != 2 {
+				t.Errorf("%s: cell %+v, want %s with its result", want, c, want)
+			}
+		}
+	}
+}
