@@ -48,9 +48,16 @@ const (
 // loadDriver opens libcuda.so.1 once and binds the functions.
 func loadDriver() error {
 	drv.once.Do(func() {
+		// dlerror's text is per thread: read it on the thread that failed.
+		runtime.LockOSThread()
 		lib, err := purego.Dlopen("libcuda.so.1", purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		runtime.UnlockOSThread()
 		if err != nil {
-			drv.err = fmt.Errorf("%w: cannot open libcuda.so.1 (%v)", ErrNoDevice, err)
+			why := err.Error()
+			if why == "" {
+				why = "the dynamic loader gave no reason: is the NVIDIA driver installed?"
+			}
+			drv.err = fmt.Errorf("%w: cannot open libcuda.so.1 (%s)", ErrNoDevice, why)
 			return
 		}
 		bind := func(fn any, names ...string) {
