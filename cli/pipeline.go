@@ -115,14 +115,11 @@ takes over its queue at once.`,
 			if err != nil {
 				return err
 			}
-			var reg *metrics.Registry
-			if mAddr != "" {
-				reg = metrics.New()
-				addr, err := reg.Serve(cmd.Context(), mAddr)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(stdio.Err, "Prometheus metrics at http://%s/metrics\n", addr)
+			reg, err := metrics.Open(cmd.Context(), mAddr, stdio.Err)
+			if err != nil {
+				return err
+			}
+			if reg != nil {
 				cf.metrics = reg.SDK()
 			}
 			cl, _, store, err := cf.connect(cmd.Context(), getenv)

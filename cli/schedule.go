@@ -40,21 +40,11 @@ The same with the Temporal CLI, from the sweep's JSON input:
 			if every < time.Minute {
 				return fmt.Errorf("--every %v: at least 1m", every)
 			}
-			in, err := LoadSweep(file, getenv)
-			if err != nil {
-				return err
-			}
-			cl, _, store, err := cf.connect(cmd.Context(), getenv)
+			in, cl, id, err := prepareSweep(cmd.Context(), &cf, file, id, getenv)
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
-			if err := uploadBases(cmd.Context(), store, &in.Base); err != nil {
-				return err
-			}
-			if id == "" {
-				id = "sweep-" + in.Name
-			}
 			_, err = cl.ScheduleClient().Create(cmd.Context(), client.ScheduleOptions{
 				ID:      id,
 				Spec:    client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}},

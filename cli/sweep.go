@@ -18,7 +18,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/corl-project/corl/activities"
-	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/workflows"
 )
@@ -99,13 +98,25 @@ func LoadSweep(file string, getenv func(string) string) (*workflows.SweepInput, 
 	return in, nil
 }
 
-// startSweep uploads the base's local models and starts the Sweep workflow.
-func startSweep(ctx context.Context, cl client.Client, store blob.Store, in *workflows.SweepInput, id string) (client.WorkflowRun, error) {
-	if err := uploadBases(ctx, store, &in.Base); err != nil {
-		return nil, err
+// prepareSweep loads the sweep file, connects, and uploads the base's local
+// models to the store; id defaults to sweep-<name>. The caller closes cl.
+func prepareSweep(ctx context.Context, cf *connFlags, file, id string, getenv func(string) string) (*workflows.SweepInput, client.Client, string, error) {
+	in, err := LoadSweep(file, getenv)
+	if err != nil {
+		return nil, nil, "", err
 	}
-	return cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: activities.WorkflowQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL}, workflows.Sweep, *in)
+	cl, _, store, err := cf.connect(ctx, getenv)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if err := uploadBases(ctx, store, &in.Base); err != nil {
+		cl.Close()
+		return nil, nil, "", err
+	}
+	if id == "" {
+		id = "sweep-" + in.Name
+	}
+	return in, cl, id, nil
 }
 
 func newSweepCmd(stdio IO, getenv func(string) string) *cobra.Command {
@@ -129,19 +140,13 @@ Example:
   corl sweep -f examples/sweep-lr.yaml --wait`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in, err := LoadSweep(file, getenv)
-			if err != nil {
-				return err
-			}
-			cl, _, store, err := cf.connect(cmd.Context(), getenv)
+			in, cl, id, err := prepareSweep(cmd.Context(), &cf, file, id, getenv)
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
-			if id == "" {
-				id = "sweep-" + in.Name
-			}
-			run, err := startSweep(cmd.Context(), cl, store, in, id)
+			run, err := cl.ExecuteWorkflow(cmd.Context(), client.StartWorkflowOptions{ID: id, TaskQueue: activities.WorkflowQueue,
+				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL}, workflows.Sweep, *in)
 			if err != nil {
 				return fmt.Errorf("start sweep %s: %w", id, err)
 			}

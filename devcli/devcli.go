@@ -181,14 +181,9 @@ from another terminal with corl run; stop with Ctrl-C.`,
 					return err
 				}
 			}
-			var reg *metrics.Registry
-			if mAddr != "" {
-				reg = metrics.New()
-				addr, err := reg.Serve(cmd.Context(), mAddr)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(stdio.Out, "Prometheus metrics at http://%s/metrics\n", addr)
+			reg, err := metrics.Open(cmd.Context(), mAddr, stdio.Out)
+			if err != nil {
+				return err
 			}
 			e, err := start(cmd.Context(), devOptions{dir: abs, port: port, backend: be, metrics: reg}, stdio, getenv)
 			if err != nil {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -80,6 +81,21 @@ func (r *Registry) SDK() client.MetricsHandler { return sdktally.NewMetricsHandl
 
 // Handler serves the registry in the Prometheus text format.
 func (r *Registry) Handler() http.Handler { return promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{}) }
+
+// Open is a registry serving at addr (see Serve), whose address is told to
+// w; nil with no error when addr is empty (metrics off).
+func Open(ctx context.Context, addr string, w io.Writer) (*Registry, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	r := New()
+	at, err := r.Serve(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(w, "Prometheus metrics at http://%s/metrics\n", at)
+	return r, nil
+}
 
 // Serve listens on addr (host:port; port 0 picks a free one) and serves
 // /metrics until ctx ends. It returns the address it listens on.
