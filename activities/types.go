@@ -10,6 +10,7 @@ package activities
 import (
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
+	"github.com/corl-project/corl/stats"
 )
 
 // Task queues.
@@ -129,6 +130,9 @@ type EvalOutput struct {
 	// With eval.samples: sampled pass@1 and maj@k on the original wording.
 	SampledPassAt1 float64 `json:"sampled_pass_at_1,omitempty"`
 	MajAtK         float64 `json:"maj_at_k,omitempty"`
+	// 95% bootstrap intervals over problems (original wording).
+	PassAt1CI stats.Interval  `json:"pass_at_1_ci"`
+	SampledCI *stats.Interval `json:"sampled_pass_at_1_ci,omitempty"`
 	// For the cohort vote: the member's answers per problem (its samples,
 	// or its greedy answer) and the normalised labels.
 	Pool  [][]string `json:"pool"`

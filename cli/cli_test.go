@@ -186,3 +186,18 @@ func TestConnectionFindsRunningDev(t *testing.T) {
 		t.Error("a dev that is no longer running was used")
 	}
 }
+
+// TestEvalCompare: corl eval prints intervals, and --compare the paired
+// difference of two checkpoints on the same problems with McNemar's test.
+func TestEvalCompare(t *testing.T) {
+	code, out, errs := run(t, "eval", "--model", "../examples/bases/gpt2-small", "--compare", "../examples/bases/llama-small",
+		"--tasks", "arith", "--n", "12", "--max-level", "1", "--max-new-tokens", "48", "--samples", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"pass@1 ", "] on 12 test problems", "difference (second - first): pass@1 ", "McNemar: ", "sampled pass@1 "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

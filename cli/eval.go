@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -9,6 +10,7 @@ import (
 	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/stats"
 	"github.com/corl-project/corl/tokenizer"
 )
 
@@ -19,7 +21,7 @@ func newEvalCmd(stdio IO, getenv func(string) string) *cobra.Command {
 		n, level, maxNT int
 		view, samples   int
 		temp            float32
-		split           string
+		split, compare  string
 		bf              BackendFlags
 	)
 	cmd := &cobra.Command{
@@ -53,14 +55,16 @@ Example:
 				}
 				probs = append(probs, datasets.Rephrase(set, view)...)
 			}
-			res, err := evaluate.Run(m, tok, probs, evaluate.Options{MaxNew: maxNT, Answers: datasets.TaskAnswers,
-				Samples: samples, Temperature: temp, Seed: seed})
+			o := evaluate.Options{MaxNew: maxNT, Answers: datasets.TaskAnswers, Samples: samples, Temperature: temp, Seed: seed}
+			res, err := evaluate.Run(m, tok, probs, o)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdio.Out, "%s: pass@1 %.3f on %d %s problems (no answer %.3f)", dir, res.PassAt1, res.N, split, res.NoAnswer)
+			fmt.Fprintf(stdio.Out, "%s: pass@1 %.3f [%.3f, %.3f] on %d %s problems (no answer %.3f)", dir, res.PassAt1,
+				res.PassAt1CI.Lo, res.PassAt1CI.Hi, res.N, split, res.NoAnswer)
 			if samples > 0 {
-				fmt.Fprintf(stdio.Out, "; sampled pass@1 %.3f, maj@%d %.3f at temperature %g", res.SampledPassAt1, samples, res.MajAtK, temp)
+				fmt.Fprintf(stdio.Out, "; sampled pass@1 %.3f [%.3f, %.3f], maj@%d %.3f at temperature %g", res.SampledPassAt1,
+					res.SampledCI.Lo, res.SampledCI.Hi, samples, res.MajAtK, temp)
 			}
 			fmt.Fprintln(stdio.Out)
 			for _, t := range res.Tasks() {
@@ -70,6 +74,18 @@ Example:
 				}
 				fmt.Fprintln(stdio.Out)
 			}
+			if compare == "" {
+				return nil
+			}
+			m2, tok2, err := loadCheckpoint(compare, &bf)
+			if err != nil {
+				return fmt.Errorf("--compare: %w", err)
+			}
+			other, err := evaluate.Run(m2, tok2, probs, o)
+			if err != nil {
+				return err
+			}
+			printComparison(stdio.Out, dir, compare, res, other)
 			return nil
 		},
 	}
@@ -84,6 +100,7 @@ Example:
 	fl.IntVar(&samples, "samples", 0, "sampled completions per problem (sampled pass@1, maj@k)")
 	fl.Float32Var(&temp, "temperature", 1, "sampling temperature with --samples")
 	fl.StringVar(&split, "split", "test", "held-out split: test or validation")
+	fl.StringVar(&compare, "compare", "", "a second checkpoint, scored on the same problems and samples: the paired difference with its interval, McNemar's test on the greedy answers")
 	bf.Register(fl, getenv)
 	return cmd
 }
@@ -104,4 +121,19 @@ func loadCheckpoint(dir string, bf *BackendFlags) (*model.Model, *tokenizer.BPE,
 		return nil, nil, err
 	}
 	return m, tok, nil
+}
+
+// printComparison reports b - a on the same problems: greedy pass@1 with a
+// paired-bootstrap interval and McNemar's exact p, and sampled pass@1 with
+// its paired-bootstrap interval and p.
+func printComparison(w io.Writer, a, b string, ra, rb evaluate.Result) {
+	d, p := stats.PairedDiff(ra.Scores(), rb.Scores(), 1)
+	onlyA, onlyB, pm := stats.McNemar(ra.Correct, rb.Correct)
+	fmt.Fprintf(w, "%s: pass@1 %.3f [%.3f, %.3f]\n", b, rb.PassAt1, rb.PassAt1CI.Lo, rb.PassAt1CI.Hi)
+	fmt.Fprintf(w, "difference (second - first): pass@1 %+.3f [%+.3f, %+.3f], paired bootstrap p %.3f; McNemar: %d solved only by the first, %d only by the second, p %.3f\n",
+		d.Mean, d.Lo, d.Hi, p, onlyA, onlyB, pm)
+	if ra.Samples > 0 {
+		ds, ps := stats.PairedDiff(ra.SampledScores(), rb.SampledScores(), 1)
+		fmt.Fprintf(w, "  sampled pass@1 %.3f vs %.3f: %+.3f [%+.3f, %+.3f], p %.3f\n", ra.SampledPassAt1, rb.SampledPassAt1, ds.Mean, ds.Lo, ds.Hi, ps)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/generate"
 	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/stats"
 	"github.com/corl-project/corl/tokenizer"
 )
 
@@ -49,6 +50,32 @@ type Result struct {
 	SampledByTask  map[string]float64 `json:"sampled_pass_at_1_by_task,omitempty"`
 	SampleCorrect  []int              `json:"-"` // per problem: right samples of k
 	SampleAnswers  [][]string         `json:"-"` // per problem: the k normalised answers
+	// 95% bootstrap intervals over problems.
+	PassAt1CI stats.Interval  `json:"pass_at_1_ci"`
+	SampledCI *stats.Interval `json:"sampled_pass_at_1_ci,omitempty"`
+}
+
+// Scores are the per-problem greedy outcomes (1 right, 0 not).
+func (r Result) Scores() []float64 {
+	out := make([]float64, len(r.Correct))
+	for i, c := range r.Correct {
+		if c {
+			out[i] = 1
+		}
+	}
+	return out
+}
+
+// SampledScores are the per-problem shares of right samples (nil unsampled).
+func (r Result) SampledScores() []float64 {
+	if r.Samples == 0 {
+		return nil
+	}
+	out := make([]float64, len(r.SampleCorrect))
+	for i, c := range r.SampleCorrect {
+		out[i] = float64(c) / float64(r.Samples)
+	}
+	return out
 }
 
 // PassAt1 decodes every problem greedily, grades the completion under the
@@ -128,6 +155,11 @@ func Run(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.Problem, o
 		if k > 0 {
 			res.SampledByTask[task] /= float64(n)
 		}
+	}
+	res.PassAt1CI = stats.MeanCI(res.Scores(), 1)
+	if k > 0 {
+		ci := stats.MeanCI(res.SampledScores(), 1)
+		res.SampledCI = &ci
 	}
 	return res, nil
 }

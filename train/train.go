@@ -338,9 +338,10 @@ func printEval(w io.Writer, er *EvalResult) {
 	}
 	sortStrings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %s pass@1 %.3f", n, er.Members[n].PassAt1)
-		if r := er.Members[n]; r.Samples > 0 {
-			fmt.Fprintf(w, " sampled %.3f maj@%d %.3f", r.SampledPassAt1, r.Samples, r.MajAtK)
+		r := er.Members[n]
+		fmt.Fprintf(w, "  %s pass@1 %.3f [%.3f, %.3f]", n, r.PassAt1, r.PassAt1CI.Lo, r.PassAt1CI.Hi)
+		if r.Samples > 0 {
+			fmt.Fprintf(w, " sampled %.3f [%.3f, %.3f] maj@%d %.3f", r.SampledPassAt1, r.SampledCI.Lo, r.SampledCI.Hi, r.Samples, r.MajAtK)
 		}
 		if own, ok := er.OwnView[n]; ok {
 			fmt.Fprintf(w, " (own view %.3f)", own.PassAt1)

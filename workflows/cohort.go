@@ -18,6 +18,7 @@ import (
 	"github.com/corl-project/corl/activities"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
+	"github.com/corl-project/corl/stats"
 )
 
 // Names of the run's signals and query.
@@ -111,12 +112,13 @@ type RoundSummary struct {
 // EvalSummary is a held-out evaluation: every member on the original
 // wording and on its own view, and the cohort's vote.
 type EvalSummary struct {
-	Round          int             `json:"round"`
-	PassAt1        []float64       `json:"pass_at_1"`
-	PassAt1OwnView []float64       `json:"pass_at_1_own_view"`
-	SampledPassAt1 []float64       `json:"sampled_pass_at_1,omitempty"` // with eval.samples
-	MajAtK         []float64       `json:"maj_at_k,omitempty"`
-	Cohort         rl.CohortResult `json:"cohort_vote"`
+	Round          int              `json:"round"`
+	PassAt1        []float64        `json:"pass_at_1"`
+	PassAt1OwnView []float64        `json:"pass_at_1_own_view"`
+	PassAt1CI      []stats.Interval `json:"pass_at_1_ci"`                // 95% bootstrap over problems
+	SampledPassAt1 []float64        `json:"sampled_pass_at_1,omitempty"` // with eval.samples
+	MajAtK         []float64        `json:"maj_at_k,omitempty"`
+	Cohort         rl.CohortResult  `json:"cohort_vote"`
 }
 
 // Progress is the query result.
@@ -574,12 +576,12 @@ func evaluateAll(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts fu
 	if err != nil {
 		return err
 	}
-	ev := EvalSummary{Round: st.Round, PassAt1: make([]float64, n), PassAt1OwnView: make([]float64, n)}
+	ev := EvalSummary{Round: st.Round, PassAt1: make([]float64, n), PassAt1OwnView: make([]float64, n), PassAt1CI: make([]stats.Interval, n)}
 	if s.Eval.Samples > 0 {
 		ev.SampledPassAt1, ev.MajAtK = make([]float64, n), make([]float64, n)
 	}
 	for i, o := range outs {
-		ev.PassAt1[i], ev.PassAt1OwnView[i] = o.PassAt1, o.PassAt1OwnView
+		ev.PassAt1[i], ev.PassAt1OwnView[i], ev.PassAt1CI[i] = o.PassAt1, o.PassAt1OwnView, o.PassAt1CI
 		if s.Eval.Samples > 0 {
 			ev.SampledPassAt1[i], ev.MajAtK[i] = o.SampledPassAt1, o.MajAtK
 		}
