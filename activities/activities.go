@@ -477,6 +477,13 @@ func (a *Activities) Replay(ctx context.Context, in ReplayInput) (int, error) {
 	return r, nil
 }
 
+// Release forgets the member of an ended run (its checkpoints are stored).
+func (a *Activities) Release(ctx context.Context, ref MemberRef) error {
+	defer a.exclusive(ctx, "release "+memberName(ref))()
+	delete(a.held, heldKey(ref.RunKey(), memberName(ref)))
+	return nil
+}
+
 // Checkpoint writes the member's weights, optimizer state and tokenizer at
 // the round (objects first, manifest last) and returns the manifest key.
 func (a *Activities) Checkpoint(ctx context.Context, ref MemberRef) (string, error) {

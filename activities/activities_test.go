@@ -245,6 +245,18 @@ func TestRunsWithOneNameAreSeparate(t *testing.T) {
 	if len(e.a.held) != 2 {
 		t.Errorf("worker holds %d members, want one per run", len(e.a.held))
 	}
+	// The first run ends: its member is released, the other run's stays.
+	ended := MemberRef{Spec: s, Member: 0, Round: 0, Run: "wf-1"}
+	if err := e.run(e.a.Release, ended, nil); err != nil {
+		t.Fatal(err)
+	}
+	var ae *temporal.ApplicationError
+	if err := e.run(e.a.Generate, ended, nil); !errors.As(err, &ae) || ae.Type() != ErrMemberNotHere {
+		t.Errorf("generate after release: %v, want MemberNotHere", err)
+	}
+	if len(e.a.held) != 1 {
+		t.Errorf("worker holds %d members after one run ended, want 1", len(e.a.held))
+	}
 }
 
 // gradedRoundZero places both members of the test spec on a worker,

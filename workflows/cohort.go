@@ -281,6 +281,7 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 		if cerr := checkpointAll(ctx, &s, st, memberOpts, ref, place); cerr != nil {
 			workflow.GetLogger(ctx).Error("checkpoint after cancel failed", "error", cerr)
 		}
+		releaseAll(ctx, &s, st, ref)
 	}()
 
 	for st.Round < s.Rounds && !st.Stopping {
@@ -345,6 +346,7 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 			return nil, err
 		}
 	}
+	releaseAll(ctx, &s, st, ref)
 	st.Stage = "done"
 	return &Result{Rounds: st.Round, Checkpoints: st.Checkpoint, Evals: st.Evals, Stopped: st.Round < s.Rounds, Moves: st.Moves,
 		ComputeSeconds: st.ComputeSeconds, RoundSeconds: st.RoundSeconds, GenFLOPs: st.GenFLOPs, UpdateFLOPs: st.UpdateFLOPs}, nil
@@ -502,6 +504,30 @@ func shiftToJudges(errs []error) []error {
 		out[(i-1+n)%n] = e
 	}
 	return out
+}
+
+// releaseAll has every worker that holds a member forget it: the run has
+// ended and its checkpoints are stored, so a long-lived worker does not keep
+// finished runs' models. Best effort (a worker that is gone holds nothing);
+// versioned, so histories recorded before it replay.
+func releaseAll(ctx workflow.Context, s *spec.RunSpec, st *State, ref func(int) activities.MemberRef) {
+	if workflow.GetVersion(ctx, "release-members", workflow.DefaultVersion, 1) != 1 {
+		return
+	}
+	st.Stage = "releasing members"
+	var futs []workflow.Future
+	for i, q := range st.Queue {
+		if q == "" {
+			continue
+		}
+		rctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{TaskQueue: q,
+			ScheduleToStartTimeout: 30 * time.Second, StartToCloseTimeout: time.Minute,
+			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}})
+		futs = append(futs, workflow.ExecuteActivity(rctx, a.Release, ref(i)))
+	}
+	for _, f := range futs {
+		_ = f.Get(ctx, nil) // nothing to do if it failed: the worker is gone
+	}
 }
 
 // forEachMember runs one activity per member (start(i), its result read by

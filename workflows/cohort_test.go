@@ -78,6 +78,9 @@ func newEnv(t *testing.T, f *fake) *testsuite.TestWorkflowEnvironment {
 	env.OnActivity(a.Checkpoint, mock.Anything, mock.Anything).Return(func(_ context.Context, ref activities.MemberRef) (string, error) {
 		return fmt.Sprintf("ckpt/%d/%d", ref.Round, ref.Member), f.note("Checkpoint", ref)
 	})
+	env.OnActivity(a.Release, mock.Anything, mock.Anything).Return(func(_ context.Context, ref activities.MemberRef) error {
+		return f.note("Release", ref)
+	})
 	env.OnActivity(a.Evaluate, mock.Anything, mock.Anything).Return(func(_ context.Context, ref activities.MemberRef) (activities.EvalOutput, error) {
 		return activities.EvalOutput{PassAt1: 0.5, Correct: []bool{true}, Answers: []string{"1"},
 			Pool: [][]string{{"1"}}, Truth: []string{"1"}}, f.note("Evaluate", ref)
@@ -103,7 +106,8 @@ func TestCohortRunCompletes(t *testing.T) {
 	if res.Rounds != 3 || res.Stopped || res.Checkpoints[1] != "ckpt/3/1" {
 		t.Fatalf("result %+v", res)
 	}
-	want := map[string]int{"Acquire": 2, "Generate": 6, "Grade": 3, "Update": 6, "Checkpoint": 4, "Evaluate": 4} // before round 1 and after round 3
+	// Evaluate before round 1 and after round 3; every member released at the end.
+	want := map[string]int{"Acquire": 2, "Generate": 6, "Grade": 3, "Update": 6, "Checkpoint": 4, "Evaluate": 4, "Release": 2}
 	for k, n := range want {
 		if f.calls[k] != n {
 			t.Errorf("%s called %d times, want %d (all calls %v)", k, f.calls[k], n, f.calls)
