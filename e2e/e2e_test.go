@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -652,4 +653,97 @@ func TestSweepOnARealServer(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestKillCampaign kills, N times each (CORL_KILL_CAMPAIGN=N), the GPU
+// worker and the whole `corl dev` at a uniformly random moment of an
+// 8-round run, then lets a replacement finish it, and reports how many runs
+// completed and how many ended with the uninterrupted run's weights.
+func TestKillCampaign(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("CORL_KILL_CAMPAIGN"))
+	if n <= 0 {
+		t.Skip("set CORL_KILL_CAMPAIGN=N to kill each process kind N times at random moments")
+	}
+	a, b := bases(t)
+	file := specFile(t, "campaign", a, b, 8)
+	want := reference(t, file)
+	for _, kind := range []string{"worker", "dev"} {
+		completed, equal, landed := 0, 0, 0
+		for i := 0; i < n; i++ {
+			delay := time.Duration(rand.IntN(6000)) * time.Millisecond
+			res, got, err := killOnce(t, kind, file, fmt.Sprintf("%s-%d", kind, i), delay)
+			if err != nil {
+				t.Logf("%s kill %d after %v: %v", kind, i, delay, err)
+				continue
+			}
+			completed++
+			if res.Moves > 0 || kind == "dev" {
+				landed++
+			}
+			same := true
+			for m, h := range want {
+				same = same && got[m] == h
+			}
+			if same {
+				equal++
+			} else {
+				t.Errorf("%s kill %d after %v: weights %v, uninterrupted %v", kind, i, delay, got, want)
+			}
+		}
+		t.Logf("%s killed at random moments: completed %d/%d, final checksums equal %d/%d (members moved in %d)", kind, completed, n, equal, n, landed)
+		if completed != n {
+			t.Errorf("%s: %d of %d runs did not complete", kind, n-completed, n)
+		}
+	}
+}
+
+// killOnce runs the spec with its GPU worker (kind worker) or its whole
+// corl dev (kind dev) in a subprocess, SIGKILLs that process after delay,
+// starts a replacement and returns the run's result and final checksums.
+func killOnce(t *testing.T, kind, file, id string, delay time.Duration) (*workflows.Result, map[string]string, error) {
+	dir := t.TempDir()
+	port := freePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	conn, err := config.LoadConnection("", noEnv, map[string]any{"temporal.address": addr, "store.local_dir": filepath.Join(dir, "blobs")})
+	if err != nil {
+		return nil, nil, err
+	}
+	env := []string{"CORL_STORE_LOCAL_DIR=" + filepath.Join(dir, "blobs")}
+	var victim *proc
+	var restart func()
+	if kind == "dev" {
+		victim = spawn(t, nil, "dev", "--dir", dir, "--port", fmt.Sprint(port))
+		restart = func() { spawn(t, nil, "dev", "--dir", dir, "--port", fmt.Sprint(port)) }
+	} else {
+		spawn(t, env, "dev", "--dir", dir, "--port", fmt.Sprint(port), "--no-worker")
+		cl := dial(t, conn)
+		store, _ := conn.OpenStore(context.Background())
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- workers.Run(ctx, workers.Options{Client: cl, Store: store, Backend: cpu.New(1), Pools: []string{"cpu"}})
+		}()
+		t.Cleanup(func() { stop(); <-done; cl.Close() })
+		victim = spawn(t, env, "worker", "--pool", "gpu", "--address", addr, "--threads", "1")
+		restart = func() { spawn(t, env, "worker", "--pool", "gpu", "--address", addr, "--threads", "2") }
+	}
+	cl := dial(t, conn)
+	_, err = cli.StartRun(context.Background(), cl, nil, "default", cli.RunFlags{File: file, ID: id, Heartbeat: 3, ScheduleToStart: 4}, noEnv)
+	cl.Close()
+	if err != nil {
+		return nil, nil, err
+	}
+	time.Sleep(delay)
+	victim.kill()
+	restart()
+	cl = dial(t, conn)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var res workflows.Result
+	if err := cl.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+		return nil, nil, err
+	}
+	store, _ := conn.OpenStore(context.Background())
+	return &res, finalHashes(t, store, &res), nil
 }

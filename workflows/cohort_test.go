@@ -375,3 +375,48 @@ func queryProgress(t *testing.T, env *testsuite.TestWorkflowEnvironment) Progres
 	}
 	return p
 }
+
+// TestEveryStageSurvivesAFault: a fault in each stage of a round (the
+// worker lost, or an activity failing once) is recovered, and the run ends
+// with every round trained, both final checkpoints and every evaluation
+// computed.
+func TestEveryStageSurvivesAFault(t *testing.T) {
+	lostWorker := func() error { return temporal.NewTimeoutError(0, errors.New("heartbeat")) }
+	notHere := func() error {
+		return temporal.NewNonRetryableApplicationError("gone", activities.ErrMemberNotHere, nil)
+	}
+	for key, fault := range map[string]func() error{
+		"Acquire/b/0":    lostWorker, // placement (pool: retried)
+		"Generate/a/1":   notHere,
+		"Grade/a/1":      func() error { return errors.New("grading worker died") }, // cpu pool: retried
+		"Update/b/2":     lostWorker,
+		"Checkpoint/a/2": lostWorker,
+		"Evaluate/b/0":   notHere,
+		"Evaluate/a/3":   lostWorker,
+	} {
+		t.Run(key, func(t *testing.T) {
+			f := newFake()
+			f.failOnce[key] = fault()
+			env := newEnv(t, f)
+			s := testSpec(3)
+			s.Eval.Every = 3
+			env.ExecuteWorkflow(CohortRun, Input{RunSpec: s})
+			if err := env.GetWorkflowError(); err != nil {
+				t.Fatal(err)
+			}
+			var res Result
+			env.GetWorkflowResult(&res)
+			if res.Rounds != 3 || res.Checkpoints[0] != "ckpt/3/0" || res.Checkpoints[1] != "ckpt/3/1" || len(res.Evals) != 2 {
+				t.Fatalf("result %+v", res)
+			}
+			for _, ev := range res.Evals {
+				if ev.PassAt1[0] != 0.5 || ev.PassAt1[1] != 0.5 {
+					t.Errorf("evaluation %+v holds a score that was not computed", ev)
+				}
+			}
+			if _, left := f.failOnce[key]; left {
+				t.Errorf("the fault at %s never fired", key)
+			}
+		})
+	}
+}
