@@ -5,7 +5,7 @@ TOOLS := $(CURDIR)/.tools/bin
 VERSITYGW := $(TOOLS)/versitygw
 WORKFLOWCHECK := $(TOOLS)/workflowcheck
 
-.PHONY: test test-unit test-long build bench bases fmt vet tools ptx ptx-check
+.PHONY: test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign
 
 build:
 	$(GO) build -o bin/corl ./cmd/corl
@@ -46,6 +46,11 @@ vet:
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+
+# Kill the GPU worker and the whole corl dev at 10 random moments each of
+# an 8-round run; prints completed/total and checksums equal/total (~10 min).
+kill-campaign:
+	CORL_KILL_CAMPAIGN=10 $(GO) test -count=1 -timeout 60m -tags e2e -run TestKillCampaign -v ./e2e
 
 # Benchmarks at small sizes; `corl bench train` runs any size.
 bench:
