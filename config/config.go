@@ -136,9 +136,12 @@ var (
 )
 
 func integerRanges(v *viper.Viper) error {
-	for _, keys := range [][]string{intKeys, uintKeys} {
-		unsigned := len(keys) == len(uintKeys) && keys[0] == uintKeys[0]
-		for _, k := range keys {
+	for _, set := range []struct {
+		keys     []string
+		unsigned bool
+	}{{intKeys, false}, {uintKeys, true}} {
+		unsigned := set.unsigned
+		for _, k := range set.keys {
 			raw := v.Get(k)
 			if raw == nil {
 				continue
