@@ -159,10 +159,6 @@ var a *activities.Activities
 // CohortRun trains the spec's cohort round by round.
 func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 	s := in.RunSpec
-	n := len(s.Members)
-	if n == 0 || s.Rounds <= 0 {
-		return nil, temporal.NewNonRetryableApplicationError("run spec has no members or no rounds", activities.ErrBadSpec, nil)
-	}
 	// Every bad key at once, before any work. (Versioned: histories
 	// recorded before this step replay without it.)
 	if workflow.GetVersion(ctx, "validate-spec", workflow.DefaultVersion, 1) == 1 {
@@ -171,6 +167,10 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 		if err := workflow.ExecuteLocalActivity(lctx, activities.ValidateSpec, s).Get(ctx, nil); err != nil {
 			return nil, err
 		}
+	}
+	n := len(s.Members)
+	if n == 0 || s.Rounds <= 0 { // what the state below needs, whatever validation said
+		return nil, temporal.NewNonRetryableApplicationError("run spec has no members or no rounds", activities.ErrBadSpec, nil)
 	}
 	st := in.State
 	if st == nil {

@@ -169,7 +169,7 @@ func TestBadSpecFailsFast(t *testing.T) {
 	s := testSpec(1)
 	s.Members = nil
 	env.ExecuteWorkflow(CohortRun, Input{RunSpec: s})
-	if err := env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), "no members") {
+	if err := env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), "members: the cohort is empty") {
 		t.Fatalf("err = %v", err)
 	}
 }
