@@ -260,12 +260,19 @@ func Grade(response, truth string) Verdict { return AnswerRule{}.Grade(response,
 // Grade extracts the final answer of response under r and compares it with
 // truth.
 func (r AnswerRule) Grade(response, truth string) Verdict {
+	_, v := r.Judge(response, truth)
+	return v
+}
+
+// Judge is Grade that also returns the normalised answer ("" for none).
+func (r AnswerRule) Judge(response, truth string) (string, Verdict) {
 	ans, ok := r.Extract(response)
 	if !ok {
-		return NoAnswer
+		return "", NoAnswer
 	}
-	if Equivalent(ans, truth) {
-		return Correct
+	ans = Normalize(ans)
+	if ans == Normalize(truth) {
+		return ans, Correct
 	}
-	return Wrong
+	return ans, Wrong
 }

@@ -115,7 +115,7 @@ func Run(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.Problem, o
 	for i, p := range problems {
 		row := outs[i*(1+k) : (i+1)*(1+k)]
 		var v datasets.Verdict
-		res.Answers[i], v = grade(o.Answers, row[0].Text, p.Answer)
+		res.Answers[i], v = o.Answers.Judge(row[0].Text, p.Answer)
 		res.Correct[i] = v == datasets.Correct
 		count[p.Task]++
 		if res.Correct[i] {
@@ -131,7 +131,7 @@ func Run(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.Problem, o
 		answers := make([]string, k)
 		for j, out := range row[1:] {
 			var sv datasets.Verdict
-			if answers[j], sv = grade(o.Answers, out.Text, p.Answer); sv == datasets.Correct {
+			if answers[j], sv = o.Answers.Judge(out.Text, p.Answer); sv == datasets.Correct {
 				res.SampleCorrect[i]++
 			}
 		}
@@ -162,19 +162,6 @@ func Run(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.Problem, o
 		res.SampledCI = &ci
 	}
 	return res, nil
-}
-
-// grade returns a response's normalised answer ("" for none) and verdict.
-func grade(rule datasets.AnswerRule, text, truth string) (string, datasets.Verdict) {
-	a, ok := rule.Extract(text)
-	if !ok {
-		return "", datasets.NoAnswer
-	}
-	a = datasets.Normalize(a)
-	if a == datasets.Normalize(truth) {
-		return a, datasets.Correct
-	}
-	return a, datasets.Wrong
 }
 
 // sampleSeed derives sample j of problem i's seed (splitmix64 steps).
