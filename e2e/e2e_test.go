@@ -139,6 +139,20 @@ func finalHashes(t *testing.T, store blob.Store, res *workflows.Result) map[stri
 	return out
 }
 
+// sameWeights reports (as test errors, naming what happened) every member
+// whose final weights differ from the uninterrupted in-process run's.
+func sameWeights(t *testing.T, what string, got, want map[string]string) bool {
+	t.Helper()
+	same := true
+	for m, h := range want {
+		if got[m] != h {
+			t.Errorf("member %s: %s %s, uninterrupted in-process run %s", m, what, got[m], h)
+			same = false
+		}
+	}
+	return same
+}
+
 func freePort(t *testing.T) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -209,11 +223,7 @@ func TestPipelineMatchesLocalRun(t *testing.T) {
 				t.Fatalf("result %+v", res)
 			}
 			got := finalHashes(t, store, res)
-			for m, h := range want {
-				if got[m] != h {
-					t.Errorf("member %s: pipeline weights %s, in-process run %s", m, got[m], h)
-				}
-			}
+			sameWeights(t, "pipeline weights", got, want)
 			if *update && name == "local" {
 				recordHistory(t, cl, run.GetID())
 			}
@@ -381,11 +391,7 @@ func workerKilled(t *testing.T, sig syscall.Signal) {
 		t.Errorf("the worker did not checkpoint on SIGTERM")
 	}
 	got := finalHashes(t, store, res)
-	for m, h := range want {
-		if got[m] != h {
-			t.Errorf("member %s: weights after the kill %s, uninterrupted %s", m, got[m], h)
-		}
-	}
+	sameWeights(t, "weights after the kill", got, want)
 }
 
 // TestDevKilledAndRestarted: `corl dev` (server, worker and store in one
@@ -422,11 +428,7 @@ func TestDevKilledAndRestarted(t *testing.T) {
 	}
 	store, _ := conn.OpenStore(context.Background())
 	got := finalHashes(t, store, res)
-	for m, h := range want {
-		if got[m] != h {
-			t.Errorf("member %s: weights after restarting corl dev %s, uninterrupted %s", m, got[m], h)
-		}
-	}
+	sameWeights(t, "weights after restarting corl dev", got, want)
 }
 
 // scrubPaths rewrites temporary directories inside the event's payloads
@@ -548,11 +550,7 @@ members:
 			if len(got) != len(want) {
 				t.Fatalf("pipeline checkpoints %v, in-process %v", got, want)
 			}
-			for m, h := range want {
-				if got[m] != h {
-					t.Errorf("member %s: pipeline weights %s, in-process run %s", m, got[m], h)
-				}
-			}
+			sameWeights(t, "pipeline weights", got, want)
 		})
 	}
 }
@@ -614,11 +612,7 @@ func TestContinueAsNewOnARealServer(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	got := finalHashes(t, store, res)
-	for m, h := range want {
-		if got[m] != h {
-			t.Errorf("member %s: weights after continue-as-new %s, in-process run %s", m, got[m], h)
-		}
-	}
+	sameWeights(t, "weights after continue-as-new", got, want)
 }
 
 // TestSweepOnARealServer: a two-cell sweep runs both cells as child runs;
@@ -685,14 +679,8 @@ func TestKillCampaign(t *testing.T) {
 			if running {
 				landed++
 			}
-			same := true
-			for m, h := range want {
-				same = same && got[m] == h
-			}
-			if same {
+			if sameWeights(t, fmt.Sprintf("%s kill %d after %v: weights", kind, i, delay), got, want) {
 				equal++
-			} else {
-				t.Errorf("%s kill %d after %v: weights %v, uninterrupted %v", kind, i, delay, got, want)
 			}
 		}
 		t.Logf("%s killed at random moments: completed %d/%d, final checksums equal %d/%d (%d kills landed while the run was running)", kind, completed, n, equal, n, landed)
