@@ -33,6 +33,7 @@ type env struct {
 	lock     *flock.Flock
 	srv      *devserver.Server
 	conn     *config.Connection
+	ui       *devserver.UI
 	stopWork context.CancelFunc
 	workDone chan error
 }
@@ -50,6 +51,9 @@ type devOptions struct {
 	port    int
 	backend gpu.Backend
 	metrics *metrics.Registry
+	// ui serves the Temporal Web UI on uiPort (0: any free port).
+	ui     bool
+	uiPort int
 }
 
 func start(ctx context.Context, o devOptions, stdio cli.IO, getenv func(string) string) (*env, error) {
@@ -94,17 +98,24 @@ func startLocked(ctx context.Context, o devOptions, stdio cli.IO, getenv func(st
 		conn.Metrics = o.metrics.SDK()
 	}
 	e := &env{srv: srv, conn: conn}
+	if o.ui {
+		if e.ui, err = devserver.StartUI(devserver.UIOptions{Frontend: srv.Addr(), Port: o.uiPort}); err != nil {
+			srv.Stop()
+			return nil, err
+		}
+	}
 	if be == nil {
 		return e, nil
 	}
 	cl, err := dialRetry(ctx, conn)
 	if err != nil {
-		srv.Stop()
+		e.stop()
 		return nil, err
 	}
 	store, err := conn.OpenStore(ctx)
 	if err != nil {
-		srv.Stop()
+		cl.Close()
+		e.stop()
 		return nil, err
 	}
 	wctx, cancel := context.WithCancel(context.Background())
@@ -144,6 +155,9 @@ func (e *env) stop() error {
 		e.stopWork()
 		err = <-e.workDone
 	}
+	if e.ui != nil {
+		e.ui.Stop()
+	}
 	e.srv.Stop()
 	if e.lock != nil {
 		e.lock.Unlock()
@@ -158,6 +172,8 @@ func newDevCmd(stdio cli.IO, getenv func(string) string) *cobra.Command {
 		noWorker bool
 		bf       cli.BackendFlags
 		mAddr    string
+		uiPort   int
+		headless bool
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -185,9 +201,15 @@ from another terminal with corl run; stop with Ctrl-C.`,
 			if err != nil {
 				return err
 			}
-			e, err := start(cmd.Context(), devOptions{dir: abs, port: port, backend: be, metrics: reg}, stdio, getenv)
+			if !cmd.Flags().Changed("ui-port") && port != 0 {
+				uiPort = port + 1000 // as temporal server start-dev
+			}
+			e, err := start(cmd.Context(), devOptions{dir: abs, port: port, backend: be, metrics: reg, ui: !headless, uiPort: uiPort}, stdio, getenv)
 			if err != nil {
 				return err
+			}
+			if e.ui != nil {
+				fmt.Fprintf(stdio.Out, "Temporal Web UI at %s\n", e.ui.URL())
 			}
 			fmt.Fprintf(stdio.Out, "Temporal at %s (namespace default, data in %s)\nblob store %s\nstart a run: corl run -f run.yaml --address %s --store-dir %s\n",
 				e.srv.Addr(), abs, e.conn.Store.Local, e.srv.Addr(), e.conn.Store.Local)
@@ -206,6 +228,8 @@ from another terminal with corl run; stop with Ctrl-C.`,
 	fl.StringVar(&dir, "dir", "corl-data", "data directory (Temporal database, blobs, logs)")
 	fl.IntVar(&port, "port", 7233, "Temporal frontend port (0: any free port)")
 	fl.BoolVar(&noWorker, "no-worker", false, "run the server only")
+	fl.IntVar(&uiPort, "ui-port", 0, "Temporal Web UI port (default: --port + 1000, as temporal server start-dev; 0: any free port)")
+	fl.BoolVar(&headless, "headless", false, "do not serve the Temporal Web UI")
 	fl.StringVar(&mAddr, "metrics", "127.0.0.1:0", "serve Prometheus metrics (SDK and corl's) on this host:port at /metrics (port 0: any free one; empty: off)")
 	bf.Register(fl, getenv)
 	return cmd

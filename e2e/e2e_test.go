@@ -17,8 +17,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -580,6 +582,59 @@ func TestDevRefusesATakenPortAndDirectory(t *testing.T) {
 		t.Errorf("a second dev on one directory: %v\n%s", err, out)
 	}
 	first.signal(syscall.SIGINT)
+}
+
+// TestDevServesTheWebUI: `corl dev` serves the Temporal Web UI, as
+// `temporal server start-dev` does, and a run is visible there with corl's
+// search attributes.
+func TestDevServesTheWebUI(t *testing.T) {
+	dev := spawn(t, nil, "dev", "--dir", t.TempDir(), "--port", "0", "--ui-port", "0", "--no-worker")
+	defer dev.signal(syscall.SIGINT)
+	re := regexp.MustCompile(`Temporal Web UI at (http://\S+)`)
+	addrRe := regexp.MustCompile(`Temporal at (\S+) `)
+	deadline := time.Now().Add(time.Minute)
+	for re.FindStringSubmatch(dev.out.String()) == nil || addrRe.FindStringSubmatch(dev.out.String()) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("no UI address printed:\n%s", dev.out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	url := re.FindStringSubmatch(dev.out.String())[1]
+	get := func(path string) string {
+		t.Helper()
+		resp, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s\n%s", path, resp.Status, body)
+		}
+		return string(body)
+	}
+	if page := get("/"); !strings.Contains(page, "<html") || !strings.Contains(page, "_app/") {
+		t.Errorf("the UI's page is not the app:\n%.300s", page)
+	}
+	if sa := get("/api/v1/namespaces/default/search-attributes"); !strings.Contains(sa, "CorlRound") {
+		t.Errorf("search attributes without CorlRound: %.500s", sa)
+	}
+	conn, err := config.LoadConnection("", noEnv, map[string]any{"temporal.address": addrRe.FindStringSubmatch(dev.out.String())[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := dial(t, conn)
+	defer cl.Close()
+	if _, err := cl.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "seen-in-ui", TaskQueue: "corl"}, "CohortRun", json.RawMessage("{}")); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for !strings.Contains(get("/api/v1/namespaces/default/workflows"), "seen-in-ui") {
+		if time.Now().After(deadline) {
+			t.Fatal("the run is not listed by the UI's API")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 // TestContinueAsNewOnARealServer: a run that continues as new after every
