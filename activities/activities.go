@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -35,8 +38,12 @@ type Activities struct {
 	Queue   string
 	// Metrics records corl's Prometheus metrics; nil: off.
 	Metrics *metrics.Corl
-	// Client reads other workflows' results (RunResult).
+	// Client reads other workflows' results (RunResult) and the pool's
+	// pollers (Workers).
 	Client client.Client
+	// Slots is how many members this worker takes before a placement looks
+	// elsewhere (0: one).
+	Slots int
 
 	mu     sync.Mutex // one compute activity at a time: the backend is a single stream
 	held   map[string]*held
@@ -182,6 +189,12 @@ func ValidateSpec(_ context.Context, s spec.RunSpec) error {
 func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireOutput, error) {
 	defer a.exclusive(ctx, fmt.Sprintf("acquire %s at round %d", memberName(in.MemberRef), in.Round))()
 	s := &in.Spec
+	if in.WithinSlots {
+		if others := a.heldOtherThan(heldKey(in.RunKey(), s.Members[in.Member].Name)); others >= max(a.Slots, 1) {
+			return AcquireOutput{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("worker %s holds %d members in %d slots", a.Queue, others, max(a.Slots, 1)), ErrWorkerFull, nil)
+		}
+	}
 	if _, err := a.runData(s); err != nil {
 		return AcquireOutput{}, err
 	}
@@ -239,6 +252,68 @@ func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireOutpu
 	activity.GetLogger(ctx).Info("acquired member", "run", in.RunKey(), "member", ms.Name, "round", round, "from", key)
 	a.Metrics.Placed(in.RunKey(), ms.Name)
 	return AcquireOutput{Queue: a.Queue, Round: round, CheckpointKey: key, Note: note}, nil
+}
+
+// heldOtherThan counts the members held under keys other than key.
+func (a *Activities) heldOtherThan(key string) int {
+	n := 0
+	for k := range a.held {
+		if k != key {
+			n++
+		}
+	}
+	return n
+}
+
+// Workers lists the live GPU workers of the pool, from the pool queue's
+// pollers (a worker's identity names its own queue and slots, see
+// PoolIdentity), sorted by queue. Pollers not seen for two minutes are
+// left out. Without a client, or on a server that does not answer, the
+// list is empty and the workflow places through the pool queue.
+func (a *Activities) Workers(ctx context.Context) ([]WorkerInfo, error) {
+	if a.Client == nil {
+		return nil, nil
+	}
+	resp, err := a.Client.DescribeTaskQueue(ctx, GPUPool, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
+	if err != nil {
+		return nil, fmt.Errorf("describe %s: %w", GPUPool, err)
+	}
+	slots := map[string]int{}
+	for _, p := range resp.GetPollers() {
+		if t := p.GetLastAccessTime(); t != nil && time.Since(t.AsTime()) > 2*time.Minute {
+			continue
+		}
+		if q, n, ok := ParsePoolIdentity(p.GetIdentity()); ok {
+			slots[q] = max(slots[q], n)
+		}
+	}
+	out := make([]WorkerInfo, 0, len(slots))
+	for q, n := range slots {
+		out = append(out, WorkerInfo{Queue: q, Slots: n})
+	}
+	slices.SortFunc(out, func(x, y WorkerInfo) int { return strings.Compare(x.Queue, y.Queue) })
+	return out, nil
+}
+
+// PoolIdentity is the Temporal identity a GPU worker polls the pool queue
+// with: its own queue, its slots and the usual pid@host, so that Workers
+// can read the pool's capacity from the server.
+func PoolIdentity(queue string, slots int) string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s slots=%d %d@%s", queue, max(slots, 1), os.Getpid(), host)
+}
+
+// ParsePoolIdentity reads PoolIdentity's queue and slots.
+func ParsePoolIdentity(id string) (queue string, slots int, ok bool) {
+	f := strings.Fields(id)
+	if len(f) < 2 || !strings.HasPrefix(f[0], GPUPool+"-") {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(f[1], "slots="))
+	if err != nil || !strings.HasPrefix(f[1], "slots=") || n < 1 {
+		return "", 0, false
+	}
+	return f[0], n, true
 }
 
 // olderCheckpoint is the manifest key and round of the member's newest

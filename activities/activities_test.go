@@ -301,3 +301,41 @@ func TestActivitiesRecordMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestAcquireWithinSlots: a placement within slots is refused, non-
+// retryably, by a worker that holds its slots' worth of other members, and
+// taken beyond them when asked to share; a member this worker already holds
+// does not count against itself.
+func TestAcquireWithinSlots(t *testing.T) {
+	e := newEnv(t)
+	e.a.Slots = 1
+	s := testSpec(t)
+	in := func(member int, within bool) AcquireInput {
+		return AcquireInput{MemberRef: MemberRef{Spec: s, Member: member, Run: "r"}, WithinSlots: within}
+	}
+	if err := e.run(e.a.Acquire, in(0, true), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.run(e.a.Acquire, in(0, true), nil); err != nil {
+		t.Errorf("placing a held member again within slots: %v", err)
+	}
+	var ae *temporal.ApplicationError
+	if err := e.run(e.a.Acquire, in(1, true), nil); !errors.As(err, &ae) || ae.Type() != ErrWorkerFull || !ae.NonRetryable() {
+		t.Fatalf("a second member within one slot: %v, want a non-retryable %s", err, ErrWorkerFull)
+	}
+	if err := e.run(e.a.Acquire, in(1, false), nil); err != nil {
+		t.Errorf("a second member sharing: %v", err)
+	}
+}
+
+func TestPoolIdentity(t *testing.T) {
+	q, n, ok := ParsePoolIdentity(PoolIdentity("corl-gpu-w1", 3))
+	if !ok || q != "corl-gpu-w1" || n != 3 {
+		t.Errorf("round trip: %q %d %v", q, n, ok)
+	}
+	for _, id := range []string{"", "1234@host@", "corl-gpu-w1", "corl-gpu-w1 slots=x 1@h", "corl-gpu-w1 slots=0 1@h", "other slots=2 1@h"} {
+		if _, _, ok := ParsePoolIdentity(id); ok {
+			t.Errorf("%q parsed as a pool identity", id)
+		}
+	}
+}

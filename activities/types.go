@@ -29,6 +29,9 @@ const (
 	ErrBadSpec = "BadSpec"
 	// ErrNonFinite: NaN or Inf in a loss or gradient, naming model and round.
 	ErrNonFinite = "NonFinite"
+	// ErrWorkerFull: a placement asked a worker that already holds as many
+	// members as it has slots; the workflow asks the next one.
+	ErrWorkerFull = "WorkerFull"
 )
 
 // MemberRef names one member of a run at a round.
@@ -58,6 +61,16 @@ type AcquireInput struct {
 	MemberRef
 	CheckpointKey   string `json:"checkpoint_key"` // last checkpoint the workflow recorded ("" = the base)
 	CheckpointRound int    `json:"checkpoint_round"`
+	// WithinSlots refuses (ErrWorkerFull) when this worker already holds
+	// as many members as it has slots; without it the member shares.
+	WithinSlots bool `json:"within_slots,omitempty"`
+}
+
+// WorkerInfo is one live GPU worker of the pool: its own queue and how
+// many members it takes before the workflow looks elsewhere.
+type WorkerInfo struct {
+	Queue string `json:"queue"`
+	Slots int    `json:"slots"`
 }
 
 // AcquireOutput says where the member now lives and at which round.

@@ -99,6 +99,7 @@ func newWorkerCmd(stdio IO, getenv func(string) string) *cobra.Command {
 		bf      BackendFlags
 		queueID string
 		mAddr   string
+		slots   int
 	)
 	cmd := &cobra.Command{
 		Use:   "worker",
@@ -108,9 +109,14 @@ holds cohort members on its device and serves them on its own task queue; on
 SIGTERM (a spot notice) it finishes the running activity, checkpoints the
 members it holds to the blob store, and exits. --queue-id keeps the worker's
 own queue name across restarts of the same machine, so a restarted worker
-takes over its queue at once.`,
+takes over its queue at once. A run spreads its members over the pool's gpu
+workers, up to --slots members each, and members share a worker only when
+every worker's slots are taken.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if slots < 1 {
+				return fmt.Errorf("--slots: must be at least 1, got %d", slots)
+			}
 			be, err := bf.Open()
 			if err != nil {
 				return err
@@ -127,7 +133,7 @@ takes over its queue at once.`,
 				return err
 			}
 			defer cl.Close()
-			o := workers.Options{Client: cl, Store: store, Backend: be, Pools: pools, Log: stdio.Err, QueueID: queueID}
+			o := workers.Options{Client: cl, Store: store, Backend: be, Pools: pools, Log: stdio.Err, QueueID: queueID, Slots: slots}
 			if reg != nil {
 				o.Metrics = reg.Corl
 			}
@@ -139,8 +145,18 @@ takes over its queue at once.`,
 	fl.StringSliceVar(&pools, "pool", []string{"gpu", "cpu"}, "pools to serve: gpu, cpu")
 	bf.Register(fl, getenv)
 	fl.StringVar(&queueID, "queue-id", "", "stable name for this worker's own queue (default: random per process)")
+	fl.IntVar(&slots, "slots", 1, "members this worker takes before a run places others elsewhere (one per device; more only with room for several models)")
 	fl.StringVar(&mAddr, "metrics", "", "serve Prometheus metrics (SDK and corl's) on this host:port at /metrics (port 0: any free one)")
 	return cmd
+}
+
+// loadRunSpec is the run's spec: its file, environment and --set values.
+func loadRunSpec(rf RunFlags, getenv func(string) string) (*config.RunSpec, error) {
+	over, err := parseSets(rf.Sets)
+	if err != nil {
+		return nil, err
+	}
+	return config.Load(rf.File, getenv, over)
 }
 
 // searchAttributesRegistered reports whether the namespace knows corl's
@@ -182,11 +198,7 @@ func (f *RunFlags) register(cmd *cobra.Command) {
 // an unchanged model is not sent twice) and named by blob reference, so
 // workers on other machines need only the store.
 func StartRun(ctx context.Context, cl client.Client, store blob.Store, ns string, rf RunFlags, getenv func(string) string) (client.WorkflowRun, error) {
-	over, err := parseSets(rf.Sets)
-	if err != nil {
-		return nil, err
-	}
-	spec, err := config.Load(rf.File, getenv, over)
+	spec, err := loadRunSpec(rf, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -243,6 +255,10 @@ execute it. The same workflow starts from the Temporal CLI with the spec as JSON
   temporal workflow start --type CohortRun --task-queue corl --input-file spec.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// A bad spec is answered before any connection is tried.
+			if _, err := loadRunSpec(rf, getenv); err != nil {
+				return err
+			}
 			cl, conn, store, err := cf.connect(cmd.Context(), getenv)
 			if err != nil {
 				return err

@@ -78,8 +78,14 @@ func Load(file string, getenv func(string) string, overrides map[string]any) (*R
 	if err := layer(v, defaults, getenv, overrides); err != nil {
 		return nil, err
 	}
+	where := func(err error) error { // name the user's file
+		if file == "" {
+			return err
+		}
+		return fmt.Errorf("%s: %w", file, err)
+	}
 	if err := integerRanges(v); err != nil {
-		return nil, err
+		return nil, where(err)
 	}
 	var rs RunSpec
 	dec := func(c *mapstructure.DecoderConfig) {
@@ -88,7 +94,7 @@ func Load(file string, getenv func(string) string, overrides map[string]any) (*R
 		c.TagName = "mapstructure"
 	}
 	if err := v.Unmarshal(&rs, dec); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, where(decodeError(err))
 	}
 	if file != "" {
 		resolveBases(&rs, filepath.Dir(file))
@@ -97,6 +103,67 @@ func Load(file string, getenv func(string) string, overrides map[string]any) (*R
 		return nil, err
 	}
 	return &rs, nil
+}
+
+// decodeError rewrites the decoder's "decoding failed due to the following
+// error(s): 'key' expected ..." as one "key: expected ..." line per error.
+func decodeError(err error) error {
+	var lines []string
+	for _, l := range strings.Split(err.Error(), "\n") {
+		l = strings.TrimSpace(l)
+		if key, rest, ok := strings.Cut(strings.TrimPrefix(l, "'"), "' "); ok && strings.HasPrefix(l, "'") {
+			lines = append(lines, key+": "+rest)
+		}
+	}
+	if len(lines) == 0 {
+		return err
+	}
+	return errors.New(strings.Join(lines, "; "))
+}
+
+// memberShapes checks that members is a list of mappings of known keys.
+func memberShapes(v any) error {
+	list, ok := v.([]any)
+	if !ok {
+		return fmt.Errorf("members: want a list of mappings with name, base, view; got %s", shown(v))
+	}
+	for i, item := range list {
+		m, ok := item.(map[string]any)
+		if !ok {
+			return fmt.Errorf("members[%d]: want a mapping with name, base, view; got %s", i, shown(item))
+		}
+		for mk := range m {
+			if mk != "name" && mk != "base" && mk != "view" {
+				return fmt.Errorf("unknown key \"members[%d].%s\"; allowed here: base, name, view", i, mk)
+			}
+		}
+	}
+	return nil
+}
+
+// sectionKeys lists the keys directly under a section prefix ("optim."),
+// none when prefix is not a section.
+func sectionKeys(prefix string) []string {
+	seen := map[string]bool{}
+	for k := range defaults {
+		if rest, ok := strings.CutPrefix(k, prefix); ok {
+			seen[strings.SplitN(rest, ".", 2)[0]] = true
+		}
+	}
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// shown is a value as a spec would write it, for error messages.
+func shown(v any) string {
+	if b, err := json.Marshal(v); err == nil {
+		return string(b)
+	}
+	return fmt.Sprint(v)
 }
 
 // jsonSyntax reports a JSON spec's syntax error with its line and column
@@ -242,25 +309,18 @@ func unknownKeys(settings map[string]any, prefix string) error {
 			sort.Strings(list)
 			return fmt.Errorf("unknown key %q; allowed here: %s", prefix+k, strings.Join(list, ", "))
 		}
+		if k == "members" {
+			if err := memberShapes(settings[k]); err != nil {
+				return err
+			}
+			continue
+		}
 		if sub, ok := settings[k].(map[string]any); ok {
 			if err := unknownKeys(sub, prefix+k+"."); err != nil {
 				return err
 			}
-		}
-		if k == "members" {
-			if list, ok := settings[k].([]any); ok {
-				for i, item := range list {
-					m, ok := item.(map[string]any)
-					if !ok {
-						return fmt.Errorf("members[%d]: want a mapping with name, base, view", i)
-					}
-					for mk := range m {
-						if mk != "name" && mk != "base" && mk != "view" {
-							return fmt.Errorf("unknown key \"members[%d].%s\"; allowed here: base, name, view", i, mk)
-						}
-					}
-				}
-			}
+		} else if keys := sectionKeys(prefix + k + "."); len(keys) > 0 {
+			return fmt.Errorf("%s: want a mapping with keys %s; got %s", prefix+k, strings.Join(keys, ", "), shown(settings[k]))
 		}
 	}
 	return nil

@@ -637,6 +637,109 @@ func TestDevServesTheWebUI(t *testing.T) {
 	}
 }
 
+// TestPlacementSpreadsOverWorkers: with two GPU workers of one slot each,
+// a two-member run puts one member on each (found by the workflow from the
+// pool queue's pollers), and the members generate at the same time.
+func TestPlacementSpreadsOverWorkers(t *testing.T) {
+	a, b := bases(t)
+	file := specFile(t, "spread", a, b, 3)
+	srv, err := devserver.Start(devserver.Options{DBFile: filepath.Join(t.TempDir(), "t.db"), SearchAttributes: workflows.SearchAttributeTypes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	conn, err := config.LoadConnection("", noEnv, map[string]any{"temporal.address": srv.Addr(), "store.kind": "local", "store.local_dir": t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := dial(t, conn)
+	t.Cleanup(cl.Close)
+	store, err := conn.OpenStore(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, o := range []workers.Options{{Pools: []string{"cpu"}}, {Pools: []string{"gpu"}, QueueID: "w1"}, {Pools: []string{"gpu"}, QueueID: "w2"}} {
+		o.Client, o.Store, o.Backend = cl, store, cpu.New(1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := workers.Run(ctx, o); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	defer wg.Wait()
+	defer cancel()
+	// Both GPU workers poll the pool before the run starts.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := cl.DescribeTaskQueue(context.Background(), "corl-gpu", enums.TASK_QUEUE_TYPE_ACTIVITY)
+		if err == nil && len(resp.GetPollers()) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the GPU workers never polled the pool: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	run, err := cli.StartRun(context.Background(), cl, store, "default", cli.RunFlags{File: file, ID: "spread"}, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitResult(t, cl, run.GetID(), 3*time.Minute)
+
+	type span struct {
+		member          int
+		queue           string
+		start, complete time.Time
+	}
+	gens := map[int64]*span{}
+	iter := cl.GetWorkflowHistory(context.Background(), "spread", "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if at := ev.GetActivityTaskScheduledEventAttributes(); at != nil && at.GetActivityType().GetName() == "Generate" {
+			var ref struct {
+				Member int `json:"member"`
+			}
+			if err := json.Unmarshal(at.GetInput().GetPayloads()[0].GetData(), &ref); err != nil {
+				t.Fatal(err)
+			}
+			gens[ev.GetEventId()] = &span{member: ref.Member, queue: at.GetTaskQueue().GetName()}
+		}
+		if at := ev.GetActivityTaskStartedEventAttributes(); at != nil && gens[at.GetScheduledEventId()] != nil {
+			gens[at.GetScheduledEventId()].start = ev.GetEventTime().AsTime()
+		}
+		if at := ev.GetActivityTaskCompletedEventAttributes(); at != nil && gens[at.GetScheduledEventId()] != nil {
+			gens[at.GetScheduledEventId()].complete = ev.GetEventTime().AsTime()
+		}
+	}
+	queues := map[int]map[string]bool{0: {}, 1: {}}
+	var spans [2][]*span
+	for _, g := range gens {
+		queues[g.member][g.queue] = true
+		spans[g.member] = append(spans[g.member], g)
+	}
+	if len(queues[0]) != 1 || len(queues[1]) != 1 || fmt.Sprint(queues[0]) == fmt.Sprint(queues[1]) {
+		t.Fatalf("members generated on %v and %v, want one worker each", queues[0], queues[1])
+	}
+	overlaps := 0
+	for _, x := range spans[0] {
+		for _, y := range spans[1] {
+			if x.start.Before(y.complete) && y.start.Before(x.complete) {
+				overlaps++
+			}
+		}
+	}
+	if overlaps == 0 {
+		t.Errorf("the members' generations never overlapped in 3 rounds: placement spread them but they ran in series")
+	}
+}
+
 // TestContinueAsNewOnARealServer: a run that continues as new after every
 // round (its state carried in the input) ends with the uninterrupted
 // in-process run's weights, and its first run is recorded as continued.

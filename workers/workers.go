@@ -45,6 +45,10 @@ type Options struct {
 	QueueID string
 	// Metrics records corl's own Prometheus metrics (nil: off).
 	Metrics *metrics.Corl
+	// Slots is how many members this GPU worker takes while other workers
+	// have room (0: one, the device's single stream). Members beyond every
+	// worker's slots share the least loaded worker.
+	Slots int
 }
 
 // OwnQueue returns a fresh worker-specific queue name.
@@ -67,10 +71,15 @@ func Run(ctx context.Context, o Options) error {
 		queue = activities.GPUPool + "-" + o.QueueID
 	}
 	acts := activities.New(o.Store, o.Backend, queue)
-	acts.Metrics, acts.Client = o.Metrics, o.Client
+	acts.Metrics, acts.Client, acts.Slots = o.Metrics, o.Client, max(o.Slots, 1)
 	var ws []worker.Worker
 	start := func(q string, register func(worker.Worker)) error {
-		w := worker.New(o.Client, q, worker.Options{WorkerStopTimeout: time.Minute, MaxConcurrentActivityExecutionSize: 4})
+		opts := worker.Options{WorkerStopTimeout: time.Minute, MaxConcurrentActivityExecutionSize: 4}
+		if q == activities.GPUPool {
+			// The workflow reads the pool's queues and slots from its pollers.
+			opts.Identity = activities.PoolIdentity(queue, acts.Slots)
+		}
+		w := worker.New(o.Client, q, opts)
 		register(w)
 		if err := w.Start(); err != nil {
 			return fmt.Errorf("worker on %s: %w", q, err)
@@ -88,7 +97,7 @@ func Run(ctx context.Context, o Options) error {
 			if err := start(queue, reg); err != nil {
 				return err
 			}
-			fmt.Fprintf(o.Log, "gpu worker on %s and %s (backend %s)\n", activities.GPUPool, queue, o.Backend.Name())
+			fmt.Fprintf(o.Log, "gpu worker on %s and %s (backend %s, %d slot(s))\n", activities.GPUPool, queue, o.Backend.Name(), acts.Slots)
 		case PoolCPU:
 			if err := start(activities.CPUPool, func(w worker.Worker) { w.RegisterActivity(acts) }); err != nil {
 				return err

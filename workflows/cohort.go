@@ -6,9 +6,12 @@
 package workflows
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -236,8 +239,14 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 	}
 
 	// place puts every unplaced member on a worker from the pool, restoring
-	// the newest checkpoint and replaying the rounds after it.
+	// the newest checkpoint and replaying the rounds after it. Members go to
+	// the least loaded live worker that has a free slot (placeByCapacity),
+	// else share the least loaded one; without a list of workers, to
+	// whichever worker takes the pool's task.
+	byCapacity := workflow.GetVersion(ctx, "placement-by-capacity", workflow.DefaultVersion, 1) == 1
 	place := func() error {
+		var pool []activities.WorkerInfo
+		listed := false
 		for i := 0; i < n; i++ {
 			if st.Queue[i] != "" {
 				continue
@@ -245,8 +254,20 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 			st.Stage = "placing " + s.Members[i].Name
 			var acq activities.AcquireOutput
 			in := activities.AcquireInput{MemberRef: ref(i), CheckpointKey: st.Checkpoint[i], CheckpointRound: st.CheckpointRound[i]}
-			if err := workflow.ExecuteActivity(poolCtx, a.Acquire, in).Get(ctx, &acq); err != nil {
-				return err
+			placed := false
+			if byCapacity {
+				if !listed {
+					pool, listed = listWorkers(ctx), true
+				}
+				var err error
+				if placed, err = placeByCapacity(ctx, pool, st.Queue, in, min(s2s, 30*time.Second), hb, &acq); err != nil {
+					return err
+				}
+			}
+			if !placed {
+				if err := workflow.ExecuteActivity(poolCtx, a.Acquire, in).Get(ctx, &acq); err != nil {
+					return err
+				}
 			}
 			if acq.Note != "" {
 				st.Notes = append(st.Notes, fmt.Sprintf("round %d: %s", st.Round, acq.Note))
@@ -350,6 +371,70 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 	st.Stage = "done"
 	return &Result{Rounds: st.Round, Checkpoints: st.Checkpoint, Evals: st.Evals, Stopped: st.Round < s.Rounds, Moves: st.Moves,
 		ComputeSeconds: st.ComputeSeconds, RoundSeconds: st.RoundSeconds, GenFLOPs: st.GenFLOPs, UpdateFLOPs: st.UpdateFLOPs}, nil
+}
+
+// listWorkers is the pool's live workers (activities.Workers), or none
+// when the list cannot be had: placement then goes through the pool queue.
+func listWorkers(ctx workflow.Context) []activities.WorkerInfo {
+	lctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{TaskQueue: activities.CPUPool,
+		ScheduleToCloseTimeout: 2 * time.Minute, StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3}})
+	var ws []activities.WorkerInfo
+	if err := workflow.ExecuteActivity(lctx, a.Workers).Get(ctx, &ws); err != nil {
+		workflow.GetLogger(ctx).Warn("cannot list the pool's workers; placing through the pool queue", "error", err)
+		return nil
+	}
+	return ws
+}
+
+// placeByCapacity asks the pool's workers in order of load (members of this
+// run held per slot, then name) to take the member within their slots; when
+// every worker is full, the least loaded one takes it beyond them. A worker
+// that does not pick the task up within s2s, or fails it, is skipped.
+// placed is false when no worker took it: the caller places through the
+// pool queue.
+func placeByCapacity(ctx workflow.Context, pool []activities.WorkerInfo, queues []string, in activities.AcquireInput,
+	s2s, hb time.Duration, acq *activities.AcquireOutput) (placed bool, err error) {
+	load := map[string]int{}
+	for _, q := range queues {
+		load[q]++
+	}
+	order := slices.Clone(pool)
+	slices.SortStableFunc(order, func(x, y activities.WorkerInfo) int {
+		// load/slots compared without division
+		if c := cmp.Compare(load[x.Queue]*y.Slots, load[y.Queue]*x.Slots); c != 0 {
+			return c
+		}
+		return strings.Compare(x.Queue, y.Queue)
+	})
+	skip := map[string]bool{}
+	for _, within := range []bool{true, false} {
+		for _, w := range order {
+			if skip[w.Queue] {
+				continue
+			}
+			wctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+				TaskQueue: w.Queue, ScheduleToStartTimeout: s2s, StartToCloseTimeout: time.Hour, HeartbeatTimeout: hb,
+				RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2,
+					NonRetryableErrorTypes: []string{activities.ErrBadSpec, activities.ErrWorkerFull}},
+			})
+			try := in
+			try.WithinSlots = within
+			err := workflow.ExecuteActivity(wctx, a.Acquire, try).Get(ctx, acq)
+			var ae *temporal.ApplicationError
+			switch {
+			case err == nil:
+				return true, nil
+			case errors.As(err, &ae) && ae.Type() == activities.ErrBadSpec:
+				return false, err
+			case errors.As(err, &ae) && ae.Type() == activities.ErrWorkerFull:
+				continue
+			default: // gone, or failing: not this worker
+				skip[w.Queue] = true
+			}
+		}
+	}
+	return false, nil
 }
 
 func allPlaced(q []string) bool {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -37,6 +39,9 @@ type fake struct {
 	calls    map[string]int
 	byKey    map[string]int   // "Checkpoint/a/3" -> calls
 	failOnce map[string]error // "Generate/b/1" -> error, consumed on use
+	// acquire, when set, places members instead of the default (one new
+	// queue per placement).
+	acquire func(context.Context, activities.AcquireInput) (activities.AcquireOutput, error)
 }
 
 func (f *fake) note(name string, ref activities.MemberRef) error {
@@ -57,8 +62,11 @@ func newEnv(t *testing.T, f *fake) *testsuite.TestWorkflowEnvironment {
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterActivity(&activities.Activities{})
 	acquired := 0
-	env.OnActivity(a.Acquire, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AcquireInput) (activities.AcquireOutput, error) {
+	env.OnActivity(a.Acquire, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.AcquireInput) (activities.AcquireOutput, error) {
 		f.note("Acquire", in.MemberRef)
+		if f.acquire != nil {
+			return f.acquire(ctx, in)
+		}
 		acquired++
 		return activities.AcquireOutput{Queue: fmt.Sprintf("q%d", acquired), Round: in.CheckpointRound, CheckpointKey: in.CheckpointKey}, nil
 	})
@@ -419,4 +427,88 @@ func TestEveryStageSurvivesAFault(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPlacementSpreadsOverThePool: members go to the least loaded live
+// worker with a free slot; a worker that is full (with another run's
+// members) or gone is passed over; when every slot is taken, members share
+// the least loaded worker.
+func TestPlacementSpreadsOverThePool(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		workers []activities.WorkerInfo
+		busy    map[string]int // members of other runs already held
+		dead    string         // a listed worker that never picks up its task
+		members int
+		want    []string // worker queue per member
+	}{
+		{"one each", []activities.WorkerInfo{wi("corl-gpu-w1", 1), wi("corl-gpu-w2", 1)}, nil, "", 2,
+			[]string{"corl-gpu-w1", "corl-gpu-w2"}},
+		{"fewer workers than members share", []activities.WorkerInfo{wi("corl-gpu-w1", 1)}, nil, "", 2,
+			[]string{"corl-gpu-w1", "corl-gpu-w1"}},
+		{"by slots", []activities.WorkerInfo{wi("corl-gpu-w1", 2), wi("corl-gpu-w2", 1)}, nil, "", 3,
+			[]string{"corl-gpu-w1", "corl-gpu-w2", "corl-gpu-w1"}},
+		{"a worker full with another run", []activities.WorkerInfo{wi("corl-gpu-w1", 1), wi("corl-gpu-w2", 1)}, map[string]int{"corl-gpu-w1": 1}, "", 2,
+			[]string{"corl-gpu-w2", "corl-gpu-w1"}},
+		{"a dead worker still listed", []activities.WorkerInfo{wi("corl-gpu-w0", 1), wi("corl-gpu-w1", 1), wi("corl-gpu-w2", 1)}, nil, "corl-gpu-w0", 2,
+			[]string{"corl-gpu-w1", "corl-gpu-w2"}},
+		{"no list: the pool queue", nil, nil, "", 2, []string{"q1", "q2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake()
+			env := newEnv(t, f)
+			env.OnActivity(a.Workers, mock.Anything).Return(tc.workers, nil)
+			slots := map[string]int{}
+			for _, w := range tc.workers {
+				slots[w.Queue] = w.Slots
+			}
+			held := map[string]int{}
+			for q, k := range tc.busy {
+				held[q] = k
+			}
+			pooled := 0
+			f.acquire = func(ctx context.Context, in activities.AcquireInput) (activities.AcquireOutput, error) {
+				q := activity.GetInfo(ctx).TaskQueue
+				switch {
+				case q == tc.dead:
+					return activities.AcquireOutput{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
+				case q == activities.GPUPool:
+					pooled++
+					q = fmt.Sprintf("q%d", pooled)
+				case in.WithinSlots && held[q] >= slots[q]:
+					return activities.AcquireOutput{}, temporal.NewNonRetryableApplicationError("full", activities.ErrWorkerFull, nil)
+				}
+				held[q]++
+				return activities.AcquireOutput{Queue: q, Round: in.CheckpointRound}, nil
+			}
+			generatedOn := map[int]string{}
+			env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
+				if info.ActivityType.Name != "Generate" {
+					return
+				}
+				var ref activities.MemberRef
+				if err := args.Get(&ref); err == nil {
+					generatedOn[ref.Member] = info.TaskQueue
+				}
+			})
+			s := testSpec(1)
+			s.Members = s.Members[:0]
+			for i := range tc.members {
+				s.Members = append(s.Members, spec.Member{Name: fmt.Sprintf("m%d", i), Base: "x"})
+			}
+			env.ExecuteWorkflow(CohortRun, Input{RunSpec: s})
+			if err := env.GetWorkflowError(); err != nil {
+				t.Fatal(err)
+			}
+			for i, want := range tc.want {
+				if generatedOn[i] != want {
+					t.Errorf("member %d generated on %q, want %q (all: %v)", i, generatedOn[i], want, generatedOn)
+				}
+			}
+		})
+	}
+}
+
+func wi(queue string, slots int) activities.WorkerInfo {
+	return activities.WorkerInfo{Queue: queue, Slots: slots}
 }
