@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"math/rand/v2"
 	"text/tabwriter"
 	"time"
@@ -19,10 +21,33 @@ import (
 )
 
 func newBenchCmd(stdio IO) *cobra.Command {
+	var profile string
+	var stopProfile func()
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure compute speed",
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			if profile == "" {
+				return nil
+			}
+			f, err := os.Create(profile)
+			if err != nil {
+				return fmt.Errorf("--cpuprofile: %w", err)
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				f.Close()
+				return fmt.Errorf("--cpuprofile: %w", err)
+			}
+			stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+			return nil
+		},
+		PersistentPostRun: func(*cobra.Command, []string) {
+			if stopProfile != nil {
+				stopProfile()
+			}
+		},
 	}
+	cmd.PersistentFlags().StringVar(&profile, "cpuprofile", "", "write a CPU profile of the benchmark to this file (go tool pprof)")
 	cmd.AddCommand(newBenchTrainCmd(stdio), newBenchGenerateCmd(stdio))
 	return cmd
 }

@@ -75,7 +75,9 @@ func (g *Generator) Run(reqs []Request) ([]Output, error) {
 		slots = 64
 	}
 	slots = min(slots, len(reqs))
-	kc, err := m.NewCache(slots, capNeeded)
+	// Capacity in steps of 64 positions, so that consecutive calls (an RL
+	// round's prompts of slightly different lengths) reuse one cache.
+	kc, err := m.NewCache(slots, min(m.Cfg.MaxSeq, (capNeeded+63)/64*64))
 	if err != nil {
 		return nil, err
 	}

@@ -267,3 +267,34 @@ func TestStopStringIsNotKept(t *testing.T) {
 		t.Errorf("eos: %+v: EOS must stay in the trained tokens", o)
 	}
 }
+
+// TestWeightsChangedBetweenRunsAreSeen: a model's second generation (which
+// reuses the first's KV cache, and whose weights the backend packs afresh)
+// after its weights changed matches a fresh model with those weights.
+func TestWeightsChangedBetweenRunsAreSeen(t *testing.T) {
+	tok := tokenizer.NewBytes()
+	reqs := requests(tok, 1)
+	m := tinyModel(t, model.Llama)
+	if _, err := (&Generator{Model: m, Tok: tok, Slots: 4}).Run(reqs); err != nil {
+		t.Fatal(err)
+	}
+	scale := func(m *model.Model) {
+		for i, p := 0, cpu.Data(m.Params()); i < len(p); i++ {
+			p[i] *= -1.5
+		}
+	}
+	scale(m)
+	got, err := (&Generator{Model: m, Tok: tok, Slots: 4}).Run(reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := tinyModel(t, model.Llama)
+	scale(fresh)
+	want, err := (&Generator{Model: fresh, Tok: tok, Slots: 4}).Run(reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("after a weight change:\n got %+v\nwant %+v", got, want)
+	}
+}

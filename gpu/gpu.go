@@ -131,6 +131,15 @@ type Backend interface {
 	AdamW(p, g, m, v Buffer, n int, h AdamWParams)
 }
 
+// WeightFreezer is implemented by backends that can prepare weights for
+// repeated use while their owner promises not to write them (generation
+// reads the same weights for every token; the CPU backend packs its GEMM
+// panels once). Results must be bitwise those without freezing.
+type WeightFreezer interface {
+	// FreezeWeights promises that w is not written until release is called.
+	FreezeWeights(w Buffer) (release func())
+}
+
 // AdamWParams are the hyper-parameters of one AdamW step.
 type AdamWParams struct {
 	LR, Beta1, Beta2, Eps, WeightDecay float32

@@ -18,6 +18,8 @@ type Cache struct {
 	maxN                                 int
 	x, x2, ln, mean, rstd, q, kn, vn     gpu.Buffer
 	att, attOut, fc, act, tmp, lnf, logs gpu.Buffer
+
+	release func() // ends the weights' freeze (gpu.WeightFreezer)
 }
 
 // NewCache allocates a cache of slots x capacity positions (capacity at most
@@ -26,6 +28,17 @@ func (m *Model) NewCache(slots, capacity int) (*Cache, error) {
 	c := m.Cfg
 	if slots <= 0 || capacity <= 0 || capacity > c.MaxSeq {
 		return nil, fmt.Errorf("kv cache: %d slots x %d positions; want positive, at most %d positions", slots, capacity, c.MaxSeq)
+	}
+	if sp := m.spare; sp != nil {
+		m.spare = nil
+		if sp.Slots == slots && sp.Cap == capacity {
+			// The last cache freed, reused: its pages are already mapped, and
+			// stale rows past Len are never read.
+			clear(sp.Len)
+			m.freeze(sp)
+			return sp, nil
+		}
+		m.freeBuffers(sp)
 	}
 	be := m.be
 	C, KVD, QD := c.Dim, c.KVHeads*c.HeadSize(), c.Heads*c.HeadSize()
@@ -45,11 +58,33 @@ func (m *Model) NewCache(slots, capacity int) (*Cache, error) {
 	kc.att = be.Alloc(c.Heads * max(capacity*capacity, slots*capacity))
 	kc.fc, kc.act = be.Alloc(n*fcW), be.Alloc(n*c.Hidden)
 	kc.logs = be.Alloc(slots * c.Vocab)
+	m.freeze(kc)
 	return kc, nil
 }
 
-// Free releases the cache's device memory.
+// freeze promises the backend that the weights stay unwritten while kc is
+// in use: nothing trains a model while it generates.
+func (m *Model) freeze(kc *Cache) {
+	kc.release = func() {}
+	if f, ok := m.be.(gpu.WeightFreezer); ok {
+		kc.release = f.FreezeWeights(m.params)
+	}
+}
+
+// FreeCache ends kc's use. The model keeps it for the next NewCache of the
+// same shape (a round's generation and the next one), releasing the one it
+// kept before.
 func (m *Model) FreeCache(kc *Cache) {
+	kc.release()
+	kc.release = func() {}
+	if m.spare != nil && m.spare != kc {
+		m.freeBuffers(m.spare)
+	}
+	m.spare = kc
+}
+
+// freeBuffers returns kc's device memory.
+func (m *Model) freeBuffers(kc *Cache) {
 	for _, b := range append(append([]gpu.Buffer{kc.x, kc.x2, kc.ln, kc.mean, kc.rstd, kc.q, kc.kn, kc.vn,
 		kc.att, kc.attOut, kc.fc, kc.act, kc.tmp, kc.lnf, kc.logs}, kc.k...), kc.v...) {
 		m.be.Free(b)

@@ -17,6 +17,8 @@ type Model struct {
 	step                int // optimizer steps taken
 
 	acts *activations // sized for the last (B, T)
+	// spare is the last KV cache freed, kept for the next of its shape.
+	spare *Cache
 }
 
 // New builds a model with freshly initialised weights (deterministic from seed).

@@ -62,6 +62,7 @@ type Backend struct {
 	pool          *gemmScratch   // the parallel GEMM's
 	serialScratch []*gemmScratch // one per worker, for GEMMs inside parallel work
 	rope          map[ropeKey]ropeTab
+	frozen        []*frozen // FreezeWeights
 }
 
 // New returns a CPU backend using threads goroutines (0: all cores).

@@ -9,7 +9,11 @@ func (be *Backend) MatMulForward(out, inp, w, bias gpu.Buffer, N, C, OC int) {
 	checkLen(o, N*OC, "matmul out")
 	checkLen(x, N*C, "matmul inp")
 	checkLen(wd, OC*C, "matmul w")
-	be.gemm(false, true, N, OC, C, x, C, wd, C, o, OC, false)
+	if pre := be.frozenPack(wd, C, OC); pre != nil {
+		gemmOn(be.parallelWorkers, be.threads, be.pool, pre, false, true, N, OC, C, x, C, wd, C, o, OC, false)
+	} else {
+		be.gemm(false, true, N, OC, C, x, C, wd, C, o, OC, false)
+	}
 	if bd != nil {
 		checkLen(bd, OC, "matmul bias")
 		be.parallelFor(N, 16, func(lo, hi int) {

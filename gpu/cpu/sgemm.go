@@ -45,13 +45,43 @@ func (s *gemmScratch) packedB(n int) []float32 {
 // transA, the transpose of a stored K x M; likewise for b. With accumulate
 // false c is overwritten.
 func (be *Backend) gemm(transA, transB bool, M, N, K int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, accumulate bool) {
-	gemmOn(be.parallelWorkers, be.threads, be.pool, transA, transB, M, N, K, a, lda, b, ldb, c, ldc, accumulate)
+	gemmOn(be.parallelWorkers, be.threads, be.pool, nil, transA, transB, M, N, K, a, lda, b, ldb, c, ldc, accumulate)
+}
+
+// packedMat is op(b) (K x N) packed once, block by block as gemmOn packs
+// it: blocks[(jc/nc)*kBlocks + pc/kc] holds that block's panels.
+type packedMat struct {
+	K, N    int
+	kBlocks int
+	blocks  [][]float32
+}
+
+func (p *packedMat) block(jc, pc int) []float32 { return p.blocks[(jc/nc)*p.kBlocks+pc/kc] }
+
+// packMat packs all of op(b) on the backend's threads.
+func (be *Backend) packMat(transB bool, K, N int, b []float32, ldb int) *packedMat {
+	pm := &packedMat{K: K, N: N, kBlocks: (K + kc - 1) / kc}
+	for jc := 0; jc < N; jc += nc {
+		nb := min(nc, N-jc)
+		panels := (nb + nr - 1) / nr
+		for pc := 0; pc < K; pc += kc {
+			kb := min(kc, K-pc)
+			pb := make([]float32, panels*nr*kb)
+			be.parallelWorkers(panels, func(_, lo, hi int) {
+				for jp := lo; jp < hi; jp++ {
+					packB(transB, b, ldb, pc, kb, jc+jp*nr, min(nr, nb-jp*nr), pb[jp*nr*kb:(jp+1)*nr*kb])
+				}
+			})
+			pm.blocks = append(pm.blocks, pb)
+		}
+	}
+	return pm
 }
 
 // gemmSerial is gemm on the calling goroutine with its own scratch, for use
 // inside work that is already parallel (attention heads).
 func gemmSerial(s *gemmScratch, transA, transB bool, M, N, K int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, accumulate bool) {
-	gemmOn(serial, 1, s, transA, transB, M, N, K, a, lda, b, ldb, c, ldc, accumulate)
+	gemmOn(serial, 1, s, nil, transA, transB, M, N, K, a, lda, b, ldb, c, ldc, accumulate)
 }
 
 func serial(n int, fn func(worker, lo, hi int)) {
@@ -60,7 +90,9 @@ func serial(n int, fn func(worker, lo, hi int)) {
 	}
 }
 
-func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmScratch,
+// gemmOn is the GEMM on par's workers; pre, when set, is op(b) already
+// packed (packMat), so only A is packed here.
+func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmScratch, pre *packedMat,
 	transA, transB bool, M, N, K int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, accumulate bool) {
 	if M == 0 || N == 0 {
 		return
@@ -76,7 +108,10 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 	// Every size goes through the packed kernel (no small-matrix shortcut):
 	// an element's arithmetic must not depend on how many rows share the
 	// call, so a sequence decodes to the same bits alone or in any batch.
-	pb := s.packedB(N)
+	var pb []float32
+	if pre == nil {
+		pb = s.packedB(N)
+	}
 	icBlocks := (M + mc - 1) / mc
 	for jc := 0; jc < N; jc += nc {
 		nb := min(nc, N-jc)
@@ -85,11 +120,15 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 		ranges := min(panels, max(1, (2*threads+icBlocks-1)/icBlocks))
 		for pc := 0; pc < K; pc += kc {
 			kb := min(kc, K-pc)
-			par(panels, func(_, lo, hi int) {
-				for jp := lo; jp < hi; jp++ {
-					packB(transB, b, ldb, pc, kb, jc+jp*nr, min(nr, nb-jp*nr), pb[jp*nr*kb:(jp+1)*nr*kb])
-				}
-			})
+			if pre != nil {
+				pb = pre.block(jc, pc)
+			} else {
+				par(panels, func(_, lo, hi int) {
+					for jp := lo; jp < hi; jp++ {
+						packB(transB, b, ldb, pc, kb, jc+jp*nr, min(nr, nb-jp*nr), pb[jp*nr*kb:(jp+1)*nr*kb])
+					}
+				})
+			}
 			par(icBlocks*ranges, func(w, lo, hi int) {
 				pa := s.a[w]
 				packed := -1

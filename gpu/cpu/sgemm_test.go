@@ -97,3 +97,48 @@ func TestGemmRowsIndependentOfM(t *testing.T) {
 		}
 	}
 }
+
+// TestFrozenWeightsMatchUnfrozen: a MatMulForward whose weight is frozen
+// (packed once and reused) gives the per-call path's bits, for shapes that
+// span several K and N blocks; after release, a changed weight is read
+// afresh, not from the stale packing.
+func TestFrozenWeightsMatchUnfrozen(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, sz := range [][3]int{{1, 7, 5}, {5, 300, 33}, {13, 257, 4100}} {
+		N, C, OC := sz[0], sz[1], sz[2]
+		be := New(2)
+		params := make([]float32, 10+OC*C)
+		for i := range params {
+			params[i] = rng.Float32()*2 - 1
+		}
+		x := make([]float32, N*C)
+		for i := range x {
+			x[i] = rng.Float32()*2 - 1
+		}
+		pb := Wrap(params)
+		w := pb.Slice(10, OC*C)
+		want := make([]float32, N*OC)
+		be.MatMulForward(Wrap(want), Wrap(x), w, nil, N, C, OC)
+		release := be.FreezeWeights(pb)
+		for rep := 0; rep < 2; rep++ { // packs, then reuses
+			got := make([]float32, N*OC)
+			be.MatMulForward(Wrap(got), Wrap(x), w, nil, N, C, OC)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%v rep %d: element %d: frozen %v, per-call %v", sz, rep, i, got[i], want[i])
+				}
+			}
+		}
+		release()
+		params[10] += 1
+		be.MatMulForward(Wrap(want), Wrap(x), w, nil, N, C, OC)
+		fresh := New(2)
+		ref := make([]float32, N*OC)
+		fresh.MatMulForward(Wrap(ref), Wrap(x), w, nil, N, C, OC)
+		for i := range ref {
+			if ref[i] != want[i] {
+				t.Fatalf("%v: after release, element %d is %v; a fresh backend gives %v (stale packing)", sz, i, want[i], ref[i])
+			}
+		}
+	}
+}

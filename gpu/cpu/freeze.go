@@ -1,0 +1,67 @@
+package cpu
+
+import (
+	"unsafe"
+
+	"github.com/corl-project/corl/gpu"
+)
+
+// frozen is a region of memory whose owner promised not to write it (the
+// weights during generation), with the matmul weights packed from it.
+type frozen struct {
+	lo, hi uintptr
+	packs  map[packKey]*packedMat
+}
+
+type packKey struct {
+	at    uintptr
+	C, OC int
+}
+
+// FreezeWeights implements gpu.WeightFreezer: while w is frozen, a
+// MatMulForward whose weight lies in w packs that weight once and reuses
+// the packing (decoding runs every weight matrix once per token, and
+// packing a transposed weight costs as much as a small batch's product).
+// The packed panels are the ones the per-call path would build, so results
+// are bitwise unchanged.
+func (be *Backend) FreezeWeights(w gpu.Buffer) (release func()) {
+	d := Data(w)
+	if len(d) == 0 {
+		return func() {}
+	}
+	lo := uintptr(unsafe.Pointer(&d[0]))
+	f := &frozen{lo: lo, hi: lo + uintptr(len(d))*4, packs: map[packKey]*packedMat{}}
+	be.frozen = append(be.frozen, f)
+	return func() {
+		for i, g := range be.frozen {
+			if g == f {
+				be.frozen = append(be.frozen[:i], be.frozen[i+1:]...)
+				return
+			}
+		}
+	}
+}
+
+// frozenPack returns the packed form of weight w (OC x C, used transposed)
+// when w lies in a frozen region, packing it on first use; nil otherwise.
+func (be *Backend) frozenPack(w []float32, C, OC int) *packedMat {
+	if len(be.frozen) == 0 || len(w) == 0 {
+		return nil
+	}
+	at := uintptr(unsafe.Pointer(&w[0]))
+	for _, f := range be.frozen {
+		if at < f.lo || at >= f.hi {
+			continue
+		}
+		k := packKey{at, C, OC}
+		pm := f.packs[k]
+		if pm == nil {
+			pm = be.packMat(true, C, OC, w, C)
+			f.packs[k] = pm
+		}
+		return pm
+	}
+	return nil
+}
+
+var _ gpu.WeightFreezer = (*Backend)(nil)
