@@ -513,7 +513,7 @@ func (a *Activities) applyUpdate(ctx context.Context, h *held, s *spec.RunSpec, 
 		return UpdateOutput{}, fmt.Errorf("grade of round %d: %w", round, err)
 	}
 	c := config.RoundConfig(s)
-	us, err := rl.Update(h.member, rb.Rollout, gb.Advantages[member], c, round*s.GRPO.NumIterations)
+	us, err := rl.Update(h.member, rb.Rollout, gb.Advantages[member], c, round*s.GRPO.StepsPerRound())
 	if err != nil {
 		err = classify(err, h.member.Name, round)
 		var ae *temporal.ApplicationError

@@ -197,7 +197,7 @@ func jsonSyntax(file string) error {
 // one, so the raw values are checked first.
 var (
 	intKeys = []string{"rounds", "prompts_per_round", "micro_batch_size", "data.rl_size", "data.max_level",
-		"generation.num_generations", "generation.top_k", "generation.max_completion_length", "grpo.num_iterations",
+		"generation.num_generations", "generation.top_k", "generation.max_completion_length", "grpo.num_iterations", "grpo.steps_per_generation",
 		"optim.warmup_steps", "eval.every", "eval.size", "eval.samples", "checkpoint.every"}
 	uintKeys = []string{"seed", "data.data_seed"}
 )
@@ -341,6 +341,9 @@ func Validate(s *RunSpec) error {
 			bad(fmt.Errorf("%s: must be positive, got %d", p.key, p.v))
 		}
 	}
+	if g := s.GRPO.StepsPerGeneration; g < 0 || (s.PromptsPerRound > 0 && g > s.PromptsPerRound) {
+		bad(fmt.Errorf("grpo.steps_per_generation: %d must be in [1, prompts_per_round %d]", g, s.PromptsPerRound))
+	}
 	if s.Eval.Split != "test" && s.Eval.Split != "validation" {
 		bad(fmt.Errorf("eval.split: %q is not one of test, validation", s.Eval.Split))
 	}
@@ -426,7 +429,7 @@ func JSON(s *RunSpec) ([]byte, error) { return json.MarshalIndent(s, "", "  ") }
 // GRPO converts the spec's update settings into the rl package's.
 func GRPO(g spec.GRPO) rl.GRPO {
 	return rl.GRPO{ScaleRewards: g.ScaleRewards, LossType: g.LossType, Epsilon: g.Epsilon, EpsilonHigh: g.EpsilonHigh,
-		Beta: g.Beta, NumIterations: g.NumIterations}
+		Beta: g.Beta, NumIterations: g.NumIterations, StepsPerGeneration: g.StepsPerGeneration}
 }
 
 // RoundConfig converts the spec into the round's algorithm settings.
@@ -437,7 +440,7 @@ func RoundConfig(s *RunSpec) rl.Config {
 		Reward: s.Reward.Mode, Threshold: s.Reward.Threshold,
 		NumGenerations: s.Generation.NumGenerations, Temperature: s.Generation.Temperature, TopK: s.Generation.TopK,
 		TopP: s.Generation.TopP, MaxNewTokens: s.Generation.MaxCompletion, GRPO: g,
-		LearningRate: s.Optim.LearningRate, WarmupSteps: s.Optim.WarmupSteps, TotalSteps: s.Rounds * s.GRPO.NumIterations,
+		LearningRate: s.Optim.LearningRate, WarmupSteps: s.Optim.WarmupSteps, TotalSteps: s.Rounds * s.GRPO.StepsPerRound(),
 		MinLRRatio: s.Optim.MinLRRatio, MicroBatch: s.MicroBatchSize, Seed: s.Seed,
 		Optim: modelOptim(s.Optim), Answers: AnswerRule(s),
 	}

@@ -13,6 +13,9 @@ type GRPO struct {
 	EpsilonHigh   float64 `json:"epsilon_high" mapstructure:"epsilon_high"`     // upper clip (clip-higher); 0 means epsilon
 	Beta          float64 `json:"beta" mapstructure:"beta"`                     // KL weight (k3 estimator); 0 disables the reference
 	NumIterations int     `json:"num_iterations" mapstructure:"num_iterations"` // policy epochs per round
+	// StepsPerGeneration: mini-batches of prompts per epoch, one optimizer
+	// step each (0: one).
+	StepsPerGeneration int `json:"steps_per_generation" mapstructure:"steps_per_generation"`
 	MaxNewTokens  int     `json:"-" mapstructure:"-"`                           // Dr. GRPO's constant normaliser
 }
 
@@ -49,6 +52,9 @@ func (g GRPO) Validate() error {
 	}
 	if g.NumIterations < 1 {
 		return fmt.Errorf("num_iterations: %d must be at least 1", g.NumIterations)
+	}
+	if g.StepsPerGeneration < 0 {
+		return fmt.Errorf("steps_per_generation: %d must be at least 1", g.StepsPerGeneration)
 	}
 	return nil
 }

@@ -306,98 +306,126 @@ func Update(m *Member, ro Rollout, adv [][]float64, c Config, step int) (UpdateS
 	micro := max(c.MicroBatch, 1)
 	pad := m.Tok.EOS()
 	temp := SamplingTemp(c)
-	var cs []*Completion
-	var advs []float64
-	totalTokens, totalSeqs, computed := 0, 0, 0
-	for p := range ro {
-		for k := range ro[p] {
-			n := len(ro[p][k].Tokens)
-			totalTokens += n
-			totalSeqs++
-			if n == 0 || (adv[p][k] == 0 && c.GRPO.Beta == 0) {
-				continue
+	// Mini-batches of whole prompt groups, one optimizer step each; the
+	// loss's denominators count the mini-batch's completions.
+	nb := min(max(c.GRPO.StepsPerGeneration, 1), max(len(ro), 1))
+	type miniBatch struct {
+		cs                     []*Completion
+		advs                   []float64
+		first                  int // index of cs[0] among all computed completions
+		totalTokens, totalSeqs int
+	}
+	batches := make([]miniBatch, nb)
+	var all []*Completion
+	computed := 0
+	for b := range batches {
+		mb := &batches[b]
+		mb.first = len(all)
+		for p := b * len(ro) / nb; p < (b+1)*len(ro)/nb; p++ {
+			for k := range ro[p] {
+				n := len(ro[p][k].Tokens)
+				mb.totalTokens += n
+				mb.totalSeqs++
+				if n == 0 || (adv[p][k] == 0 && c.GRPO.Beta == 0) {
+					continue
+				}
+				mb.cs = append(mb.cs, &ro[p][k])
+				mb.advs = append(mb.advs, adv[p][k])
+				computed += n
 			}
-			cs = append(cs, &ro[p][k])
-			advs = append(advs, adv[p][k])
-			computed += n
 		}
+		all = append(all, mb.cs...)
 	}
 	var old, ref [][]float64
-	if c.GRPO.NumIterations > 1 && len(cs) > 0 {
+	if (c.GRPO.NumIterations > 1 || nb > 1) && len(all) > 0 {
+		// The policy moves between steps: ratios need the sampling policy's
+		// log-probs, recomputed here.
 		var err error
-		if old, _, _, err = completionStats(m.Model, cs, pad, micro, temp, false); err != nil {
+		if old, _, _, err = completionStats(m.Model, all, pad, micro, temp, false); err != nil {
 			return st, err
 		}
 		var diff float64
-		for i, cp := range cs {
+		n := 0
+		for i, cp := range all {
+			if len(cp.SampleLogP) < len(old[i]) {
+				continue // no sampling log-probs recorded (a hand-made rollout)
+			}
 			for t, v := range old[i] {
 				diff += math.Abs(v - float64(cp.SampleLogP[t]))
 			}
+			n += len(old[i])
 		}
-		st.LogPMismatch = diff / float64(computed)
+		if n > 0 {
+			st.LogPMismatch = diff / float64(n)
+		}
 	}
-	if c.GRPO.Beta > 0 && len(cs) > 0 {
+	if c.GRPO.Beta > 0 && len(all) > 0 {
 		if m.Ref == nil {
 			return st, fmt.Errorf("%s: beta %v needs a reference model", m.Name, c.GRPO.Beta)
 		}
 		var err error
-		if ref, _, _, err = completionStats(m.Ref, cs, pad, micro, temp, false); err != nil {
+		if ref, _, _, err = completionStats(m.Ref, all, pad, micro, temp, false); err != nil {
 			return st, err
 		}
 	}
 	g := c.GRPO
 	g.MaxNewTokens = c.MaxNewTokens
 	for epoch := 0; epoch < c.GRPO.NumIterations; epoch++ {
-		m.Model.ZeroGrad()
 		var ls LossStats
-		for lo := 0; lo < len(cs); lo += micro {
-			hi := min(lo+micro, len(cs))
-			sb := buildBatch(cs[lo:hi], pad)
-			lp, _, err := m.Model.ForwardAt(sb.b.Inputs, sb.b.Targets, sb.b.B, sb.b.T, temp, false)
+		var norm float64
+		var lr float64
+		for _, mb := range batches {
+			m.Model.ZeroGrad()
+			for lo := 0; lo < len(mb.cs); lo += micro {
+				hi := min(lo+micro, len(mb.cs))
+				sb := buildBatch(mb.cs[lo:hi], pad)
+				lp, _, err := m.Model.ForwardAt(sb.b.Inputs, sb.b.Targets, sb.b.B, sb.b.T, temp, false)
+				if err != nil {
+					return st, err
+				}
+				seqs := make([]Seq, hi-lo)
+				for i := range seqs {
+					row := make([]float64, 0, sb.end[i]-sb.start[i])
+					for t := sb.start[i]; t < sb.end[i]; t++ {
+						row = append(row, float64(lp[i*sb.b.T+t]))
+					}
+					seqs[i] = Seq{LogP: row, OldLogP: row, Adv: mb.advs[lo+i]}
+					if old != nil {
+						seqs[i].OldLogP = old[mb.first+lo+i]
+					}
+					if ref != nil {
+						seqs[i].RefLogP = ref[mb.first+lo+i]
+					}
+				}
+				part, grads, err := g.LossPart(seqs, mb.totalTokens, mb.totalSeqs)
+				if err != nil {
+					return st, fmt.Errorf("%s: %w", m.Name, err)
+				}
+				ls.Loss += part.Loss / float64(nb)
+				ls.KL += part.KL / float64(nb)
+				ls.ClipFrac += part.ClipFrac / float64(nb)
+				dlogp := make([]float32, sb.b.B*sb.b.T)
+				for i := range seqs {
+					for t := range grads[i] {
+						dlogp[i*sb.b.T+sb.start[i]+t] = float32(grads[i][t])
+					}
+				}
+				if err := m.Model.Backward(dlogp); err != nil {
+					return st, err
+				}
+			}
+			lr = LRAt(c.LearningRate, step+st.Steps+1, c.WarmupSteps, c.TotalSteps, c.MinLRRatio)
+			o := c.Optim
+			o.LR = float32(lr)
+			n, err := m.Model.Step(o)
 			if err != nil {
-				return st, err
+				return st, fmt.Errorf("%s: update: %w", m.Name, err)
 			}
-			seqs := make([]Seq, hi-lo)
-			for i := range seqs {
-				row := make([]float64, 0, sb.end[i]-sb.start[i])
-				for t := sb.start[i]; t < sb.end[i]; t++ {
-					row = append(row, float64(lp[i*sb.b.T+t]))
-				}
-				seqs[i] = Seq{LogP: row, OldLogP: row, Adv: advs[lo+i]}
-				if old != nil {
-					seqs[i].OldLogP = old[lo+i]
-				}
-				if ref != nil {
-					seqs[i].RefLogP = ref[lo+i]
-				}
-			}
-			part, grads, err := g.LossPart(seqs, totalTokens, totalSeqs)
-			if err != nil {
-				return st, fmt.Errorf("%s: %w", m.Name, err)
-			}
-			ls.Loss += part.Loss
-			ls.KL += part.KL
-			ls.ClipFrac += part.ClipFrac
-			dlogp := make([]float32, sb.b.B*sb.b.T)
-			for i := range seqs {
-				for t := range grads[i] {
-					dlogp[i*sb.b.T+sb.start[i]+t] = float32(grads[i][t])
-				}
-			}
-			if err := m.Model.Backward(dlogp); err != nil {
-				return st, err
-			}
-		}
-		lr := LRAt(c.LearningRate, step+epoch+1, c.WarmupSteps, c.TotalSteps, c.MinLRRatio)
-		o := c.Optim
-		o.LR = float32(lr)
-		norm, err := m.Model.Step(o)
-		if err != nil {
-			return st, fmt.Errorf("%s: update: %w", m.Name, err)
+			norm = max(norm, n)
+			st.Steps++
 		}
 		st.Loss, st.KL, st.ClipFrac, st.GradNorm, st.LR = ls.Loss, ls.KL, ls.ClipFrac, norm, lr
 		st.Tokens += computed
-		st.Steps++
 	}
 	return st, nil
 }

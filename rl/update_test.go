@@ -193,3 +193,43 @@ func TestRecomputedLogProbsMatchSamplingAtTemperature(t *testing.T) {
 		t.Errorf("entropy at T = 0.7 %.4f not below T = 1's %.4f", hT[0], h1[0])
 	}
 }
+
+// TestStepsPerGenerationSplitsByPrompt: with steps_per_generation 2, each
+// half of the prompts takes its own optimizer step, normalised over its own
+// completions: the weights end as two one-step updates, one per half, in
+// order (the second half here has no signal but still steps).
+func TestStepsPerGenerationSplitsByPrompt(t *testing.T) {
+	tok := tokenizer.NewBytes()
+	ro, adv := handRollout(t, tok)
+	c := updateConfig(TokenMean, 0)
+
+	split := tinyMember(t, 4)
+	cs := c
+	cs.GRPO.StepsPerGeneration = 2
+	st, err := Update(split, ro, adv, cs, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Steps != 2 {
+		t.Errorf("%d steps, want 2", st.Steps)
+	}
+	// Token-mean over the first half's own tokens, -(1*3 - 1*17)/(3+17) =
+	// 0.7, and 0 for the second half: the reported loss is their mean.
+	if math.Abs(st.Loss-0.35) > 1e-6 {
+		t.Errorf("loss %v, want 0.35 (each mini-batch normalised by its own tokens)", st.Loss)
+	}
+
+	byHand := tinyMember(t, 4)
+	if _, err := Update(byHand, ro[:1], adv[:1], c, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Update(byHand, ro[1:], adv[1:], c, 1); err != nil {
+		t.Fatal(err)
+	}
+	got, want := cpu.Data(split.Model.Params()), cpu.Data(byHand.Model.Params())
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("weight %d: %v after two mini-batch steps, %v after two updates by hand", i, got[i], want[i])
+		}
+	}
+}

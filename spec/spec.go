@@ -100,7 +100,14 @@ type GRPO struct {
 	EpsilonHigh   float64 `json:"epsilon_high" mapstructure:"epsilon_high"`     // upper clip (clip-higher); 0 means epsilon
 	Beta          float64 `json:"beta" mapstructure:"beta"`                     // KL weight (k3); 0: no reference model
 	NumIterations int     `json:"num_iterations" mapstructure:"num_iterations"` // policy epochs per round
+	// StepsPerGeneration splits a round's prompts into this many
+	// mini-batches, one optimizer step each (TRL's steps_per_generation).
+	StepsPerGeneration int `json:"steps_per_generation,omitempty" mapstructure:"steps_per_generation"`
 }
+
+// StepsPerRound is the optimizer steps one round takes: epochs x
+// mini-batches.
+func (g GRPO) StepsPerRound() int { return max(g.NumIterations, 1) * max(g.StepsPerGeneration, 1) }
 
 // MemberNames lists the members in cohort order.
 func (s *RunSpec) MemberNames() []string {

@@ -288,7 +288,7 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 		if err != nil {
 			return err
 		}
-		st.Steps += s.GRPO.NumIterations
+		st.Steps += s.GRPO.StepsPerRound()
 		st.Round = r + 1
 		rec := map[string]any{"round": met}
 		fmt.Fprintf(log, "\r%s round %d/%d: %.1fs", bar(r+1, s.Rounds, 20), r+1, s.Rounds, met.Seconds)
