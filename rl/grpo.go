@@ -16,7 +16,7 @@ type GRPO struct {
 	// StepsPerGeneration: mini-batches of prompts per epoch, one optimizer
 	// step each (0: one).
 	StepsPerGeneration int `json:"steps_per_generation" mapstructure:"steps_per_generation"`
-	MaxNewTokens  int     `json:"-" mapstructure:"-"`                           // Dr. GRPO's constant normaliser
+	MaxNewTokens       int `json:"-" mapstructure:"-"` // Dr. GRPO's constant normaliser
 }
 
 // Loss aggregation and reward scaling names.
