@@ -20,7 +20,7 @@ import (
 	"github.com/corl-project/corl/model"
 )
 
-func newBenchCmd(stdio IO) *cobra.Command {
+func newBenchCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var profile string
 	var stopProfile func()
 	cmd := &cobra.Command{
@@ -48,7 +48,7 @@ func newBenchCmd(stdio IO) *cobra.Command {
 		},
 	}
 	cmd.PersistentFlags().StringVar(&profile, "cpuprofile", "", "write a CPU profile of the benchmark to this file (go tool pprof)")
-	cmd.AddCommand(newBenchTrainCmd(stdio), newBenchGenerateCmd(stdio))
+	cmd.AddCommand(newBenchTrainCmd(stdio), newBenchGenerateCmd(stdio), newBenchRoundCmd(stdio, getenv))
 	return cmd
 }
 

@@ -201,3 +201,31 @@ func TestEvalCompare(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchRoundPrintsStages: corl bench round runs a spec's rounds and
+// prints a row per stage with the round's share and the matmul peak.
+func TestBenchRoundPrintsStages(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errs := run(t, "pretrain", "--family", "llama", "--layers", "1", "--dim", "32", "--heads", "2", "--tasks", "mod",
+		"--per-task", "20", "--eval", "3", "--steps", "2", "--batch", "4", "--max-new-tokens", "8", "--out", dir+"/b"); code != 0 {
+		t.Fatalf("pretrain: exit %d\n%s%s", code, out, errs)
+	}
+	spec := dir + "/run.yaml"
+	body := "name: br\nrounds: 2\nprompts_per_round: 2\ndata: {tasks: [mod], rl_size: 4}\nreward: {mode: self-vote}\n" +
+		"generation: {num_generations: 2, max_completion_length: 8}\neval: {size: 2}\nmembers:\n  - {name: m, base: " + dir + "/b}\n"
+	if err := os.WriteFile(spec, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, "bench", "round", "-f", spec, "--rounds", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"matmul peak", "generate", "logprob recompute", "grade", "update", "evaluate (once)", "checkpoint (once)", "share of peak"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, _, errs := run(t, "bench", "round", "-f", spec, "--rounds", "0"); code == 0 || !strings.Contains(errs, "--rounds") {
+		t.Errorf("--rounds 0: exit %d, %s", code, errs)
+	}
+}

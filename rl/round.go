@@ -279,6 +279,9 @@ type UpdateStats struct {
 	Tokens                           int     // completion tokens run through forward and backward (all epochs)
 	LogPMismatch                     float64 // mean |sampling - recomputed| log-prob, when computed
 	Steps                            int
+	// RecomputeSeconds is the time spent recomputing old (and reference)
+	// log-probs before the steps.
+	RecomputeSeconds float64
 }
 
 // SamplingTemp is the temperature completions were drawn at (greedy: 1).
@@ -337,6 +340,7 @@ func Update(m *Member, ro Rollout, adv [][]float64, c Config, step int) (UpdateS
 		all = append(all, mb.cs...)
 	}
 	var old, ref [][]float64
+	recompute := time.Now()
 	if (c.GRPO.NumIterations > 1 || nb > 1) && len(all) > 0 {
 		// The policy moves between steps: ratios need the sampling policy's
 		// log-probs, recomputed here.
@@ -368,6 +372,7 @@ func Update(m *Member, ro Rollout, adv [][]float64, c Config, step int) (UpdateS
 			return st, err
 		}
 	}
+	st.RecomputeSeconds = time.Since(recompute).Seconds()
 	g := c.GRPO
 	g.MaxNewTokens = c.MaxNewTokens
 	for epoch := 0; epoch < c.GRPO.NumIterations; epoch++ {
@@ -453,6 +458,20 @@ type Metrics struct {
 	Models  []ModelRound `json:"models"`
 	Diag    Diagnostics  `json:"diagnostics"`
 	Seconds float64      `json:"seconds"`
+	Stages  Stages       `json:"stage_seconds"`
+}
+
+// Stages is where a round's time went, in seconds, summed over members.
+// Checkpoint and evaluation are not part of every round: their callers
+// fill them in when they run.
+type Stages struct {
+	Generate   float64 `json:"generate"`
+	Recompute  float64 `json:"logprob_recompute"` // old and reference log-probs before the update
+	Intrinsic  float64 `json:"intrinsic"`         // judge, self-certainty, entropy scoring
+	Grade      float64 `json:"grade"`
+	Update     float64 `json:"update"` // the steps, without the recompute
+	Checkpoint float64 `json:"checkpoint,omitempty"`
+	Evaluate   float64 `json:"evaluate,omitempty"`
 }
 
 // Round runs generate -> grade -> aggregate -> update for a cohort held in
@@ -479,21 +498,26 @@ func Round(members []*Member, prompts []Prompt, c Config, round, steps int, prog
 		rollouts[i], groups[i] = ro, ro.Groups()
 		mr := &met.Models[i]
 		mr.Name, mr.GenSeconds = m.Name, time.Since(t0).Seconds()
+		met.Stages.Generate += mr.GenSeconds
 		mr.GenTokens, mr.GenFLOPs = ro.Cost(m.Model)
 	}
 	strategy, err := StrategyFor(c, prompts)
 	if err != nil {
 		return nil, err
 	}
+	t0 := time.Now()
 	if err := intrinsicSignals(members, prompts, rollouts, groups, c, note); err != nil {
 		return nil, err
 	}
+	met.Stages.Intrinsic = time.Since(t0).Seconds()
 	note("grade")
+	t0 = time.Now()
 	out, err := strategy.Reward(Input{Rollouts: groups, Threshold: c.Threshold})
 	if err != nil {
 		return nil, err
 	}
 	met.Diag = Diagnose(groups, out, TruthOf(prompts), c.Threshold)
+	met.Stages.Grade = time.Since(t0).Seconds()
 	for i, m := range members {
 		note("update " + m.Name)
 		t0 := time.Now()
@@ -505,6 +529,8 @@ func Round(members []*Member, prompts []Prompt, c Config, round, steps int, prog
 		mr := &met.Models[i]
 		mr.Loss, mr.KL, mr.ClipFrac, mr.GradNorm, mr.LR, mr.LogPMismatch = us.Loss, us.KL, us.ClipFrac, us.GradNorm, us.LR, us.LogPMismatch
 		mr.UpdateSeconds = time.Since(t0).Seconds()
+		met.Stages.Recompute += us.RecomputeSeconds
+		met.Stages.Update += mr.UpdateSeconds - us.RecomputeSeconds
 		T := c.MaxNewTokens * 2
 		mr.UpdateFLOPs = m.Model.FLOPsPerToken(T) * float64(us.Tokens)
 	}

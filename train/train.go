@@ -301,10 +301,12 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 		fmt.Fprintln(log)
 		last := r+1 == s.Rounds
 		if len(data.Eval) > 0 && (last || (s.Eval.Every > 0 && (r+1)%s.Eval.Every == 0)) {
+			t0 := time.Now()
 			er, err := Evaluate(members, data.Eval, r+1, config.EvalOptions(s))
 			if err != nil {
 				return err
 			}
+			met.Stages.Evaluate = time.Since(t0).Seconds()
 			printEval(log, er)
 			rec["eval"] = er
 		}
@@ -313,10 +315,15 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 		}
 		if last || r+1 == end || (s.Checkpoint.Every > 0 && (r+1)%s.Checkpoint.Every == 0) {
 			dir := filepath.Join(runDir, "checkpoints", fmt.Sprintf("round-%d", r+1))
+			t0 := time.Now()
 			for _, m := range members {
 				if err := SaveMember(m, filepath.Join(dir, m.Name)); err != nil {
 					return err
 				}
+			}
+			// Written after the round's line, which precedes its checkpoint.
+			if err := enc.Encode(map[string]any{"checkpoint": map[string]any{"round": r + 1, "seconds": time.Since(t0).Seconds()}}); err != nil {
+				return err
 			}
 			st.Dir = dir
 			b, _ := json.MarshalIndent(st, "", "  ")

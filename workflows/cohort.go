@@ -110,6 +110,10 @@ type RoundSummary struct {
 	Diag    rl.Diagnostics `json:"diagnostics"`
 	Loss    []float64      `json:"loss"`
 	Seconds float64        `json:"seconds"`
+	// Stages is the wall time of each stage of the round (the workflow's
+	// clock: members in parallel), and of the checkpoint and evaluation
+	// that followed it, when they did.
+	Stages map[string]float64 `json:"stage_seconds,omitempty"`
 }
 
 // EvalSummary is a held-out evaluation: every member on the original
@@ -340,14 +344,18 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 		st.Round++
 		last := st.Round == s.Rounds
 		if last || st.Stopping || (s.Checkpoint.Every > 0 && st.Round%s.Checkpoint.Every == 0) {
+			t0 := workflow.Now(ctx)
 			if err := checkpointAll(ctx, &s, st, memberOpts, ref, place); err != nil {
 				return nil, err
 			}
+			noteStage(st, "checkpoint", workflow.Now(ctx).Sub(t0).Seconds())
 		}
 		if last || (s.Eval.Every > 0 && st.Round%s.Eval.Every == 0) {
+			t0 := workflow.Now(ctx)
 			if err := evaluateAll(ctx, &s, st, memberOpts, ref, place); err != nil {
 				return nil, err
 			}
+			noteStage(st, "evaluate", workflow.Now(ctx).Sub(t0).Seconds())
 		}
 		if in.UseSearchAttributes {
 			if err := workflow.UpsertTypedSearchAttributes(ctx, AttrRound.ValueSet(int64(st.Round))); err != nil {
@@ -437,6 +445,19 @@ func placeByCapacity(ctx workflow.Context, pool []activities.WorkerInfo, queues 
 	return false, nil
 }
 
+// noteStage records a stage that followed the last round (checkpoint,
+// evaluation) in its summary.
+func noteStage(st *State, stage string, secs float64) {
+	if len(st.Summaries) == 0 {
+		return
+	}
+	last := &st.Summaries[len(st.Summaries)-1]
+	if last.Stages == nil {
+		last.Stages = map[string]float64{}
+	}
+	last.Stages[stage] += secs
+}
+
 func allPlaced(q []string) bool {
 	for _, x := range q {
 		if x == "" {
@@ -495,6 +516,13 @@ func runRound(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts func(
 	cpuCtx workflow.Context, ref func(int) activities.MemberRef) (bool, error) {
 	n := len(s.Members)
 	var compute float64
+	stages := map[string]float64{}
+	mark := workflow.Now(ctx)
+	lap := func(stage string) {
+		now := workflow.Now(ctx)
+		stages[stage] = now.Sub(mark).Seconds()
+		mark = now
+	}
 	st.Stage = fmt.Sprintf("round %d: generate", st.Round+1)
 	gens := make([]activities.GenerateOutput, n)
 	errs := make([]error, n)
@@ -516,6 +544,7 @@ func runRound(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts func(
 		st.GenFLOPs[i] += g.FLOPs
 	}
 	compute += criticalPath(st.Queue, secs)
+	lap("generate")
 	var judgeKeys []string
 	if s.Reward.Mode == rl.PeerJudge {
 		st.Stage = fmt.Sprintf("round %d: judge", st.Round+1)
@@ -531,6 +560,7 @@ func runRound(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts func(
 		if anyLost, err := markLost(st, shiftToJudges(errs)); err != nil || anyLost {
 			return false, err
 		}
+		lap("judge")
 	}
 	st.Stage = fmt.Sprintf("round %d: grade", st.Round+1)
 	var grade activities.GradeOutput
@@ -539,6 +569,7 @@ func runRound(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts func(
 		return false, err
 	}
 	compute += grade.Seconds
+	lap("grade")
 	st.Stage = fmt.Sprintf("round %d: update", st.Round+1)
 	ups := make([]activities.UpdateOutput, n)
 	for i := 0; i < n; i++ {
@@ -550,7 +581,8 @@ func runRound(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts func(
 	if anyLost, err := markLost(st, errs); err != nil || anyLost {
 		return false, err
 	}
-	sum := RoundSummary{Round: st.Round + 1, Diag: grade.Diag, Loss: make([]float64, n)}
+	lap("update")
+	sum := RoundSummary{Round: st.Round + 1, Diag: grade.Diag, Loss: make([]float64, n), Stages: stages}
 	for i, u := range ups {
 		sum.Loss[i] = u.Stats.Loss
 		secs[i] = u.Seconds

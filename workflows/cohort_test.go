@@ -290,8 +290,19 @@ func TestLostWorkerDuringFinalCheckpoint(t *testing.T) {
 func TestProgressReportsRoundSeconds(t *testing.T) {
 	env := newEnv(t, newFake())
 	env.RegisterDelayedCallback(func() {
-		if p := queryProgress(t, env); p.Last == nil || p.Last.Seconds < 60 || p.Last.Seconds > 70 {
-			t.Errorf("last round %+v: want about 60 seconds", p.Last)
+		p := queryProgress(t, env)
+		if p.Last == nil || p.Last.Seconds < 60 || p.Last.Seconds > 70 {
+			t.Fatalf("last round %+v: want about 60 seconds", p.Last)
+		}
+		// Generation takes the test clock's minute; the round-2 checkpoint
+		// (every 2 rounds) is recorded with the round it followed.
+		if g := p.Last.Stages["generate"]; g < 60 || g > 61 || p.Last.Round != 2 {
+			t.Errorf("round %d stages %v: want generate = 60 s", p.Last.Round, p.Last.Stages)
+		}
+		for _, stage := range []string{"grade", "update", "checkpoint"} {
+			if _, ok := p.Last.Stages[stage]; !ok {
+				t.Errorf("round %d stages %v: no %s", p.Last.Round, p.Last.Stages, stage)
+			}
 		}
 	}, 150*time.Second)
 	env.ExecuteWorkflow(CohortRun, Input{RunSpec: testSpec(3)})

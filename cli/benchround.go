@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/corl-project/corl/config"
+	"github.com/corl-project/corl/gpu"
+	"github.com/corl-project/corl/rl"
+	"github.com/corl-project/corl/train"
+)
+
+// newBenchRoundCmd times the stages of a spec's rounds in this process.
+func newBenchRoundCmd(stdio IO, getenv func(string) string) *cobra.Command {
+	var (
+		file   string
+		sets   []string
+		rounds int
+		bf     BackendFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "round -f run.yaml",
+		Short: "Time each stage of a spec's RL rounds and compare with the backend's matmul peak",
+		Long: `Loads the spec's members and data, runs --rounds rounds in this process (as
+corl train --local does, writing nothing), then one evaluation and one
+checkpoint, and prints where the time went: seconds per round for each
+stage, its share of the round, and for generation and update the model
+GFLOP/s and their share of the peak, the GFLOP/s of a 1024^3 matmul measured
+on the same backend in the same run.
+
+Example:
+  corl bench round -f examples/local.yaml --rounds 3`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if rounds < 1 {
+				return fmt.Errorf("--rounds: must be at least 1, got %d", rounds)
+			}
+			over, err := parseSets(sets)
+			if err != nil {
+				return err
+			}
+			s, err := config.Load(file, getenv, over)
+			if err != nil {
+				return err
+			}
+			be, err := bf.Open()
+			if err != nil {
+				return err
+			}
+			peak := matmulPeak(be)
+			data, err := train.LoadData(s)
+			if err != nil {
+				return err
+			}
+			members := make([]*rl.Member, len(s.Members))
+			for i, ms := range s.Members {
+				if members[i], err = train.LoadMember(be, ms.Name, ms.Base, ms.View, s.GRPO.Beta > 0); err != nil {
+					return err
+				}
+			}
+			c := config.RoundConfig(s)
+			var sum rl.Stages
+			var genF, updF, wall float64
+			for r := 0; r < rounds; r++ {
+				if err := cmd.Context().Err(); err != nil {
+					return err
+				}
+				prompts := train.PromptsForRound(data.RL, s.Seed, r, s.PromptsPerRound)
+				met, err := rl.Round(members, prompts, c, r, r*s.GRPO.StepsPerRound(), func(stage string) {
+					fmt.Fprintf(stdio.Err, "\rround %d/%d: %-40s", r+1, rounds, stage)
+				})
+				if err != nil {
+					return err
+				}
+				sum.Generate += met.Stages.Generate
+				sum.Recompute += met.Stages.Recompute
+				sum.Intrinsic += met.Stages.Intrinsic
+				sum.Grade += met.Stages.Grade
+				sum.Update += met.Stages.Update
+				wall += met.Seconds
+				for _, m := range met.Models {
+					genF += m.GenFLOPs
+					updF += m.UpdateFLOPs
+				}
+			}
+			fmt.Fprintf(stdio.Err, "\r%-60s\r", "")
+			if len(data.Eval) > 0 {
+				t0 := time.Now()
+				if _, err := train.Evaluate(members, data.Eval, rounds, config.EvalOptions(s)); err != nil {
+					return err
+				}
+				sum.Evaluate = time.Since(t0).Seconds()
+			}
+			dir, err := os.MkdirTemp("", "corl-bench-round")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			t0 := time.Now()
+			for _, m := range members {
+				if err := train.SaveMember(m, dir+"/"+m.Name); err != nil {
+					return err
+				}
+			}
+			sum.Checkpoint = time.Since(t0).Seconds()
+			n := float64(rounds)
+			fmt.Fprintf(stdio.Out, "spec %s: %d members, %d prompts x %d samples, backend %s\n", s.Name, len(members),
+				s.PromptsPerRound, s.Generation.NumGenerations, be.Name())
+			fmt.Fprintf(stdio.Out, "matmul peak (1024^3 on this backend): %.1f GFLOP/s\n\n", peak)
+			w := tabwriter.NewWriter(stdio.Out, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(w, "stage\ts/round\tshare of round\tGFLOP/s\tshare of peak\t")
+			row := func(name string, secs, flops float64) {
+				rate, share := "-", "-"
+				if flops > 0 && secs > 0 {
+					g := flops / secs / 1e9
+					rate, share = fmt.Sprintf("%.1f", g), fmt.Sprintf("%.2f", g/peak)
+				}
+				fmt.Fprintf(w, "%s\t%.2f\t%.0f%%\t%s\t%s\t\n", name, secs/n, 100*secs/wall, rate, share)
+			}
+			row("generate", sum.Generate, genF)
+			row("logprob recompute", sum.Recompute, 0)
+			row("intrinsic scoring", sum.Intrinsic, 0)
+			row("grade", sum.Grade, 0)
+			row("update", sum.Update, updF)
+			fmt.Fprintf(w, "round\t%.2f\t100%%\t%.1f\t%.2f\t\n", wall/n, (genF+updF)/wall/1e9, (genF+updF)/wall/1e9/peak)
+			fmt.Fprintf(w, "evaluate (once)\t%.2f\t\t\t\t\n", sum.Evaluate)
+			fmt.Fprintf(w, "checkpoint (once)\t%.2f\t\t\t\t\n", sum.Checkpoint)
+			return w.Flush()
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&file, "file", "f", "", "run spec (YAML or JSON)")
+	fl.StringArrayVar(&sets, "set", nil, "override a spec key: --set optim.learning_rate=1e-4 (repeatable)")
+	fl.IntVar(&rounds, "rounds", 3, "rounds to time")
+	bf.Register(fl, getenv)
+	cmd.MarkFlagRequired("file")
+	return cmd
+}
+
+// matmulPeak is the GFLOP/s of a 1024^3 matmul on be (best of three).
+func matmulPeak(be gpu.Backend) float64 {
+	const n = 1024
+	rng := rand.New(rand.NewPCG(1, 2))
+	host := make([]float32, n*n)
+	for i := range host {
+		host[i] = rng.Float32()
+	}
+	a, w, out := be.Alloc(n*n), be.Alloc(n*n), be.Alloc(n*n)
+	defer func() { be.Free(a); be.Free(w); be.Free(out) }()
+	be.Upload(a, host)
+	be.Upload(w, host)
+	best := 0.0
+	for range 3 {
+		t0 := time.Now()
+		be.MatMulForward(out, a, w, nil, n, n, n)
+		if be.Sync() != nil {
+			return 0
+		}
+		best = max(best, 2*n*n*n/time.Since(t0).Seconds()/1e9)
+	}
+	return best
+}
