@@ -2,9 +2,9 @@ package cli
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime/pprof"
-	"math/rand/v2"
 	"text/tabwriter"
 	"time"
 
