@@ -21,7 +21,6 @@ import (
 
 	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/config"
-	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/gpu"
 	"github.com/corl-project/corl/metrics"
 	"github.com/corl-project/corl/model"
@@ -631,7 +630,7 @@ func (a *Activities) Evaluate(ctx context.Context, ref MemberRef) (EvalOutput, e
 	a.Metrics.Eval(h.run, h.member.Name, res.PassAt1, own.PassAt1)
 	truth := make([]string, len(d.Eval))
 	for i, p := range d.Eval {
-		truth[i] = datasets.Normalize(p.Answer)
+		truth[i] = config.AnswerRule(&ref.Spec).ForPrompt(p.Prompt).Normalize(p.Answer)
 	}
 	return EvalOutput{PassAt1: res.PassAt1, ByTask: res.ByTask, Correct: res.Correct, Answers: res.Answers,
 		View: h.member.View, PassAt1OwnView: own.PassAt1, SampledPassAt1: res.SampledPassAt1, MajAtK: res.MajAtK,

@@ -61,8 +61,15 @@ func TestDataCommands(t *testing.T) {
 		t.Fatalf("export: %s", errs)
 	}
 	code, out, errs = run(t, "data", "check", "--file", file)
-	if code != 0 || !strings.Contains(out, "7 rows, 7 with answers") {
+	if code != 0 || !strings.Contains(out, "7 rows, 7 with answers") || !strings.Contains(out, "answer type: number") ||
+		!strings.Contains(out, "number 100%") {
 		t.Fatalf("check: exit %d\n%s%s", code, out, errs)
+	}
+	text := dir + "/text.jsonl"
+	os.WriteFile(text, []byte("{\"prompt\": \"Capital of France?\", \"answer\": \"Paris\"}\n{\"prompt\": \"2+2?\", \"answer\": \"4\"}\n"), 0o644)
+	if code, out, errs = run(t, "data", "check", "--file", text); code != 0 || !strings.Contains(out, "answer type: text") ||
+		!strings.Contains(out, "number 50%, text 100%") {
+		t.Fatalf("check of text answers: exit %d\n%s%s", code, out, errs)
 	}
 	bad := dir + "/bad.jsonl"
 	os.WriteFile(bad, []byte("{\"q\": \"x\", \"a\": \"1\"}\n{\"q\": \"y\"}\n"), 0o644)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -94,13 +95,22 @@ func newDataCheckCmd(stdio IO) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			labeled := 0
+			var labels []string
 			for i := range ds.Prompts {
-				if _, ok := ds.Labels.Answer(i); ok {
-					labeled++
+				if a, ok := ds.Labels.Answer(i); ok {
+					labels = append(labels, a)
 				}
 			}
-			fmt.Fprintf(stdio.Out, "%s: %d rows, %d with answers: ok\n", file, len(ds.Prompts), labeled)
+			fmt.Fprintf(stdio.Out, "%s: %d rows, %d with answers: ok\n", file, len(ds.Prompts), len(labels))
+			if len(labels) > 0 {
+				parses := datasets.Parses(labels)
+				var shares []string
+				for _, t := range datasets.AnswerTypes {
+					shares = append(shares, fmt.Sprintf("%s %.0f%%", t, 100*parses[t]))
+				}
+				fmt.Fprintf(stdio.Out, "answer type: %s (inferred; set data.answer_type to choose); labels readable as %s\n",
+					datasets.InferAnswerType(labels), strings.Join(shares, ", "))
+			}
 			return nil
 		},
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -99,6 +100,7 @@ func Load(file string, getenv func(string) string, overrides map[string]any) (*R
 	if file != "" {
 		resolveBases(&rs, filepath.Dir(file))
 	}
+	inferAnswerType(&rs)
 	if err := Validate(&rs); err != nil {
 		return nil, err
 	}
@@ -341,6 +343,12 @@ func Validate(s *RunSpec) error {
 			bad(fmt.Errorf("%s: must be positive, got %d", p.key, p.v))
 		}
 	}
+	if t := s.Data.AnswerType; t != "" && !slices.Contains(datasets.AnswerTypes, t) {
+		bad(fmt.Errorf("data.answer_type: %q is not one of %s", t, strings.Join(datasets.AnswerTypes, ", ")))
+	}
+	if s.Data.AnswerType != "" && s.Data.File == "" {
+		bad(fmt.Errorf("data.answer_type: applies to data.file; the built-in tasks' answers are numbers"))
+	}
 	if g := s.GRPO.StepsPerGeneration; g < 0 || (s.PromptsPerRound > 0 && g > s.PromptsPerRound) {
 		bad(fmt.Errorf("grpo.steps_per_generation: %d must be in [1, prompts_per_round %d]", g, s.PromptsPerRound))
 	}
@@ -465,5 +473,27 @@ func AnswerRule(s *RunSpec) datasets.AnswerRule {
 	if s.Data.File == "" {
 		return datasets.TaskAnswers
 	}
-	return datasets.AnswerRule{LastNumber: s.Data.LastNumber}
+	return datasets.AnswerRule{LastNumber: s.Data.LastNumber, Type: s.Data.AnswerType}
+}
+
+// inferAnswerType sets data.answer_type, when a data file's spec leaves it
+// out, to the type that reads every label of the file (InferAnswerType).
+// A file that cannot be read here is left to the loader to report.
+func inferAnswerType(s *RunSpec) {
+	if s.Data.File == "" || s.Data.AnswerType != "" {
+		return
+	}
+	ds, err := datasets.Load(s.Data.File, datasets.LoadOptions{PromptField: s.Data.PromptField, AnswerField: s.Data.AnswerField})
+	if err != nil {
+		return
+	}
+	var labels []string
+	for i := range ds.Prompts {
+		if a, ok := ds.Labels.Answer(i); ok {
+			labels = append(labels, a)
+		}
+	}
+	if len(labels) > 0 {
+		s.Data.AnswerType = datasets.InferAnswerType(labels)
+	}
 }

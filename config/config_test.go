@@ -192,3 +192,28 @@ func TestDialNamesAnUnknownHost(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerTypeInferredFromTheFile: a spec over a data file without
+// data.answer_type gets the type that reads every label.
+func TestAnswerTypeInferredFromTheFile(t *testing.T) {
+	dir := t.TempDir()
+	rows := `{"prompt": "Capital of France?", "answer": "Paris"}` + "\n" + `{"prompt": "Largest animal?", "answer": "blue whale"}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "rows.jsonl"), []byte(rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(dir, "run.yaml")
+	body := "name: x\nreward: {mode: self-vote}\ndata: {file: " + filepath.Join(dir, "rows.jsonl") + "}\nmembers:\n  - {name: a, base: " + dir + "}\n"
+	if err := os.WriteFile(spec, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(spec, func(string) string { return "" }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Data.AnswerType != "text" {
+		t.Errorf("answer_type %q, want text", s.Data.AnswerType)
+	}
+	if r := AnswerRule(s); r.Grade("The answer is the Blue Whale.", "blue whale") != 2 {
+		t.Errorf("the spec's rule does not grade text answers: %+v", r)
+	}
+}

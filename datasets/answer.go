@@ -41,6 +41,13 @@ type AnswerRule struct {
 	// Off unless asked for (user data whose responses are not marked): on
 	// garbage it finds a number, so a collapsing model would still "parse".
 	LastNumber bool `json:"last_number,omitempty"`
+	// Type is the answer type (TypeNumber, TypeText, TypeChoice,
+	// TypeExpression; "" the legacy rule): how answers are read and
+	// compared. Text and choice answers fall back to the response's last
+	// line when no marker is present.
+	Type string `json:"type,omitempty"`
+
+	options map[string]string // a choice prompt's options (ForPrompt)
 }
 
 // TaskAnswers is the rule of corl's built-in tasks.
@@ -60,6 +67,11 @@ func (r AnswerRule) Extract(text string) (string, bool) {
 			return "", false
 		}
 		return s, true
+	}
+	if r.Type == TypeText || r.Type == TypeChoice {
+		if s := lastLine(text); s != "" && r.wellFormed(s) {
+			return s, true
+		}
 	}
 	if r.LastNumber {
 		if m := numberRe.FindAllString(text, -1); m != nil {
@@ -96,7 +108,16 @@ func (r AnswerRule) wellFormed(s string) bool {
 		_, ok := parseRat(Normalize(s))
 		return ok
 	}
+	if r.Type != TypeAny {
+		return r.Normalize(s) != ""
+	}
 	return true
+}
+
+// lastLine is the last non-empty line of text, trimmed.
+func lastLine(text string) string {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // lastBoxed finds the content of the last \boxed{...} or \fbox{...}.
@@ -270,8 +291,10 @@ func (r AnswerRule) Judge(response, truth string) (string, Verdict) {
 	if !ok {
 		return "", NoAnswer
 	}
-	ans = Normalize(ans)
-	if ans == Normalize(truth) {
+	if ans = r.Normalize(ans); ans == "" {
+		return "", NoAnswer
+	}
+	if ans == r.Normalize(truth) {
 		return ans, Correct
 	}
 	return ans, Wrong

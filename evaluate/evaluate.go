@@ -115,7 +115,8 @@ func Run(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.Problem, o
 	for i, p := range problems {
 		row := outs[i*(1+k) : (i+1)*(1+k)]
 		var v datasets.Verdict
-		res.Answers[i], v = o.Answers.Judge(row[0].Text, p.Answer)
+		rule := o.Answers.ForPrompt(p.Prompt)
+		res.Answers[i], v = rule.Judge(row[0].Text, p.Answer)
 		res.Correct[i] = v == datasets.Correct
 		count[p.Task]++
 		if res.Correct[i] {
@@ -131,7 +132,7 @@ func Run(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.Problem, o
 		answers := make([]string, k)
 		for j, out := range row[1:] {
 			var sv datasets.Verdict
-			if answers[j], sv = o.Answers.Judge(out.Text, p.Answer); sv == datasets.Correct {
+			if answers[j], sv = rule.Judge(out.Text, p.Answer); sv == datasets.Correct {
 				res.SampleCorrect[i]++
 			}
 		}
@@ -139,7 +140,7 @@ func Run(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.Problem, o
 		frac := float64(res.SampleCorrect[i]) / float64(k)
 		res.SampledPassAt1 += frac
 		res.SampledByTask[p.Task] += frac
-		if maj, _, tie := datasets.MostCommon(answers); !tie && maj != "" && maj == datasets.Normalize(p.Answer) {
+		if maj, _, tie := datasets.MostCommon(answers); !tie && maj != "" && maj == rule.Normalize(p.Answer) {
 			res.MajAtK++
 		}
 	}

@@ -122,8 +122,9 @@ func Generate(m *Member, mi int, prompts []Prompt, c Config, round int) (Rollout
 		for k := range ro[p] {
 			r, o := reqs[p*c.NumGenerations+k], outs[p*c.NumGenerations+k]
 			ans := ""
-			if a, ok := c.Answers.Extract(o.Text); ok {
-				ans = datasets.Normalize(a)
+			rule := c.Answers.ForPrompt(prompts[p].view(m.View))
+			if a, ok := rule.Extract(o.Text); ok {
+				ans = rule.Normalize(a)
 			}
 			ro[p][k] = Completion{Prompt: r.Prompt, Tokens: o.Tokens[:o.Keep], SampleLogP: o.LogProbs[:o.Keep],
 				Generated: len(o.Tokens), Text: o.Text, Answer: ans}

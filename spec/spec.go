@@ -38,6 +38,10 @@ type Data struct {
 	// LastNumber lets a file's responses without a marked answer ("The
 	// answer is X", \boxed{X}, "#### X") be graded by their last number.
 	LastNumber bool `json:"last_number_fallback,omitempty" mapstructure:"last_number_fallback"`
+	// AnswerType is how a file's answers are read and compared: number,
+	// text, choice or expression (empty: inferred from the file's labels
+	// when the spec is loaded; built-in tasks are numbers).
+	AnswerType string `json:"answer_type,omitempty" mapstructure:"answer_type"`
 }
 
 // Reward selects the strategy.

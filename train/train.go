@@ -45,7 +45,7 @@ func LoadData(s *config.RunSpec) (*Data, error) {
 		for i, p := range ds.Prompts {
 			truth := ""
 			if a, ok := ds.Labels.Answer(i); ok {
-				truth = datasets.Normalize(a)
+				truth = config.AnswerRule(s).ForPrompt(p.Text).Normalize(a)
 			}
 			d.RL = append(d.RL, rl.Prompt{ID: p.ID, Views: []string{p.Text}, Truth: truth})
 		}

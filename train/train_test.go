@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/corl-project/corl/config"
@@ -67,13 +68,18 @@ func TestLocalRunAndExactResume(t *testing.T) {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	f, _ := os.Open(filepath.Join(full, "t", "metrics.jsonl"))
-	lines := 0
+	lines, checkpoints := 0, 0
 	for sc := bufio.NewScanner(f); sc.Scan(); {
 		lines++
+		if strings.HasPrefix(sc.Text(), `{"checkpoint":`) {
+			checkpoints++
+		}
 	}
 	f.Close()
-	if lines != 4 { // initial evaluation + 3 rounds
-		t.Fatalf("metrics.jsonl has %d lines, want 4", lines)
+	// initial evaluation + 3 rounds, and a line with each checkpoint's time
+	// (the spec checkpoints every round)
+	if lines != 7 || checkpoints != 3 {
+		t.Fatalf("metrics.jsonl has %d lines (%d checkpoint lines), want 7 (3)", lines, checkpoints)
 	}
 	part := t.TempDir()
 	// Interrupted after 2 rounds, resumed on another thread count.
