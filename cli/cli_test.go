@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"context"
 	"os"
 	"os/exec"
@@ -234,5 +235,56 @@ func TestBenchRoundPrintsStages(t *testing.T) {
 	}
 	if code, _, errs := run(t, "bench", "round", "-f", spec, "--rounds", "0"); code == 0 || !strings.Contains(errs, "--rounds") {
 		t.Errorf("--rounds 0: exit %d, %s", code, errs)
+	}
+}
+
+// TestOwnTaskFromAFile: a task corl does not ship (weekday arithmetic,
+// text answers) goes from the user's file alone through a base pretrained
+// on the file's pretrain rows, an RL run on its rl rows, and an evaluation
+// of its test rows.
+func TestOwnTaskFromAFile(t *testing.T) {
+	dir := t.TempDir()
+	days := []string{"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"}
+	var rows strings.Builder
+	for i := 0; i < 600; i++ {
+		d, k := i%7, 1+i/7%12
+		fmt.Fprintf(&rows, `{"q": "Which day comes %d days after %s? (%d)", "a": %q, "s": "%s plus %d days is %s."}`+"\n",
+			k, days[d], i, days[(d+k)%7], days[d], k, days[(d+k)%7])
+	}
+	file := dir + "/weekdays.jsonl"
+	if err := os.WriteFile(file, []byte(rows.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := dir + "/base"
+	code, out, errs := run(t, "pretrain", "--file", file, "--prompt-field", "q", "--answer-field", "a", "--solution-field", "s",
+		"--family", "llama", "--layers", "1", "--dim", "32", "--heads", "2", "--steps", "4", "--batch", "4", "--eval", "4",
+		"--max-new-tokens", "12", "--out", base)
+	if code != 0 || !strings.Contains(errs, "answer type text") {
+		t.Fatalf("pretrain --file: exit %d\n%s%s", code, out, errs)
+	}
+	rep, _ := os.ReadFile(base + "/pretrain.json")
+	if !strings.Contains(string(rep), `"file"`) || !strings.Contains(string(rep), `"answer_type": "text"`) {
+		t.Errorf("pretrain.json does not record the file and its answer type:\n%s", rep)
+	}
+	spec := dir + "/run.yaml"
+	body := fmt.Sprintf("name: own\nrounds: 1\nprompts_per_round: 2\nreward: {mode: self-vote}\n"+
+		"data: {file: %s, prompt_field: q, answer_field: a}\ngeneration: {num_generations: 2, max_completion_length: 8}\n"+
+		"eval: {size: 3}\noutput_dir: %s\nmembers:\n  - {name: m, base: %s}\n", file, dir+"/runs", base)
+	if err := os.WriteFile(spec, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := run(t, "train", "--local", "-f", spec); code != 0 {
+		t.Fatalf("train on the file: exit %d\n%s%s", code, out, errs)
+	}
+	metrics, _ := os.ReadFile(dir + "/runs/own/metrics.jsonl")
+	if !strings.Contains(string(metrics), `"eval"`) || !strings.Contains(string(metrics), `weekdays.jsonl`) {
+		t.Errorf("the run did not evaluate the file's held-out rows:\n%.600s", metrics)
+	}
+	code, out, errs = run(t, "eval", "--model", base, "--file", file, "--prompt-field", "q", "--answer-field", "a", "--n", "5", "--max-new-tokens", "8")
+	if code != 0 || !strings.Contains(out, "on 5 test problems") {
+		t.Fatalf("eval --file: exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := run(t, "pretrain", "--file", file, "--tasks", "mod", "--out", dir+"/x"); code == 0 || !strings.Contains(errs, "--tasks and --file") {
+		t.Errorf("--tasks with --file: exit %d, %s", code, errs)
 	}
 }

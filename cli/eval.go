@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -23,6 +24,8 @@ func newEvalCmd(stdio IO, getenv func(string) string) *cobra.Command {
 		temp            float32
 		split, compare  string
 		bf              BackendFlags
+		file, pField    string
+		aField, aType   string
 	)
 	cmd := &cobra.Command{
 		Use:   "eval",
@@ -32,8 +35,14 @@ keyed by --data-seed, the seed used for pretraining and RL) of each task,
 printing greedy pass@1 per task and, with --samples k, sampled pass@1 (the
 mean over k samples at --temperature) and maj@k.
 
-Example:
-  corl eval --model examples/bases/llama-small --tasks arith,linear,mod,seq,expr,word --max-level 1 --samples 8`,
+With --file, the problems are your file's held-out rows instead: its test
+(or validation) set under --data-seed, the rows that neither corl pretrain
+--file nor an RL run with data.file and that seed trained on (at most --n),
+graded by the file's answer type (--answer-type, or inferred).
+
+Examples:
+  corl eval --model examples/bases/llama-small --tasks arith,linear,mod,seq,expr,word --max-level 1 --samples 8
+  corl eval --model bases/mine --file rows.jsonl --prompt-field q --answer-field a`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if dir == "" {
@@ -44,7 +53,16 @@ Example:
 				return err
 			}
 			var probs []datasets.Problem
+			rule := datasets.TaskAnswers
+			if file != "" {
+				if probs, rule, err = heldOutRows(file, pField, aField, aType, seed, split, n); err != nil {
+					return err
+				}
+			}
 			for _, name := range strings.Split(tasks, ",") {
+				if file != "" {
+					break
+				}
 				t, err := datasets.LookupTask(name)
 				if err != nil {
 					return fmt.Errorf("--tasks: %w", err)
@@ -55,7 +73,7 @@ Example:
 				}
 				probs = append(probs, datasets.Rephrase(set, view)...)
 			}
-			o := evaluate.Options{MaxNew: maxNT, Answers: datasets.TaskAnswers, Samples: samples, Temperature: temp, Seed: seed}
+			o := evaluate.Options{MaxNew: maxNT, Answers: rule, Samples: samples, Temperature: temp, Seed: seed}
 			res, err := evaluate.Run(m, tok, probs, o)
 			if err != nil {
 				return err
@@ -100,6 +118,10 @@ Example:
 	fl.IntVar(&samples, "samples", 0, "sampled completions per problem (sampled pass@1, maj@k)")
 	fl.Float32Var(&temp, "temperature", 1, "sampling temperature with --samples")
 	fl.StringVar(&split, "split", "test", "held-out split: test or validation")
+	fl.StringVar(&file, "file", "", "score a JSONL/Parquet file's held-out rows instead of --tasks")
+	fl.StringVar(&pField, "prompt-field", "", "--file's prompt field (default: prompt, question or problem)")
+	fl.StringVar(&aField, "answer-field", "", "--file's answer field (default: answer or solution)")
+	fl.StringVar(&aType, "answer-type", "", "--file's answer type: number, text, choice, expression (default: inferred)")
 	fl.StringVar(&compare, "compare", "", "a second checkpoint, scored on the same problems and samples: the paired difference with its interval, McNemar's test on the greedy answers")
 	bf.Register(fl, getenv)
 	return cmd
@@ -121,6 +143,37 @@ func loadCheckpoint(dir string, bf *BackendFlags) (*model.Model, *tokenizer.BPE,
 		return nil, nil, err
 	}
 	return m, tok, nil
+}
+
+// heldOutRows are a file's test (or validation) rows with answers, at most
+// n, and the rule that grades them.
+func heldOutRows(file, pField, aField, aType string, seed uint64, split string, n int) ([]datasets.Problem, datasets.AnswerRule, error) {
+	if split != "test" && split != "validation" {
+		return nil, datasets.AnswerRule{}, fmt.Errorf("--split: %q is not one of test, validation", split)
+	}
+	if aType != "" && !slices.Contains(datasets.AnswerTypes, aType) {
+		return nil, datasets.AnswerRule{}, fmt.Errorf("--answer-type: %q is not one of %s", aType, strings.Join(datasets.AnswerTypes, ", "))
+	}
+	ds, err := datasets.Load(file, datasets.LoadOptions{PromptField: pField, AnswerField: aField, RequireAnswer: true})
+	if err != nil {
+		return nil, datasets.AnswerRule{}, err
+	}
+	set, err := datasets.FileSetByName(ds, seed, split)
+	if err != nil {
+		return nil, datasets.AnswerRule{}, err
+	}
+	if len(set) == 0 {
+		return nil, datasets.AnswerRule{}, fmt.Errorf("%s: none of its %d rows falls in the %s set (by a hash of --data-seed and the prompt)", file, len(ds.Prompts), split)
+	}
+	set = set[:min(len(set), n)]
+	if aType == "" {
+		labels := make([]string, len(ds.Prompts))
+		for i := range labels {
+			labels[i], _ = ds.Labels.Answer(i)
+		}
+		aType = datasets.InferAnswerType(labels)
+	}
+	return set, datasets.AnswerRule{Type: aType}, nil
 }
 
 // printComparison reports b - a on the same problems: greedy pass@1 with a

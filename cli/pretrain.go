@@ -2,10 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/pretrain"
 )
 
@@ -19,7 +21,7 @@ func newPretrainCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "pretrain",
-		Short: "Train a small base model on the labeled pretraining split of built-in tasks",
+		Short: "Train a small base model on the labeled pretraining split of built-in tasks or of your file",
 		Long: `Trains a byte-level model of either family on worked solutions of the chosen
 tasks, evaluating greedy pass@1 on the held-out split every --eval-every steps,
 until --steps or until pass@1 reaches --target-pass. Writes config.json,
@@ -28,8 +30,18 @@ model.safetensors, tokenizer.json and pretrain.json to --out.
 The split is keyed by --data-seed: use the same seed for RL so that RL prompts
 and evaluation problems were never seen in pretraining.
 
-Example:
-  corl pretrain --family llama --layers 4 --dim 128 --heads 4 --tasks arith,linear --out bases/llama-small`,
+With --file (JSONL or Parquet, the loader of corl data check), the base is
+trained on your labelled rows instead: each row falls in one of the sets
+pretrain 65%, pretrain-val 5%, rl 20%, validation 3%, test 7% by a hash of
+--data-seed and its prompt; pretraining uses the pretrain rows (the
+solution and "The answer is X." with --solution-field, the answer sentence
+alone otherwise) and stops early on pretrain-val. A run with data.file and
+the same data.data_seed RLs on the rl rows, and corl eval --file scores the
+test (or validation) rows.
+
+Examples:
+  corl pretrain --family llama --layers 4 --dim 128 --heads 4 --tasks arith,linear --out bases/llama-small
+  corl pretrain --family gpt2 --file rows.jsonl --prompt-field q --answer-field a --solution-field s --out bases/mine`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
@@ -40,7 +52,14 @@ Example:
 				return err
 			}
 			c.Model = mf.config(mf.maxSeq)
-			c.Tasks = strings.Split(tasks, ",")
+			if c.File == "" {
+				c.Tasks = strings.Split(tasks, ",")
+			} else if cmd.Flags().Changed("tasks") {
+				return fmt.Errorf("--tasks and --file: give one (built-in tasks, or your file)")
+			}
+			if c.AnswerType != "" && !slices.Contains(datasets.AnswerTypes, c.AnswerType) {
+				return fmt.Errorf("--answer-type: %q is not one of %s", c.AnswerType, strings.Join(datasets.AnswerTypes, ", "))
+			}
 			rep, err := pretrain.Run(cmd.Context(), be, c, out, stdio.Err)
 			if err != nil {
 				return err
@@ -73,6 +92,11 @@ Example:
 	fl.Float64Var(&c.TargetPass, "target-pass", 0, "stop once mean pass@1 reaches this (0: train all steps)")
 	fl.IntVar(&c.MaxNew, "max-new-tokens", 96, "completion length at evaluation")
 	fl.StringVar(&out, "out", "", "output directory")
+	fl.StringVar(&c.File, "file", "", "pretrain on this JSONL/Parquet file's labelled rows instead of --tasks")
+	fl.StringVar(&c.PromptField, "prompt-field", "", "--file's prompt field (default: prompt, question or problem)")
+	fl.StringVar(&c.AnswerField, "answer-field", "", "--file's answer field (default: answer or solution)")
+	fl.StringVar(&c.SolutionField, "solution-field", "", "--file's worked-solution field (default: none; train on the answer alone)")
+	fl.StringVar(&c.AnswerType, "answer-type", "", "--file's answer type: number, text, choice, expression (default: inferred)")
 	bf.Register(fl, getenv)
 	return cmd
 }

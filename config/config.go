@@ -346,6 +346,9 @@ func Validate(s *RunSpec) error {
 	if t := s.Data.AnswerType; t != "" && !slices.Contains(datasets.AnswerTypes, t) {
 		bad(fmt.Errorf("data.answer_type: %q is not one of %s", t, strings.Join(datasets.AnswerTypes, ", ")))
 	}
+	if f := s.Data.FileSplit; f != "" && f != "hash" && f != "none" {
+		bad(fmt.Errorf("data.file_split: %q is not one of hash, none", f))
+	}
 	if s.Data.AnswerType != "" && s.Data.File == "" {
 		bad(fmt.Errorf("data.answer_type: applies to data.file; the built-in tasks' answers are numbers"))
 	}

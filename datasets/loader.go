@@ -41,7 +41,10 @@ type Dataset struct {
 	Name    string
 	Prompts []Prompt
 	Labels  Labels
-	Skipped []RowError // rows dropped because LoadOptions.SkipBad was set
+	// Solutions are the rows' worked solutions (LoadOptions.SolutionField;
+	// "" where a row has none), for pretraining.
+	Solutions []string
+	Skipped   []RowError // rows dropped because LoadOptions.SkipBad was set
 }
 
 // MaxPromptBytes bounds one prompt: far past any context corl's models
@@ -57,6 +60,9 @@ type LoadOptions struct {
 	// column named solution (or any answer holding \boxed{}) is reduced to its
 	// final answer with Extract.
 	AnswerField string
+	// SolutionField names a worked-solution column (read into
+	// Dataset.Solutions); empty reads none.
+	SolutionField string
 	// RequireAnswer makes a row without an answer an error (evaluation sets).
 	RequireAnswer bool
 	// Template, if set, wraps each prompt; it must contain {prompt}.
@@ -261,6 +267,15 @@ func build(path string, rows []rawRow, o LoadOptions) (*Dataset, error) {
 			}
 			answer = ext
 		}
+		solution := ""
+		if o.SolutionField != "" {
+			_, sol, _, err := field(r.fields, []string{o.SolutionField})
+			if err != nil {
+				fail(err.Error())
+				continue
+			}
+			solution = strings.TrimSpace(sol)
+		}
 		if o.RequireAnswer && strings.TrimSpace(answer) == "" {
 			fail(fmt.Sprintf("missing answer field (looked for %s)", strings.Join(aNames, ", ")))
 			continue
@@ -274,6 +289,7 @@ func build(path string, rows []rawRow, o LoadOptions) (*Dataset, error) {
 		}
 		ds.Prompts = append(ds.Prompts, Prompt{ID: id, Text: prompt})
 		ds.Labels.answers = append(ds.Labels.answers, strings.TrimSpace(answer))
+		ds.Solutions = append(ds.Solutions, solution)
 	}
 	if len(bad) > 0 && !o.SkipBad {
 		le := &LoadError{File: path, Rows: bad}

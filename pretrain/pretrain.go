@@ -40,6 +40,16 @@ type Config struct {
 	EvalEvery  int          `json:"eval_every"`
 	TargetPass float64      `json:"target_pass_at_1"` // stop once mean pass@1 reaches it (0: never)
 	MaxNew     int          `json:"max_new_tokens"`
+	// File, instead of Tasks: a JSONL/Parquet file of labelled rows,
+	// split by datasets.FileSet under DataSeed; its pretrain rows are
+	// trained on (solution + "The answer is X." when SolutionField names a
+	// column, the answer sentence alone otherwise), its pretrain-val rows
+	// (at most EvalN) watched for early stopping.
+	File          string `json:"file,omitempty"`
+	PromptField   string `json:"prompt_field,omitempty"`
+	AnswerField   string `json:"answer_field,omitempty"`
+	SolutionField string `json:"solution_field,omitempty"`
+	AnswerType    string `json:"answer_type,omitempty"` // "": inferred from the labels
 }
 
 // Report is written next to the checkpoint as pretrain.json.
@@ -61,8 +71,8 @@ type example struct {
 // Run trains, evaluating every EvalEvery steps, and saves the model,
 // tokenizer and report to out. Progress lines go to log.
 func Run(ctx context.Context, be gpu.Backend, c Config, out string, log io.Writer) (*Report, error) {
-	if len(c.Tasks) == 0 || c.Steps <= 0 || c.Batch <= 0 || c.PerTask <= 0 || c.EvalN <= 0 {
-		return nil, fmt.Errorf("pretrain: tasks, steps, batch, per_task and eval_per_task must be set and positive")
+	if (len(c.Tasks) == 0 && c.File == "") || c.Steps <= 0 || c.Batch <= 0 || c.PerTask <= 0 || c.EvalN <= 0 {
+		return nil, fmt.Errorf("pretrain: tasks (or a file), steps, batch, per_task and eval_per_task must be set and positive")
 	}
 	tok := tokenizer.NewBytes()
 	c.Model.Vocab = tok.VocabSize()
@@ -72,7 +82,18 @@ func Run(ctx context.Context, be gpu.Backend, c Config, out string, log io.Write
 	}
 	var train []example
 	var eval []datasets.Problem
+	rule := datasets.TaskAnswers
+	if c.File != "" {
+		var err error
+		if train, eval, rule, err = fileExamples(&c, tok, m.Cfg.MaxSeq); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(log, "%s: %d pretraining rows, %d for early stopping (answer type %s)\n", c.File, len(train), len(eval), rule.Type)
+	}
 	for _, name := range c.Tasks {
+		if c.File != "" {
+			break
+		}
 		task, err := datasets.LookupTask(name)
 		if err != nil {
 			return nil, err
@@ -118,7 +139,7 @@ func Run(ctx context.Context, be gpu.Backend, c Config, out string, log io.Write
 			fmt.Fprintf(log, "step %d/%d  loss %.4f  lr %.2e  %.0f tok/s\n", step, c.Steps, loss, opt.LR, float64(tokens)/time.Since(start).Seconds())
 		}
 		if step%evalEvery == 0 || step == c.Steps {
-			res, err := evaluate.PassAt1(m, tok, eval, c.MaxNew, datasets.TaskAnswers)
+			res, err := evaluate.PassAt1(m, tok, eval, c.MaxNew, rule)
 			if err != nil {
 				return nil, err
 			}
@@ -156,7 +177,7 @@ func makeExample(tok tokenizer.Tokenizer, p datasets.Problem, maxSeq int) (examp
 	if err != nil {
 		return example{}, err
 	}
-	completion, err := tok.Encode(" " + p.Solution)
+	completion, err := tok.Encode(" " + datasets.CompletionText(p))
 	if err != nil {
 		return example{}, err
 	}
@@ -169,6 +190,42 @@ func makeExample(tok tokenizer.Tokenizer, p datasets.Problem, maxSeq int) (examp
 		w[i] = 1
 	}
 	return example{ids: ids, weights: w}, nil
+}
+
+// fileExamples reads c.File's pretraining rows as examples and its
+// pretrain-val rows (at most EvalN) for early stopping, with the rule its
+// answers are graded by.
+func fileExamples(c *Config, tok tokenizer.Tokenizer, maxSeq int) ([]example, []datasets.Problem, datasets.AnswerRule, error) {
+	ds, err := datasets.Load(c.File, datasets.LoadOptions{PromptField: c.PromptField, AnswerField: c.AnswerField,
+		SolutionField: c.SolutionField, RequireAnswer: true})
+	if err != nil {
+		return nil, nil, datasets.AnswerRule{}, err
+	}
+	if c.AnswerType == "" {
+		var labels []string
+		for i := range ds.Prompts {
+			a, _ := ds.Labels.Answer(i)
+			labels = append(labels, a)
+		}
+		c.AnswerType = datasets.InferAnswerType(labels)
+	}
+	rule := datasets.AnswerRule{Type: c.AnswerType}
+	pre := datasets.FileSet(ds, c.DataSeed, datasets.SetPretrain)
+	eval := datasets.FileSet(ds, c.DataSeed, datasets.SetPretrainVal)
+	if len(pre) == 0 || len(eval) == 0 {
+		return nil, nil, rule, fmt.Errorf("%s: %d rows give %d pretraining and %d pretrain-val rows (65%% and 5%% of rows by prompt hash); a base needs both",
+			c.File, len(ds.Prompts), len(pre), len(eval))
+	}
+	eval = eval[:min(len(eval), c.EvalN)]
+	var train []example
+	for _, p := range pre {
+		ex, err := makeExample(tok, p, maxSeq)
+		if err != nil {
+			return nil, nil, rule, err
+		}
+		train = append(train, ex)
+	}
+	return train, eval, rule, nil
 }
 
 // batch draws B examples and pads them with EOS (weight 0) to the longest.

@@ -42,6 +42,11 @@ type Data struct {
 	// text, choice or expression (empty: inferred from the file's labels
 	// when the spec is loaded; built-in tasks are numbers).
 	AnswerType string `json:"answer_type,omitempty" mapstructure:"answer_type"`
+	// FileSplit says which of a file's rows RL uses: "hash" (default) the
+	// rl set of datasets.FileSet (rows a base pretrained on the file with
+	// the same data_seed never saw; evaluation scores its test or
+	// validation rows); "none" every row, with no evaluation.
+	FileSplit string `json:"file_split,omitempty" mapstructure:"file_split"`
 }
 
 // Reward selects the strategy.

@@ -42,12 +42,27 @@ func LoadData(s *config.RunSpec) (*Data, error) {
 		if err != nil {
 			return nil, err
 		}
-		for i, p := range ds.Prompts {
-			truth := ""
-			if a, ok := ds.Labels.Answer(i); ok {
-				truth = config.AnswerRule(s).ForPrompt(p.Text).Normalize(a)
+		rule := config.AnswerRule(s)
+		rows := datasets.FileSet(ds, s.Data.DataSeed, datasets.SetRL)
+		if s.Data.FileSplit == "none" {
+			rows = datasets.FileSet(ds, s.Data.DataSeed, -1)
+		} else {
+			split := datasets.SetTest
+			if s.Eval.Split == "validation" {
+				split = datasets.SetValidation
 			}
-			d.RL = append(d.RL, rl.Prompt{ID: p.ID, Views: []string{p.Text}, Truth: truth})
+			for _, p := range datasets.FileSet(ds, s.Data.DataSeed, split) {
+				if p.Answer != "" && len(d.Eval) < s.Eval.Size {
+					d.Eval = append(d.Eval, p)
+				}
+			}
+		}
+		if len(rows) == 0 {
+			return nil, fmt.Errorf("data.file %s: none of its %d rows falls in the rl set (20%% of rows, by a hash of data.data_seed and the prompt); add rows, or set data.file_split: none to RL on every row",
+				s.Data.File, len(ds.Prompts))
+		}
+		for _, p := range rows {
+			d.RL = append(d.RL, rl.Prompt{ID: p.ID, Views: []string{p.Prompt}, Truth: rule.ForPrompt(p.Prompt).Normalize(p.Answer)})
 		}
 	}
 	var perTask [][]rl.Prompt
