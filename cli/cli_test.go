@@ -2,8 +2,8 @@ package cli
 
 import (
 	"bytes"
-	"fmt"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
