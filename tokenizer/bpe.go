@@ -1,81 +1,117 @@
 package tokenizer
 
 import (
+	"container/heap"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"sort"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
-// BPE is a byte-pair-encoding tokenizer loaded from a Hugging Face
-// tokenizer.json.
+// BPE is a tokenizer loaded from a Hugging Face tokenizer.json with a BPE
+// model. Encoding follows the tokenizers library step by step (added
+// tokens, normalizer, pre-tokenizer, model, post-processor), so that ids
+// equal the library's; the conformance test checks that on real files.
 type BPE struct {
-	vocab        map[string]int32
-	inv          []string // id -> token
-	ranks        map[[2]string]int
-	special      []special // longest first
-	eos          int32
-	unk          int32
-	fallback     bool // <0xXX> tokens for unknown bytes
-	ignoreMerges bool
+	vocab     map[string]int32 // the model's vocabulary
+	inv       []string         // id -> token, added tokens included
+	merges    map[uint64]merge // (left id, right id) -> rank and result
+	unk       int32
+	fallback  bool // byte_fallback: <0xXX> tokens for characters not in the vocabulary
+	byteIDs   [256]int32
+	fuseUnk   bool
+	ignore    bool // ignore_merges: a whole piece in the vocabulary is one token
+	contPref  string
+	eowSuffix string
 
-	mode      preMode
-	addPrefix bool
-	split     *splitter // nil: no regex split
-	cache     map[string][]int32
-	raw       []byte // the tokenizer.json it came from, for Save
+	added    []addedToken
+	rawTrie  *trie // added tokens matched on the raw text
+	normTrie *trie // added tokens matched after normalization
+	special  map[int32]bool
+
+	norm normalizer
+	pre  preTokenizer
+	post []postItem // the single-sequence template; nil: nothing added
+	dec  []decoder
+
+	eos   int32
+	cache map[string][]int32
+	raw   []byte // the tokenizer.json it came from, for Save
 }
 
-type special struct {
-	text string
-	id   int32
+type merge struct{ rank, id int32 }
+
+type addedToken struct {
+	content                                    string
+	id                                         int32
+	special, normalized, lstrip, rstrip, sword bool
 }
-
-type preMode int
-
-const (
-	byteLevel preMode = iota // bytes mapped to printable runes (GPT-2)
-	metaspace                // spaces as U+2581, characters as is (SentencePiece)
-)
 
 const metaSpace = "\u2581"
 
-// fileJSON is the subset of tokenizer.json corl reads.
+// fileJSON is the part of tokenizer.json corl reads.
 type fileJSON struct {
 	AddedTokens []struct {
-		ID      int32  `json:"id"`
-		Content string `json:"content"`
-		Special bool   `json:"special"`
+		ID         int32  `json:"id"`
+		Content    string `json:"content"`
+		Special    bool   `json:"special"`
+		Normalized *bool  `json:"normalized"`
+		LStrip     bool   `json:"lstrip"`
+		RStrip     bool   `json:"rstrip"`
+		SingleWord bool   `json:"single_word"`
 	} `json:"added_tokens"`
-	PreTokenizer *preJSON `json:"pre_tokenizer"`
-	Decoder      *preJSON `json:"decoder"`
-	Model        struct {
-		Type         string           `json:"type"`
-		Vocab        map[string]int32 `json:"vocab"`
-		Merges       json.RawMessage  `json:"merges"`
-		ByteFallback bool             `json:"byte_fallback"`
-		UnkToken     *string          `json:"unk_token"`
-		IgnoreMerges bool             `json:"ignore_merges"`
+	Normalizer    *normJSON `json:"normalizer"`
+	PreTokenizer  *preJSON  `json:"pre_tokenizer"`
+	PostProcessor *postJSON `json:"post_processor"`
+	Decoder       *decJSON  `json:"decoder"`
+	Model         struct {
+		Type                    string           `json:"type"`
+		Vocab                   map[string]int32 `json:"vocab"`
+		Merges                  json.RawMessage  `json:"merges"`
+		ByteFallback            bool             `json:"byte_fallback"`
+		FuseUnk                 bool             `json:"fuse_unk"`
+		UnkToken                *string          `json:"unk_token"`
+		IgnoreMerges            bool             `json:"ignore_merges"`
+		ContinuingSubwordPrefix *string          `json:"continuing_subword_prefix"`
+		EndOfWordSuffix         *string          `json:"end_of_word_suffix"`
+		Dropout                 *float64         `json:"dropout"`
 	} `json:"model"`
 }
 
+type patternJSON struct {
+	Regex  string `json:"Regex,omitempty"`
+	String string `json:"String,omitempty"`
+}
+
+type normJSON struct {
+	Type               string       `json:"type"`
+	Normalizers        []normJSON   `json:"normalizers,omitempty"`
+	Pattern            *patternJSON `json:"pattern,omitempty"`
+	Content            string       `json:"content,omitempty"`
+	Prepend            string       `json:"prepend,omitempty"`
+	StripLeft          *bool        `json:"left,omitempty"`
+	StripRight         *bool        `json:"right,omitempty"`
+	CleanText          *bool        `json:"clean_text,omitempty"`
+	HandleChineseChars *bool        `json:"handle_chinese_chars,omitempty"`
+	StripAccents       *bool        `json:"strip_accents,omitempty"`
+	Lowercase          *bool        `json:"lowercase,omitempty"`
+}
+
 type preJSON struct {
-	Type           string `json:"type"`
-	AddPrefixSpace *bool  `json:"add_prefix_space,omitempty"`
-	PrependScheme  string `json:"prepend_scheme,omitempty"`
-	UseRegex       *bool  `json:"use_regex,omitempty"`
-	Pattern        *struct {
-		Regex  string `json:"Regex,omitempty"`
-		String string `json:"String,omitempty"`
-	} `json:"pattern,omitempty"`
-	Pretokenizers []preJSON `json:"pretokenizers,omitempty"`
-	Decoders      []preJSON `json:"decoders,omitempty"`
+	Type             string       `json:"type"`
+	AddPrefixSpace   *bool        `json:"add_prefix_space,omitempty"`
+	PrependScheme    string       `json:"prepend_scheme,omitempty"`
+	Replacement      string       `json:"replacement,omitempty"`
+	Split            *bool        `json:"split,omitempty"`
+	UseRegex         *bool        `json:"use_regex,omitempty"`
+	Pattern          *patternJSON `json:"pattern,omitempty"`
+	Behavior         string       `json:"behavior,omitempty"`
+	Invert           bool         `json:"invert,omitempty"`
+	IndividualDigits bool         `json:"individual_digits,omitempty"`
+	Pretokenizers    []preJSON    `json:"pretokenizers,omitempty"`
 }
 
 // GPT-2's pre-tokenizer pattern (ByteLevel with use_regex).
@@ -103,19 +139,24 @@ func Parse(data []byte) (*BPE, error) {
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("tokenizer.json: %w", err)
 	}
-	if f.Model.Type != "BPE" {
+	if f.Model.Type != "BPE" && !(f.Model.Type == "" && f.Model.Vocab != nil) {
 		return nil, fmt.Errorf("model.type: %q is not supported (want BPE)", f.Model.Type)
 	}
 	if len(f.Model.Vocab) == 0 {
 		return nil, fmt.Errorf("model.vocab: empty")
 	}
-	t := &BPE{vocab: f.Model.Vocab, ranks: map[[2]string]int{}, eos: -1, unk: -1,
-		fallback: f.Model.ByteFallback, ignoreMerges: f.Model.IgnoreMerges, cache: map[string][]int32{}, raw: append([]byte(nil), data...)}
-	for _, a := range f.AddedTokens {
-		t.vocab[a.Content] = a.ID
-		t.special = append(t.special, special{a.Content, a.ID})
+	if f.Model.Dropout != nil && *f.Model.Dropout > 0 {
+		return nil, fmt.Errorf("model.dropout: %v; BPE dropout is for training and is not supported", *f.Model.Dropout)
 	}
-	sort.Slice(t.special, func(i, j int) bool { return len(t.special[i].text) > len(t.special[j].text) })
+	t := &BPE{vocab: f.Model.Vocab, merges: map[uint64]merge{}, unk: -1, eos: -1,
+		fallback: f.Model.ByteFallback, fuseUnk: f.Model.FuseUnk, ignore: f.Model.IgnoreMerges,
+		special: map[int32]bool{}, cache: map[string][]int32{}, raw: append([]byte(nil), data...)}
+	if p := f.Model.ContinuingSubwordPrefix; p != nil {
+		t.contPref = *p
+	}
+	if s := f.Model.EndOfWordSuffix; s != nil {
+		t.eowSuffix = *s
+	}
 	maxID := int32(-1)
 	for tok, id := range t.vocab {
 		if id < 0 {
@@ -123,9 +164,40 @@ func Parse(data []byte) (*BPE, error) {
 		}
 		maxID = max(maxID, id)
 	}
+	for _, a := range f.AddedTokens {
+		maxID = max(maxID, a.ID)
+	}
 	t.inv = make([]string, maxID+1)
 	for tok, id := range t.vocab {
 		t.inv[id] = tok
+	}
+	var raw, normed []addedToken
+	for _, a := range f.AddedTokens {
+		if a.ID < 0 {
+			return nil, fmt.Errorf("added_tokens: %q has negative id %d", a.Content, a.ID)
+		}
+		at := addedToken{content: a.Content, id: a.ID, special: a.Special, normalized: a.Normalized == nil || *a.Normalized,
+			lstrip: a.LStrip, rstrip: a.RStrip, sword: a.SingleWord}
+		if a.Normalized == nil { // the library's default: special tokens are not normalized
+			at.normalized = !a.Special
+		}
+		t.added = append(t.added, at)
+		t.inv[a.ID] = a.Content
+		if a.Special {
+			t.special[a.ID] = true
+		}
+		if at.normalized {
+			normed = append(normed, at)
+		} else {
+			raw = append(raw, at)
+		}
+	}
+	t.rawTrie, t.normTrie = newTrie(raw), newTrie(normed)
+	for b := range t.byteIDs {
+		t.byteIDs[b] = -1
+		if id, ok := t.vocab[fmt.Sprintf("<0x%02X>", b)]; ok {
+			t.byteIDs[b] = id
+		}
 	}
 	if err := t.parseMerges(f.Model.Merges); err != nil {
 		return nil, err
@@ -137,17 +209,29 @@ func Parse(data []byte) (*BPE, error) {
 		}
 		t.unk = id
 	}
-	for _, name := range []string{"<|endoftext|>", "<|end_of_text|>", "<|im_end|>", "</s>", "<|eot_id|>"} {
-		if id, ok := t.vocab[name]; ok {
+	for _, name := range []string{"<|endoftext|>", "<|end_of_text|>", "<|im_end|>", "</s>", "<|eot_id|>", "<eos>"} {
+		if id, ok := t.TokenID(name); ok {
 			t.eos = id
 			break
 		}
 	}
-	if err := t.configurePre(f.PreTokenizer, f.Decoder); err != nil {
+	var err error
+	if t.norm, err = parseNormalizer(f.Normalizer, "normalizer"); err != nil {
+		return nil, err
+	}
+	if t.pre, err = parsePre(f.PreTokenizer, "pre_tokenizer"); err != nil {
+		return nil, err
+	}
+	if t.post, err = t.parsePost(f.PostProcessor, "post_processor"); err != nil {
+		return nil, err
+	}
+	if t.dec, err = parseDecoder(f.Decoder, "decoder"); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
+
+func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
 
 func (t *BPE) parseMerges(raw json.RawMessage) error {
 	if len(raw) == 0 || string(raw) == "null" {
@@ -167,66 +251,18 @@ func (t *BPE) parseMerges(raw json.RawMessage) error {
 		return fmt.Errorf("model.merges: want strings \"a b\" or pairs [a, b]: %w", err)
 	}
 	for i, p := range asPairs {
-		if _, ok := t.vocab[p[0]+p[1]]; !ok {
-			return fmt.Errorf("model.merges[%d]: merge result %q is not in the vocabulary", i, p[0]+p[1])
+		a, okA := t.vocab[p[0]]
+		b, okB := t.vocab[p[1]]
+		if !okA || !okB {
+			return fmt.Errorf("model.merges[%d]: %q or %q is not in the vocabulary", i, p[0], p[1])
 		}
-		if _, dup := t.ranks[p]; !dup {
-			t.ranks[p] = i
+		right := strings.TrimPrefix(p[1], t.contPref)
+		id, ok := t.vocab[p[0]+right]
+		if !ok {
+			return fmt.Errorf("model.merges[%d]: merge result %q is not in the vocabulary", i, p[0]+right)
 		}
-	}
-	return nil
-}
-
-// configurePre reads the pre-tokenizer: ByteLevel (optionally after a regex
-// Split, as Qwen2 and Llama-3 write it) or Metaspace.
-func (t *BPE) configurePre(pre, dec *preJSON) error {
-	var steps []preJSON
-	if pre != nil {
-		if pre.Type == "Sequence" {
-			steps = pre.Pretokenizers
-		} else {
-			steps = []preJSON{*pre}
-		}
-	}
-	t.mode = byteLevel
-	if dec != nil && dec.Type == "Sequence" {
-		for _, d := range dec.Decoders {
-			if d.Type == "ByteFallback" || d.Type == "Replace" {
-				t.mode = metaspace
-			}
-		}
-	}
-	pattern := ""
-	for i, s := range steps {
-		switch s.Type {
-		case "Split":
-			if s.Pattern == nil || s.Pattern.Regex == "" {
-				return fmt.Errorf("pre_tokenizer.pretokenizers[%d]: Split without a Regex pattern is not supported", i)
-			}
-			pattern = s.Pattern.Regex
-		case "ByteLevel":
-			t.mode = byteLevel
-			if s.AddPrefixSpace != nil {
-				t.addPrefix = *s.AddPrefixSpace
-			}
-			if (s.UseRegex == nil || *s.UseRegex) && pattern == "" {
-				pattern = gpt2Pattern
-			}
-		case "Metaspace":
-			t.mode = metaspace
-			t.addPrefix = s.PrependScheme != "never"
-		case "Digits", "Punctuation", "Whitespace", "WhitespaceSplit":
-			return fmt.Errorf("pre_tokenizer: %s is not supported", s.Type)
-		default:
-			return fmt.Errorf("pre_tokenizer: unknown type %q", s.Type)
-		}
-	}
-	if pattern != "" {
-		sp, err := newSplitter(pattern)
-		if err != nil {
-			return err
-		}
-		t.split = sp
+		// As the library builds its map: a repeated pair keeps its last rank.
+		t.merges[pairKey(a, b)] = merge{rank: int32(i), id: id}
 	}
 	return nil
 }
@@ -237,64 +273,78 @@ func (t *BPE) VocabSize() int { return len(t.inv) }
 // EOS implements Tokenizer.
 func (t *BPE) EOS() int32 { return t.eos }
 
-// TokenID returns the id of a token string (special or not).
+// TokenID returns the id of a token string (added or in the vocabulary).
 func (t *BPE) TokenID(tok string) (int32, bool) {
+	for _, a := range t.added {
+		if a.content == tok {
+			return a.id, true
+		}
+	}
 	id, ok := t.vocab[tok]
 	return id, ok
 }
 
-// Encode implements Tokenizer.
+// Encode implements Tokenizer: the ids of text without the special tokens
+// a post-processor adds (add_special_tokens=False).
 func (t *BPE) Encode(text string) ([]int32, error) {
 	if !utf8.ValidString(text) {
 		return nil, fmt.Errorf("encode: text is not valid UTF-8")
 	}
 	var out []int32
-	for len(text) > 0 {
-		at, sp := t.nextSpecial(text)
-		if err := t.encodeOrdinary(text[:at], &out); err != nil {
-			return nil, err
+	var err error
+	t.rawTrie.segments(text, 0, func(s string, offset int, id int32) {
+		if err != nil {
+			return
 		}
-		if sp == nil {
-			break
+		if id >= 0 {
+			out = append(out, id)
+			return
 		}
-		out = append(out, sp.id)
-		text = text[at+len(sp.text):]
+		if t.norm != nil {
+			s = t.norm.normalize(s)
+		}
+		t.normTrie.segments(s, offset, func(s string, offset int, id int32) {
+			if err != nil {
+				return
+			}
+			if id >= 0 {
+				out = append(out, id)
+				return
+			}
+			err = t.encodeSegment(piece{s: s, first: offset == 0}, &out)
+		})
+	})
+	return out, err
+}
+
+// EncodeSpecial is Encode with the special tokens the post-processor adds
+// (a BOS for Llama and Gemma; nothing for GPT-2 and Qwen).
+func (t *BPE) EncodeSpecial(text string) ([]int32, error) {
+	ids, err := t.Encode(text)
+	if err != nil || t.post == nil {
+		return ids, err
+	}
+	var out []int32
+	for _, it := range t.post {
+		if it.sequence {
+			out = append(out, ids...)
+		} else {
+			out = append(out, it.ids...)
+		}
 	}
 	return out, nil
 }
 
-// nextSpecial finds the earliest special token in text (longest on ties).
-func (t *BPE) nextSpecial(text string) (int, *special) {
-	best, bestAt := -1, len(text)
-	for i := range t.special {
-		if j := strings.Index(text, t.special[i].text); j >= 0 && j < bestAt {
-			best, bestAt = i, j
-		}
-	}
-	if best < 0 {
-		return len(text), nil
-	}
-	return bestAt, &t.special[best]
-}
-
-func (t *BPE) encodeOrdinary(text string, out *[]int32) error {
-	if text == "" {
+func (t *BPE) encodeSegment(p piece, out *[]int32) error {
+	if p.s == "" {
 		return nil
 	}
-	if t.mode == metaspace {
-		text = strings.ReplaceAll(text, " ", metaSpace)
-		if t.addPrefix && !strings.HasPrefix(text, metaSpace) {
-			text = metaSpace + text
-		}
-	} else if t.addPrefix && !strings.HasPrefix(text, " ") {
-		text = " " + text
+	pieces := []piece{p}
+	if t.pre != nil {
+		pieces = t.pre.pre(p, nil)
 	}
-	pieces := []string{text}
-	if t.split != nil {
-		pieces = t.split.split(text)
-	}
-	for _, p := range pieces {
-		ids, err := t.encodeWord(p)
+	for _, q := range pieces {
+		ids, err := t.encodeWord(q.s)
 		if err != nil {
 			return err
 		}
@@ -303,126 +353,559 @@ func (t *BPE) encodeOrdinary(text string, out *[]int32) error {
 	return nil
 }
 
-// encodeWord applies the merges to one pre-token, lowest rank first.
-func (t *BPE) encodeWord(word string) ([]int32, error) {
-	if ids, ok := t.cache[word]; ok {
-		return ids, nil
+// maxCached is the longest piece whose ids are cached (the library's
+// MAX_LENGTH), and maxCacheEntries bounds the cache.
+const (
+	maxCached       = 256
+	maxCacheEntries = 1 << 16
+)
+
+// encodeWord is the BPE model on one piece: its characters (with byte
+// fallback, or unk, for those not in the vocabulary), then merges lowest
+// rank first, leftmost first among equals, with a heap as the library does
+// (O(n log n) in the piece's length).
+func (t *BPE) encodeWord(w string) ([]int32, error) {
+	if w == "" {
+		return nil, nil
 	}
-	var syms []string
-	if t.mode == byteLevel {
-		for i := 0; i < len(word); i++ {
-			syms = append(syms, string(byteToRune[word[i]]))
-		}
-	} else {
-		for _, r := range word {
-			syms = append(syms, string(r))
-		}
-	}
-	if t.ignoreMerges {
-		if id, ok := t.vocab[strings.Join(syms, "")]; ok {
-			t.cache[word] = []int32{id}
+	if t.ignore {
+		if id, ok := t.vocab[w]; ok {
 			return []int32{id}, nil
 		}
 	}
-	for len(syms) > 1 {
-		best, bestRank := -1, int(^uint(0)>>1)
-		for i := 0; i+1 < len(syms); i++ {
-			if r, ok := t.ranks[[2]string{syms[i], syms[i+1]}]; ok && r < bestRank {
-				best, bestRank = i, r
-			}
-		}
-		if best < 0 {
-			break
-		}
-		// Merge every occurrence of the best pair, left to right.
-		a, b := syms[best], syms[best+1]
-		merged := syms[:0:0]
-		for i := 0; i < len(syms); i++ {
-			if i+1 < len(syms) && syms[i] == a && syms[i+1] == b {
-				merged = append(merged, a+b)
-				i++
-			} else {
-				merged = append(merged, syms[i])
-			}
-		}
-		syms = merged
+	if ids, ok := t.cache[w]; ok {
+		return ids, nil
 	}
-	ids := make([]int32, 0, len(syms))
-	for _, s := range syms {
+	syms := make([]symbol, 0, len(w))
+	unk, unkLen := int32(-1), 0
+	flushUnk := func() {
+		if unk >= 0 {
+			syms = append(syms, symbol{id: unk, n: unkLen})
+			unk = -1
+		}
+	}
+	for i, r := range w {
+		n := utf8.RuneLen(r)
+		s := w[i : i+n]
+		if i > 0 && t.contPref != "" {
+			s = t.contPref + s
+		}
+		if i+n == len(w) && t.eowSuffix != "" {
+			s += t.eowSuffix
+		}
 		if id, ok := t.vocab[s]; ok {
-			ids = append(ids, id)
+			flushUnk()
+			syms = append(syms, symbol{id: id, n: n})
 			continue
 		}
-		if t.fallback {
-			var bytesIDs []int32
-			for _, c := range []byte(s) {
-				if id, ok := t.vocab[fmt.Sprintf("<0x%02X>", c)]; ok {
-					bytesIDs = append(bytesIDs, id)
-				}
+		if t.fallback && t.allBytes(s) {
+			flushUnk()
+			for k := 0; k < len(s); k++ {
+				syms = append(syms, symbol{id: t.byteIDs[s[k]], n: 1})
 			}
-			if len(bytesIDs) == len(s) {
-				ids = append(ids, bytesIDs...)
-				continue
-			}
+			continue
 		}
 		if t.unk < 0 {
 			return nil, fmt.Errorf("encode: %q is not in the vocabulary and the tokenizer has no unk token or byte fallback for it", s)
 		}
-		ids = append(ids, t.unk)
+		if unk >= 0 && t.fuseUnk {
+			unkLen += n
+			continue
+		}
+		flushUnk()
+		unk, unkLen = t.unk, n
 	}
-	t.cache[word] = ids
+	flushUnk()
+	ids := t.mergeAll(syms)
+	if len(w) < maxCached {
+		if len(t.cache) >= maxCacheEntries {
+			clear(t.cache)
+		}
+		t.cache[w] = ids
+	}
 	return ids, nil
 }
 
-// Decode implements Tokenizer. Unknown ids are skipped.
-func (t *BPE) Decode(ids []int32) string {
-	var b strings.Builder
-	var pending []byte // byte-level or fallback bytes awaiting UTF-8 assembly
-	flush := func() {
-		b.Write(pending)
-		pending = pending[:0]
+func (t *BPE) allBytes(s string) bool {
+	for k := 0; k < len(s); k++ {
+		if t.byteIDs[s[k]] < 0 {
+			return false
+		}
 	}
-	isSpecial := func(id int32) bool {
-		for _, s := range t.special {
-			if s.id == id {
-				return true
+	return true
+}
+
+type symbol struct {
+	id         int32
+	n          int // bytes; 0: merged away
+	prev, next int
+}
+
+type mergeItem struct {
+	rank int32
+	pos  int
+	id   int32
+}
+
+type mergeHeap []mergeItem
+
+func (h mergeHeap) Len() int { return len(h) }
+func (h mergeHeap) Less(i, j int) bool {
+	if h[i].rank != h[j].rank {
+		return h[i].rank < h[j].rank
+	}
+	return h[i].pos < h[j].pos
+}
+func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(mergeItem)) }
+func (h *mergeHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+func (t *BPE) mergeAll(syms []symbol) []int32 {
+	for i := range syms {
+		syms[i].prev, syms[i].next = i-1, i+1
+	}
+	if len(syms) > 0 {
+		syms[len(syms)-1].next = -1
+	}
+	h := make(mergeHeap, 0, len(syms))
+	for i := 0; i+1 < len(syms); i++ {
+		if m, ok := t.merges[pairKey(syms[i].id, syms[i+1].id)]; ok {
+			h = append(h, mergeItem{m.rank, i, m.id})
+		}
+	}
+	heap.Init(&h)
+	for h.Len() > 0 {
+		top := heap.Pop(&h).(mergeItem)
+		cur := &syms[top.pos]
+		if cur.n == 0 || cur.next < 0 {
+			continue
+		}
+		right := syms[cur.next]
+		if m, ok := t.merges[pairKey(cur.id, right.id)]; !ok || m.id != top.id {
+			continue // a stale entry: one of the pair merged since
+		}
+		cur.id, cur.n = top.id, cur.n+right.n
+		syms[cur.next].n = 0
+		cur.next = right.next
+		if right.next >= 0 {
+			syms[right.next].prev = top.pos
+		}
+		if cur.prev >= 0 {
+			if m, ok := t.merges[pairKey(syms[cur.prev].id, cur.id)]; ok {
+				heap.Push(&h, mergeItem{m.rank, cur.prev, m.id})
 			}
 		}
-		return false
+		if cur.next >= 0 {
+			if m, ok := t.merges[pairKey(cur.id, syms[cur.next].id)]; ok {
+				heap.Push(&h, mergeItem{m.rank, top.pos, m.id})
+			}
+		}
 	}
+	ids := make([]int32, 0, len(syms))
+	for _, s := range syms {
+		if s.n > 0 {
+			ids = append(ids, s.id)
+		}
+	}
+	return ids
+}
+
+// trie finds added tokens leftmost-longest, as the library's Aho-Corasick
+// automaton does.
+type trie struct {
+	next  map[byte]*trie
+	id    int32 // -1: no token ends here
+	token *addedToken
+}
+
+func newTrie(tokens []addedToken) *trie {
+	if len(tokens) == 0 {
+		return nil
+	}
+	root := &trie{id: -1}
+	for i := range tokens {
+		n := root
+		for k := 0; k < len(tokens[i].content); k++ {
+			c := tokens[i].content[k]
+			if n.next == nil {
+				n.next = map[byte]*trie{}
+			}
+			nx := n.next[c]
+			if nx == nil {
+				nx = &trie{id: -1}
+				n.next[c] = nx
+			}
+			n = nx
+		}
+		if tokens[i].content != "" {
+			n.id, n.token = tokens[i].id, &tokens[i]
+		}
+	}
+	return root
+}
+
+// longestAt is the longest token starting at s[i:] (nil: none).
+func (tr *trie) longestAt(s string, i int) (*addedToken, int) {
+	var best *addedToken
+	end := 0
+	n := tr
+	for j := i; j < len(s); j++ {
+		if n = n.next[s[j]]; n == nil {
+			break
+		}
+		if n.token != nil {
+			best, end = n.token, j+1
+		}
+	}
+	return best, end
+}
+
+// segments calls fn for the pieces of s (starting at offset in the
+// original text) between added tokens (id -1) and for each token found,
+// honouring lstrip, rstrip and single_word as the library does.
+func (tr *trie) segments(s string, offset int, fn func(s string, offset int, id int32)) {
+	if tr == nil {
+		fn(s, offset, -1)
+		return
+	}
+	last := 0
+	for i := 0; i < len(s); {
+		tok, end := tr.longestAt(s, i)
+		if tok == nil {
+			i++
+			continue
+		}
+		start, stop := i, end
+		if tok.sword && !((start == 0 || !endsWithWord(s[:start])) && (stop == len(s) || !startsWithWord(s[stop:]))) {
+			i++
+			continue
+		}
+		if tok.lstrip {
+			start = max(len(strings.TrimRightFunc(s[:start], isWhitespace)), last)
+		}
+		if tok.rstrip {
+			stop = len(s) - len(strings.TrimLeftFunc(s[stop:], isWhitespace))
+		}
+		if last < start {
+			fn(s[last:start], offset+last, -1)
+		}
+		fn(s[start:stop], offset+start, tok.id)
+		last, i = stop, stop
+	}
+	if last < len(s) || len(s) == 0 {
+		fn(s[last:], offset+last, -1)
+	}
+}
+
+func endsWithWord(s string) bool {
+	r, _ := utf8.DecodeLastRuneInString(s)
+	return isWordChar(r)
+}
+
+func startsWithWord(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return isWordChar(r)
+}
+
+func isWordChar(r rune) bool {
+	return r == '_' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || r > 127 && !isWhitespace(r) && !isPunctuation(r)
+}
+
+// postJSON is a post-processor: a template (or Bert/Roberta's fixed one),
+// ByteLevel (offsets only) or a sequence of them.
+type postJSON struct {
+	Type   string `json:"type"`
+	Single []struct {
+		SpecialToken *struct {
+			ID string `json:"id"`
+		} `json:"SpecialToken,omitempty"`
+		Sequence *struct {
+			ID string `json:"id"`
+		} `json:"Sequence,omitempty"`
+	} `json:"single,omitempty"`
+	SpecialTokens map[string]struct {
+		IDs []int32 `json:"ids"`
+	} `json:"special_tokens,omitempty"`
+	Sep        []json.RawMessage `json:"sep,omitempty"`
+	Cls        []json.RawMessage `json:"cls,omitempty"`
+	Processors []postJSON        `json:"processors,omitempty"`
+}
+
+type postItem struct {
+	sequence bool
+	ids      []int32
+}
+
+func (t *BPE) parsePost(j *postJSON, at string) ([]postItem, error) {
+	if j == nil {
+		return nil, nil
+	}
+	switch j.Type {
+	case "ByteLevel":
+		return nil, nil
+	case "TemplateProcessing":
+		var items []postItem
+		for i, it := range j.Single {
+			switch {
+			case it.Sequence != nil:
+				items = append(items, postItem{sequence: true})
+			case it.SpecialToken != nil:
+				st, ok := j.SpecialTokens[it.SpecialToken.ID]
+				if !ok {
+					return nil, fmt.Errorf("%s.single[%d]: special token %q is not in special_tokens", at, i, it.SpecialToken.ID)
+				}
+				items = append(items, postItem{ids: st.IDs})
+			}
+		}
+		return items, nil
+	case "BertProcessing", "RobertaProcessing":
+		cls, err := tokenIDOf(j.Cls, at+".cls")
+		if err != nil {
+			return nil, err
+		}
+		sep, err := tokenIDOf(j.Sep, at+".sep")
+		if err != nil {
+			return nil, err
+		}
+		return []postItem{{ids: []int32{cls}}, {sequence: true}, {ids: []int32{sep}}}, nil
+	case "Sequence":
+		items := []postItem{{sequence: true}}
+		for i := range j.Processors {
+			inner, err := t.parsePost(&j.Processors[i], fmt.Sprintf("%s.processors[%d]", at, i))
+			if err != nil {
+				return nil, err
+			}
+			if inner == nil {
+				continue
+			}
+			var next []postItem
+			for _, it := range inner {
+				if it.sequence {
+					next = append(next, items...)
+				} else {
+					next = append(next, it)
+				}
+			}
+			items = next
+		}
+		return items, nil
+	}
+	return nil, fmt.Errorf("%s: unknown post-processor type %q", at, j.Type)
+}
+
+// tokenIDOf reads Bert's ["[SEP]", 102] pair.
+func tokenIDOf(pair []json.RawMessage, at string) (int32, error) {
+	if len(pair) != 2 {
+		return 0, fmt.Errorf("%s: want [token, id]", at)
+	}
+	var id int32
+	if err := json.Unmarshal(pair[1], &id); err != nil {
+		return 0, fmt.Errorf("%s: %w", at, err)
+	}
+	return id, nil
+}
+
+// decJSON is a decoder.
+type decJSON struct {
+	Type          string       `json:"type"`
+	Decoders      []decJSON    `json:"decoders,omitempty"`
+	Pattern       *patternJSON `json:"pattern,omitempty"`
+	Content       string       `json:"content,omitempty"`
+	Start         int          `json:"start,omitempty"`
+	Stop          int          `json:"stop,omitempty"`
+	Replacement   string       `json:"replacement,omitempty"`
+	PrependScheme string       `json:"prepend_scheme,omitempty"`
+	AddPrefix     *bool        `json:"add_prefix_space,omitempty"`
+	Prefix        string       `json:"prefix,omitempty"`
+	Suffix        string       `json:"suffix,omitempty"`
+}
+
+// decoder turns token strings into text pieces (a step of the chain).
+type decoder func(tokens []string) []string
+
+func parseDecoder(j *decJSON, at string) ([]decoder, error) {
+	if j == nil {
+		return nil, nil
+	}
+	switch j.Type {
+	case "Sequence":
+		var ds []decoder
+		for i := range j.Decoders {
+			d, err := parseDecoder(&j.Decoders[i], fmt.Sprintf("%s.decoders[%d]", at, i))
+			if err != nil {
+				return nil, err
+			}
+			ds = append(ds, d...)
+		}
+		return ds, nil
+	case "ByteLevel":
+		return []decoder{byteLevelDecode}, nil
+	case "Replace":
+		if j.Pattern == nil || j.Pattern.String == "" {
+			return nil, fmt.Errorf("%s: Replace decoders with a regex are not supported", at)
+		}
+		from, to := j.Pattern.String, j.Content
+		return []decoder{func(ts []string) []string {
+			for i := range ts {
+				ts[i] = strings.ReplaceAll(ts[i], from, to)
+			}
+			return ts
+		}}, nil
+	case "ByteFallback":
+		return []decoder{byteFallbackDecode}, nil
+	case "Fuse":
+		return []decoder{func(ts []string) []string { return []string{strings.Join(ts, "")} }}, nil
+	case "Strip":
+		content, start, stop := j.Content, j.Start, j.Stop
+		return []decoder{func(ts []string) []string {
+			for i, tok := range ts {
+				for k := 0; k < start && strings.HasPrefix(tok, content) && content != ""; k++ {
+					tok = tok[len(content):]
+				}
+				for k := 0; k < stop && strings.HasSuffix(tok, content) && content != ""; k++ {
+					tok = tok[:len(tok)-len(content)]
+				}
+				ts[i] = tok
+			}
+			return ts
+		}}, nil
+	case "Metaspace":
+		repl := j.Replacement
+		if repl == "" {
+			repl = metaSpace
+		}
+		prepend := j.PrependScheme != "never" && !(j.PrependScheme == "" && j.AddPrefix != nil && !*j.AddPrefix)
+		return []decoder{func(ts []string) []string {
+			for i := range ts {
+				ts[i] = strings.ReplaceAll(ts[i], repl, " ")
+				if i == 0 && prepend {
+					ts[i] = strings.TrimPrefix(ts[i], " ")
+				}
+			}
+			return ts
+		}}, nil
+	case "WordPiece":
+		prefix := j.Prefix
+		if prefix == "" {
+			prefix = "##"
+		}
+		return []decoder{func(ts []string) []string {
+			for i := range ts {
+				if i > 0 {
+					if strings.HasPrefix(ts[i], prefix) {
+						ts[i] = ts[i][len(prefix):]
+					} else {
+						ts[i] = " " + ts[i]
+					}
+				}
+			}
+			return ts
+		}}, nil
+	case "BPEDecoder":
+		suffix := j.Suffix
+		if suffix == "" {
+			suffix = "</w>"
+		}
+		return []decoder{func(ts []string) []string {
+			for i := range ts {
+				if i < len(ts)-1 {
+					ts[i] = strings.ReplaceAll(ts[i], suffix, " ")
+				} else {
+					ts[i] = strings.ReplaceAll(ts[i], suffix, "")
+				}
+			}
+			return ts
+		}}, nil
+	}
+	return nil, fmt.Errorf("%s: unknown decoder type %q", at, j.Type)
+}
+
+// byteLevelDecode maps GPT-2's byte alphabet back to bytes. The bytes of
+// an incomplete character are kept as they are (not replaced by U+FFFD),
+// so text decoded a token at a time still grows by prefixes.
+func byteLevelDecode(ts []string) []string {
+	var b []byte
+	for _, tok := range ts {
+		ok := true
+		start := len(b)
+		for _, r := range tok {
+			c, found := runeToByte[r]
+			if !found {
+				ok = false
+				break
+			}
+			b = append(b, c)
+		}
+		if !ok {
+			b = append(b[:start], tok...)
+		}
+	}
+	return []string{string(b)}
+}
+
+// byteFallbackDecode turns runs of <0xXX> tokens into their bytes.
+func byteFallbackDecode(ts []string) []string {
+	var out []string
+	var pending []byte
+	flush := func() {
+		if len(pending) > 0 {
+			out = append(out, string(pending))
+			pending = pending[:0]
+		}
+	}
+	for _, tok := range ts {
+		if len(tok) == 6 && strings.HasPrefix(tok, "<0x") && strings.HasSuffix(tok, ">") {
+			if c, err := strconv.ParseUint(tok[3:5], 16, 8); err == nil {
+				pending = append(pending, byte(c))
+				continue
+			}
+		}
+		flush()
+		out = append(out, tok)
+	}
+	flush()
+	return out
+}
+
+// Decode implements Tokenizer: the decoder chain over the ids' tokens,
+// special tokens written out. Unknown ids are skipped.
+func (t *BPE) Decode(ids []int32) string {
+	tokens := make([]string, 0, len(ids))
 	for _, id := range ids {
 		if id < 0 || int(id) >= len(t.inv) || t.inv[id] == "" {
 			continue
 		}
-		tok := t.inv[id]
-		switch {
-		case isSpecial(id):
-			flush()
-			b.WriteString(tok)
-		case t.mode == byteLevel:
-			for _, r := range tok {
-				if c, ok := runeToByte[r]; ok {
-					pending = append(pending, c)
-				} else {
-					pending = utf8.AppendRune(pending, r)
-				}
+		tokens = append(tokens, t.inv[id])
+	}
+	if t.dec == nil {
+		if t.pre != nil && usesByteLevel(t.pre) {
+			return byteLevelDecode(tokens)[0]
+		}
+		return strings.Join(tokens, " ")
+	}
+	for _, d := range t.dec {
+		tokens = d(tokens)
+	}
+	return strings.Join(tokens, "")
+}
+
+func usesByteLevel(p preTokenizer) bool {
+	switch p := p.(type) {
+	case byteLevelPre:
+		return true
+	case preSequence:
+		for _, q := range p {
+			if usesByteLevel(q) {
+				return true
 			}
-		default:
-			if len(tok) == 6 && strings.HasPrefix(tok, "<0x") && strings.HasSuffix(tok, ">") {
-				if c, err := strconv.ParseUint(tok[3:5], 16, 8); err == nil {
-					pending = append(pending, byte(c))
-					continue
-				}
-			}
-			pending = append(pending, strings.ReplaceAll(tok, metaSpace, " ")...)
 		}
 	}
-	flush()
-	s := b.String()
-	if t.mode == metaspace && t.addPrefix {
-		s = strings.TrimPrefix(s, " ")
-	}
-	return s
+	return false
 }
 
 // byteToRune is GPT-2's bytes_to_unicode: printable bytes map to themselves,
@@ -441,56 +924,4 @@ func init() {
 		}
 		runeToByte[byteToRune[b]] = byte(b)
 	}
-}
-
-// splitter implements the pre-tokenizer regexes. Go's regexp has no
-// lookahead, so the common tail "\s+(?!\S)|\s+" (whitespace, leaving the last
-// space to the next word) is implemented by hand after the other alternatives.
-type splitter struct {
-	main   *regexp.Regexp // anchored; nil if the pattern is only whitespace rules
-	wsTail bool
-}
-
-func newSplitter(pattern string) (*splitter, error) {
-	const tail = `|\s+(?!\S)|\s+`
-	s := &splitter{}
-	if strings.HasSuffix(pattern, tail) {
-		pattern = strings.TrimSuffix(pattern, tail)
-		s.wsTail = true
-	}
-	re, err := regexp.Compile(`^(?:` + pattern + `)`)
-	if err != nil {
-		return nil, fmt.Errorf("pre_tokenizer pattern %q: %w", pattern, err)
-	}
-	s.main = re
-	return s, nil
-}
-
-func (s *splitter) split(text string) []string {
-	var out []string
-	for i := 0; i < len(text); {
-		n := 0
-		if loc := s.main.FindStringIndex(text[i:]); loc != nil && loc[1] > 0 {
-			n = loc[1]
-		} else if s.wsTail {
-			for j, r := range text[i:] {
-				if !unicode.IsSpace(r) {
-					break
-				}
-				n = j + utf8.RuneLen(r)
-			}
-			if n > 0 && i+n < len(text) { // followed by a non-space: leave it the last space
-				_, last := utf8.DecodeLastRuneInString(text[i : i+n])
-				if n > last {
-					n -= last
-				}
-			}
-		}
-		if n == 0 { // nothing matched: a character on its own
-			_, n = utf8.DecodeRuneInString(text[i:])
-		}
-		out = append(out, text[i:i+n])
-		i += n
-	}
-	return out
 }

@@ -149,7 +149,7 @@ func TestLoadErrorsNameTheField(t *testing.T) {
 		{`{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a a"]}}`, "model.merges[0]"},
 		{`{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["aa"]}}`, "model.merges[0]"},
 		{`{"model": {"type": "BPE", "vocab": {"a": 0}, "unk_token": "<unk>"}}`, "unk_token"},
-		{`{"pre_tokenizer": {"type": "Digits"}, "model": {"type": "BPE", "vocab": {"a": 0}}}`, "Digits"},
+		{`{"pre_tokenizer": {"type": "Nope"}, "model": {"type": "BPE", "vocab": {"a": 0}}}`, "Nope"},
 		{`not json`, "tokenizer.json"},
 	} {
 		p := filepath.Join(dir, "tokenizer.json")
