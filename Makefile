@@ -43,6 +43,8 @@ TOKREF := $(CURDIR)/.tools/tokref
 tokref: $(TOKREF)/.installed
 	node scripts/tokref/golden.js $(TOKREF) $(TOKREF)/goldens
 	diff -r $(TOKREF)/goldens tokenizer/testdata/conformance
+	node scripts/tokref/chat.js $(TOKREF) $(TOKREF)/chat
+	diff -r $(TOKREF)/chat tokenizer/testdata/chat
 
 $(TOKREF)/.installed: scripts/tokref/package.json scripts/tokref/package-lock.json
 	mkdir -p $(TOKREF)
@@ -53,6 +55,7 @@ $(TOKREF)/.installed: scripts/tokref/package.json scripts/tokref/package-lock.js
 # Rewrite the committed goldens (after changing the corpus or the reference).
 tokenizer-goldens: $(TOKREF)/.installed
 	node scripts/tokref/golden.js $(TOKREF) tokenizer/testdata/conformance
+	node scripts/tokref/chat.js $(TOKREF) tokenizer/testdata/chat
 
 $(VERSITYGW):
 	GOBIN=$(TOOLS) $(GO) install github.com/versity/versitygw/cmd/versitygw@v1.8.0

@@ -95,6 +95,16 @@ func TestPretrainGenerateAndEval(t *testing.T) {
 	if code != 0 || strings.Count(out, "--- sample") != 2 {
 		t.Fatalf("generate: exit %d\n%s%s", code, out, errs)
 	}
+	// The checkpoint's own chat template (tokenizer_config.json), and a
+	// clear error without one.
+	if code, _, errs = run(t, "generate", "--model", dir, "--prompt", "hi", "--template", "model"); code == 0 || !strings.Contains(errs, "tokenizer_config.json") {
+		t.Fatalf("generate --template model without a config: exit %d, %s", code, errs)
+	}
+	os.WriteFile(dir+"/tokenizer_config.json", []byte(`{"chat_template": "Q: {{ messages[0].content }}\nA:", "eos_token": "<|endoftext|>"}`), 0o644)
+	code, out, errs = run(t, "generate", "--model", dir, "--prompt", "What is 2+2?", "--template", "model", "--max-new-tokens", "3")
+	if code != 0 {
+		t.Fatalf("generate --template model: exit %d\n%s%s", code, out, errs)
+	}
 	code, _, errs = run(t, "eval", "--model", dir, "--tasks", "nope")
 	if code == 0 || !strings.Contains(errs, "--tasks") {
 		t.Fatalf("bad task: exit %d, %s", code, errs)

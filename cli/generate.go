@@ -33,7 +33,7 @@ Example:
 			if dir == "" || prompt == "" {
 				return fmt.Errorf("--model and --prompt are required")
 			}
-			tpl, err := tokenizer.LookupTemplate(template)
+			tpl, err := tokenizer.LookupPrompter(template, dir)
 			if err != nil {
 				return fmt.Errorf("--template: %w", err)
 			}
@@ -41,7 +41,11 @@ Example:
 			if err != nil {
 				return err
 			}
-			ids, err := tok.Encode(tpl.Apply(prompt))
+			text, err := tpl.Prompt(prompt)
+			if err != nil {
+				return fmt.Errorf("--template: %w", err)
+			}
+			ids, err := tok.Encode(text)
 			if err != nil {
 				return fmt.Errorf("--prompt: %w", err)
 			}
@@ -74,7 +78,7 @@ Example:
 	fl := cmd.Flags()
 	fl.StringVar(&dir, "model", "", "checkpoint directory")
 	fl.StringVar(&prompt, "prompt", "", "prompt text")
-	fl.StringVar(&template, "template", "plain", "chat template: plain, qa, chatml, llama3")
+	fl.StringVar(&template, "template", "plain", "chat template: plain, qa, chatml, llama3, or model (the checkpoint's own chat_template from tokenizer_config.json)")
 	fl.IntVar(&p.MaxNewTokens, "max-new-tokens", 64, "tokens to generate at most")
 	fl.Float32Var(&p.Temperature, "temperature", 0, "sampling temperature (0: greedy)")
 	fl.IntVar(&p.TopK, "top-k", 0, "keep the k most likely tokens (0: all)")
