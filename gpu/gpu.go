@@ -131,6 +131,14 @@ type Backend interface {
 	AdamW(p, g, m, v Buffer, n int, h AdamWParams)
 }
 
+// ScaledRoPE is implemented by backends that rotate by given inverse
+// frequencies (a model with rope_scaling), invFreq (HS/2) instead of
+// theta^(-2i/HS).
+type ScaledRoPE interface {
+	RoPEForwardFreq(x Buffer, pos []int32, N, H, HS int, invFreq []float32)
+	RoPEBackwardFreq(dx Buffer, pos []int32, N, H, HS int, invFreq []float32)
+}
+
 // WeightFreezer is implemented by backends that can prepare weights for
 // repeated use while their owner promises not to write them (generation
 // reads the same weights for every token; the CPU backend packs its GEMM

@@ -154,8 +154,8 @@ func (m *Model) ForwardAt(inputs, targets []int32, B, T int, temperature float32
 		be.MatMulForward(a.k[l], a.ln1[l], P(lp.wk), P(lp.bk), N, C, KVD)
 		be.MatMulForward(a.v[l], a.ln1[l], P(lp.wv), P(lp.bv), N, C, KVD)
 		if c.Family == Llama {
-			be.RoPEForward(a.q[l], a.pos, N, c.Heads, HS, c.RopeTheta)
-			be.RoPEForward(a.k[l], a.pos, N, c.KVHeads, HS, c.RopeTheta)
+			m.rope(a.q[l], a.pos, N, c.Heads, true)
+			m.rope(a.k[l], a.pos, N, c.KVHeads, true)
 		}
 		be.AttentionForward(a.attOut[l], a.att[l], a.q[l], a.k[l], a.v[l], shape)
 		be.MatMulForward(a.tmp, a.attOut[l], P(lp.wo), P(lp.bo), N, QD, C)
@@ -245,8 +245,8 @@ func (m *Model) Backward(dlogp []float32) error {
 		be.Zero(a.dv)
 		be.AttentionBackward(a.dq, a.dk, a.dv, a.dattOut, a.att[l], a.q[l], a.k[l], a.v[l], shape)
 		if c.Family == Llama {
-			be.RoPEBackward(a.dq, a.pos, N, c.Heads, HS, c.RopeTheta)
-			be.RoPEBackward(a.dk, a.pos, N, c.KVHeads, HS, c.RopeTheta)
+			m.rope(a.dq, a.pos, N, c.Heads, false)
+			m.rope(a.dk, a.pos, N, c.KVHeads, false)
 		}
 		be.Zero(a.dln)
 		be.MatMulBackward(a.dln, G(lp.wq), G(lp.bq), a.dq, a.ln1[l], P(lp.wq), N, C, QD)

@@ -1,11 +1,13 @@
 package model
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,6 +39,8 @@ type hfConfig struct {
 	TieWordEmbedding *bool   `json:"tie_word_embeddings,omitempty"`
 	VocabSize        int     `json:"vocab_size"`
 	InitRange        float32 `json:"initializer_range,omitempty"`
+	HeadDim          int     `json:"head_dim,omitempty"`
+	RopeScaling      *hfRope `json:"rope_scaling,omitempty"`
 	// gpt2 names
 	NLayer      int     `json:"n_layer,omitempty"`
 	NEmbd       int     `json:"n_embd,omitempty"`
@@ -45,6 +49,26 @@ type hfConfig struct {
 	NInner      *int    `json:"n_inner,omitempty"`
 	LayerNormEp float32 `json:"layer_norm_epsilon,omitempty"`
 	Activation  string  `json:"activation_function,omitempty"`
+}
+
+// hfRope is rope_scaling as config.json writes it ("type" in older files,
+// "rope_type" in newer ones).
+type hfRope struct {
+	Type                 string  `json:"type,omitempty"`
+	RopeType             string  `json:"rope_type,omitempty"`
+	Factor               float32 `json:"factor,omitempty"`
+	LowFreqFactor        float32 `json:"low_freq_factor,omitempty"`
+	HighFreqFactor       float32 `json:"high_freq_factor,omitempty"`
+	OriginalMaxPositions int     `json:"original_max_position_embeddings,omitempty"`
+}
+
+// architectures each model_type may name (a checkpoint of another
+// architecture with a familiar model_type is refused, not misread).
+var knownArchitectures = map[string][]string{
+	"gpt2":    {"GPT2LMHeadModel", "GPT2Model"},
+	"llama":   {"LlamaForCausalLM", "LlamaModel"},
+	"qwen2":   {"Qwen2ForCausalLM", "Qwen2Model"},
+	"mistral": {"MistralForCausalLM", "MistralModel"},
 }
 
 func (c Config) toHF() hfConfig {
@@ -58,12 +82,24 @@ func (c Config) toHF() hfConfig {
 		typ, arch = "qwen2", "Qwen2ForCausalLM"
 	}
 	tied, bias := c.TiedEmbed, c.QKVBias
-	return hfConfig{ModelType: typ, Architectures: []string{arch}, HiddenSize: c.Dim, Intermediate: c.Hidden, NumLayers: c.Layers,
+	h := hfConfig{ModelType: typ, Architectures: []string{arch}, HiddenSize: c.Dim, Intermediate: c.Hidden, NumLayers: c.Layers,
 		NumHeads: c.Heads, NumKVHeads: c.KVHeads, MaxPositions: c.MaxSeq, RMSNormEps: c.NormEps, RopeTheta: c.RopeTheta,
-		AttentionBias: &bias, TieWordEmbedding: &tied, VocabSize: c.Vocab, InitRange: c.InitStdDev}
+		AttentionBias: &bias, TieWordEmbedding: &tied, VocabSize: c.Vocab, InitRange: c.InitStdDev, HeadDim: c.HeadDim}
+	if rs := c.RopeScaling; rs.Type != "" {
+		h.RopeScaling = &hfRope{RopeType: rs.Type, Factor: rs.Factor, LowFreqFactor: rs.LowFreqFactor, HighFreqFactor: rs.HighFreqFactor,
+			OriginalMaxPositions: rs.OriginalMaxPositions}
+	}
+	return h
 }
 
 func (h hfConfig) toConfig() (Config, error) {
+	if known, ok := knownArchitectures[h.ModelType]; ok {
+		for _, a := range h.Architectures {
+			if !slices.Contains(known, a) {
+				return Config{}, fmt.Errorf("architectures: %q is not a %s architecture corl implements (%s)", a, h.ModelType, strings.Join(known, ", "))
+			}
+		}
+	}
 	switch h.ModelType {
 	case "gpt2":
 		c := Config{Family: GPT2, Layers: h.NLayer, Dim: h.NEmbd, Heads: h.NHead, Vocab: h.VocabSize, MaxSeq: h.NPositions,
@@ -81,6 +117,13 @@ func (h hfConfig) toConfig() (Config, error) {
 		}
 		if h.TieWordEmbedding != nil {
 			c.TiedEmbed = *h.TieWordEmbedding
+		}
+		if h.HeadDim > 0 && h.HeadDim != h.HiddenSize/max(h.NumHeads, 1) {
+			c.HeadDim = h.HeadDim
+		}
+		if rs := h.RopeScaling; rs != nil {
+			c.RopeScaling = RopeScaling{Type: cmp.Or(rs.RopeType, rs.Type), Factor: rs.Factor, LowFreqFactor: rs.LowFreqFactor,
+				HighFreqFactor: rs.HighFreqFactor, OriginalMaxPositions: rs.OriginalMaxPositions}
 		}
 		return c, nil
 	}

@@ -198,8 +198,8 @@ func (m *Model) inferLayers(kc *Cache, ids, pos []int32, shape gpu.AttnShape, st
 		be.MatMulForward(kn, ln, P(lp.wk), P(lp.bk), N, C, KVD)
 		be.MatMulForward(vn, ln, P(lp.wv), P(lp.bv), N, C, KVD)
 		if c.Family == Llama {
-			be.RoPEForward(q, pos, N, c.Heads, HS, c.RopeTheta)
-			be.RoPEForward(kn, pos, N, c.KVHeads, HS, c.RopeTheta)
+			m.rope(q, pos, N, c.Heads, true)
+			m.rope(kn, pos, N, c.KVHeads, true)
 		}
 		k, v := store(l)
 		attOut := sl(kc.attOut, N*QD)

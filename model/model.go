@@ -19,6 +19,8 @@ type Model struct {
 	acts *activations // sized for the last (B, T)
 	// spare is the last KV cache freed, kept for the next of its shape.
 	spare *Cache
+	// invFreq are the rotary frequencies under rope_scaling (nil: none).
+	invFreq []float32
 }
 
 // New builds a model with freshly initialised weights (deterministic from seed).
@@ -28,10 +30,30 @@ func New(be gpu.Backend, cfg Config, seed uint64) (*Model, error) {
 		return nil, fmt.Errorf("model config: %w", err)
 	}
 	lo := newLayout(c)
-	m := &Model{Cfg: c, be: be, lo: lo,
+	inv := c.ropeFrequencies()
+	if _, ok := be.(gpu.ScaledRoPE); inv != nil && !ok {
+		return nil, fmt.Errorf("model config: rope_scaling %s needs a backend with scaled rotary embeddings; %s has none (use --backend cpu)", c.RopeScaling.Type, be.Name())
+	}
+	m := &Model{Cfg: c, be: be, lo: lo, invFreq: inv,
 		params: be.Alloc(lo.total), grads: be.Alloc(lo.total), m: be.Alloc(lo.total), v: be.Alloc(lo.total)}
 	be.Upload(m.params, initParams(c, lo, seed))
 	return m, nil
+}
+
+// rope rotates x (N, H, HS) by position, forward or back, with the
+// model's frequencies.
+func (m *Model) rope(x gpu.Buffer, pos []int32, N, H int, forward bool) {
+	HS, theta := m.Cfg.HeadSize(), m.Cfg.RopeTheta
+	switch s, scaled := m.be.(gpu.ScaledRoPE); {
+	case m.invFreq != nil && scaled && forward:
+		s.RoPEForwardFreq(x, pos, N, H, HS, m.invFreq)
+	case m.invFreq != nil && scaled:
+		s.RoPEBackwardFreq(x, pos, N, H, HS, m.invFreq)
+	case forward:
+		m.be.RoPEForward(x, pos, N, H, HS, theta)
+	default:
+		m.be.RoPEBackward(x, pos, N, H, HS, theta)
+	}
 }
 
 // Backend returns the device the model lives on.

@@ -16,6 +16,10 @@ func tinyConfigs() map[string]Config {
 		"gpt2":           {Family: GPT2, Layers: 2, Dim: 16, Heads: 2, Vocab: 11, MaxSeq: 8},
 		"llama-gqa-bias": {Family: Llama, Layers: 2, Dim: 16, Heads: 4, KVHeads: 2, Hidden: 24, Vocab: 11, MaxSeq: 8, QKVBias: true},
 		"llama-tied":     {Family: Llama, Layers: 1, Dim: 12, Heads: 3, KVHeads: 1, Vocab: 7, MaxSeq: 8, TiedEmbed: true},
+		// head_dim other than hidden/heads, and Llama 3.1's rope scaling
+		"llama-headdim-rope3": {Family: Llama, Layers: 1, Dim: 12, Heads: 2, KVHeads: 1, HeadDim: 8, Vocab: 9, MaxSeq: 8, RopeTheta: 500000,
+			RopeScaling: RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositions: 4}},
+		"llama-rope-linear": {Family: Llama, Layers: 1, Dim: 16, Heads: 2, Vocab: 9, MaxSeq: 8, RopeScaling: RopeScaling{Type: "linear", Factor: 2}},
 	}
 }
 
