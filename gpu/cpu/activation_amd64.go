@@ -63,23 +63,36 @@ func dotAVX512(a, b *float32, n int) float32
 //go:noescape
 func axpyAVX512(y *float32, alpha float32, x *float32, n int)
 
+//go:noescape
+func dotAVX2(a, b *float32, n int) float32
+
+//go:noescape
+func axpyAVX2(y *float32, alpha float32, x *float32, n int)
+
 // dotVec returns the dot product of the first multiple-of-16 elements and how
 // many it covered.
 func dotVec(a, b []float32) (float32, int) {
 	n := len(a) &^ 15
-	if !useAVX512 || n == 0 {
+	if !(useAVX512 || useAVX2) || n == 0 {
 		return 0, 0
 	}
 	_ = b[n-1]
+	if !useAVX512 {
+		return dotAVX2(&a[0], &b[0], n), n
+	}
 	return dotAVX512(&a[0], &b[0], n), n
 }
 
 func axpyVec(y []float32, alpha float32, x []float32) int {
 	n := len(y) &^ 15
-	if !useAVX512 || n == 0 {
+	if !(useAVX512 || useAVX2) || n == 0 {
 		return 0
 	}
 	_ = x[n-1]
+	if !useAVX512 {
+		axpyAVX2(&y[0], alpha, &x[0], n)
+		return n
+	}
 	axpyAVX512(&y[0], alpha, &x[0], n)
 	return n
 }

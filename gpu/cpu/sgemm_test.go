@@ -142,3 +142,59 @@ func TestFrozenWeightsMatchUnfrozen(t *testing.T) {
 		}
 	}
 }
+
+// TestAVX2KernelMatchesAVX512Bitwise: both kernels accumulate each element
+// from zero in k order with fused multiply-adds, so a machine without
+// AVX-512 computes the same bits.
+func TestAVX2KernelMatchesAVX512Bitwise(t *testing.T) {
+	if SetKernel("avx512") != nil || SetKernel("avx2") != nil {
+		t.Skip("this CPU lacks AVX-512 or AVX2")
+	}
+	defer SetKernel("")
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, sz := range [][3]int{{12, 32, 256}, {13, 33, 257}, {100, 70, 600}, {1, 5, 3}} {
+		M, N, K := sz[0], sz[1], sz[2]
+		a, b := randSlice(r, M*K), randSlice(r, K*N)
+		run := func(kernel string) []float32 {
+			SetKernel(kernel)
+			c := randSlice(rand.New(rand.NewPCG(9, 9)), M*N)
+			New(2).gemm(false, false, M, N, K, a, K, b, N, c, N, true)
+			return c
+		}
+		x, y := run("avx512"), run("avx2")
+		for i := range x {
+			if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
+				t.Fatalf("%v element %d: avx512 %v, avx2 %v", sz, i, x[i], y[i])
+			}
+		}
+	}
+}
+
+// TestAVX2VectorsMatchAVX512Bitwise: dot (the same lane sums and reduction
+// order) and axpy give the AVX-512 path's bits.
+func TestAVX2VectorsMatchAVX512Bitwise(t *testing.T) {
+	if SetKernel("avx512") != nil || SetKernel("avx2") != nil {
+		t.Skip("this CPU lacks AVX-512 or AVX2")
+	}
+	defer SetKernel("")
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{16, 64, 1008} {
+		a, b := randSlice(r, n), randSlice(r, n)
+		SetKernel("avx512")
+		d512, _ := dotVec(a, b)
+		y512 := append([]float32(nil), b...)
+		axpyVec(y512, 0.37, a)
+		SetKernel("avx2")
+		d2, _ := dotVec(a, b)
+		y2 := append([]float32(nil), b...)
+		axpyVec(y2, 0.37, a)
+		if math.Float32bits(d512) != math.Float32bits(d2) {
+			t.Errorf("n %d: dot avx512 %v, avx2 %v", n, d512, d2)
+		}
+		for i := range y2 {
+			if math.Float32bits(y512[i]) != math.Float32bits(y2[i]) {
+				t.Fatalf("n %d: axpy element %d: %v vs %v", n, i, y512[i], y2[i])
+			}
+		}
+	}
+}
