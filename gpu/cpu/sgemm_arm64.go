@@ -1,0 +1,57 @@
+//go:build arm64 && !purego
+
+package cpu
+
+import (
+	"fmt"
+	"os"
+)
+
+//go:noescape
+func kern6x16NEON(kb int, a, b, c *float32, ldc int)
+
+// useNEON selects the NEON micro-kernel (every arm64 CPU has NEON: AWS
+// Graviton, Apple silicon); CORL_CPU_KERNEL=go forces the portable one.
+var useNEON = true
+
+func init() {
+	if err := SetKernel(os.Getenv("CORL_CPU_KERNEL")); err != nil {
+		panic(err)
+	}
+}
+
+// SetKernel selects the micro-kernel: "neon", "go", or "" for NEON.
+func SetKernel(name string) error {
+	switch name {
+	case "", "neon":
+		useNEON, kernelName = true, "neon"
+	case "go":
+		useNEON, kernelName = false, "go"
+	default:
+		return fmt.Errorf("CORL_CPU_KERNEL=%q: want neon or go on arm64", name)
+	}
+	return nil
+}
+
+// kern12x32 adds the product of a packed 12-row A panel and a packed 32-column
+// B panel to the 12x32 tile of c with row stride ldc.
+func kern12x32(kb int, a, b, c []float32, ldc int) {
+	if !useNEON {
+		kern12x32Go(kb, a, b, c, ldc)
+		return
+	}
+	_ = a[kb*mr-1]
+	_ = b[kb*nr-1]
+	_ = c[(mr-1)*ldc+nr-1]
+	kern6x16NEON(kb, &a[0], &b[0], &c[0], ldc)
+	kern6x16NEON(kb, &a[0], &b[16], &c[16], ldc)
+	kern6x16NEON(kb, &a[6], &b[0], &c[6*ldc], ldc)
+	kern6x16NEON(kb, &a[6], &b[16], &c[6*ldc+16], ldc)
+}
+
+func geluFwdVec(out, inp []float32) int                     { return 0 }
+func geluBwdVec(dinp, dout, inp []float32) int              { return 0 }
+func swigluFwdVec(out, gate, up []float32) int              { return 0 }
+func swigluBwdVec(dgate, dup, dout, gate, up []float32) int { return 0 }
+func dotVec(a, b []float32) (float32, int)                  { return 0, 0 }
+func axpyVec(y []float32, alpha float32, x []float32) int   { return 0 }
