@@ -30,6 +30,8 @@ test-long: tools tokref test-arm64
 	$(WORKFLOWCHECK) ./workflows/...
 	$(GO) test -count=1 -run TestConformance -v ./tokenizer
 	$(GO) test -count=1 -run XXX -fuzz FuzzReferenceRoundTrip -fuzztime 20s ./tokenizer
+	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium)
+	$(GO) test -count=1 -run TestReportInABrowser -v ./report
 	$(GO) test -count=1 -run XXX -fuzz FuzzParse -fuzztime 20s ./safetensors
 	$(GO) test -count=1 -run XXX -fuzz FuzzBytesRoundTrip -fuzztime 10s ./tokenizer
 	VERSITYGW=$(VERSITYGW) scripts/with-s3.sh $(GO) test -count=1 -timeout 30m -tags e2e ./blob ./e2e

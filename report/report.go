@@ -1,0 +1,416 @@
+// Package report turns finished runs into one self-contained HTML file (no
+// script, no network: inline SVG plots drawn with gonum/plot) and the same
+// table as Markdown, CSV and JSON: pass@1 against round and against
+// cumulative FLOPs, the collapse diagnostics (answer entropy, distinct
+// answers), pseudo-label accuracy, the members' agreement (Cohen's kappa,
+// complementarity), and a paper-style table with one row per method,
+// mean and 95% interval over seeds.
+package report
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/corl-project/corl/rl"
+	"github.com/corl-project/corl/spec"
+	"github.com/corl-project/corl/stats"
+	"github.com/corl-project/corl/train"
+)
+
+// Run is one finished (or running) local run read back from its directory:
+// spec.json and metrics.jsonl as `corl train --local` writes them.
+type Run struct {
+	Dir    string
+	Spec   spec.RunSpec
+	Rounds []rl.Metrics
+	Evals  []train.EvalResult
+}
+
+// Load reads a run directory.
+func Load(dir string) (*Run, error) {
+	r := &Run{Dir: dir}
+	b, err := os.ReadFile(filepath.Join(dir, "spec.json"))
+	if err != nil {
+		return nil, fmt.Errorf("report: %w (a run directory has spec.json and metrics.jsonl)", err)
+	}
+	if err := json.Unmarshal(b, &r.Spec); err != nil {
+		return nil, fmt.Errorf("report: %s: %w", filepath.Join(dir, "spec.json"), err)
+	}
+	f, err := os.Open(filepath.Join(dir, "metrics.jsonl"))
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for line := 1; sc.Scan(); line++ {
+		var rec struct {
+			Round *rl.Metrics        `json:"round"`
+			Eval  *train.EvalResult `json:"eval"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			return nil, fmt.Errorf("report: %s line %d: %w", filepath.Join(dir, "metrics.jsonl"), line, err)
+		}
+		if rec.Round != nil {
+			r.Rounds = append(r.Rounds, *rec.Round)
+		}
+		if rec.Eval != nil {
+			r.Evals = append(r.Evals, *rec.Eval)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(r.Evals) == 0 {
+		return nil, fmt.Errorf("report: %s has no evaluation yet", dir)
+	}
+	return r, nil
+}
+
+// Method names the run's row in the table: the baselines by their papers'
+// names, Co-RL by its cohort's make-up.
+func (r *Run) Method() string {
+	s := r.Spec
+	switch s.Reward.Mode {
+	case rl.GroundTruthRL:
+		return "Ground-truth"
+	case rl.SelfVote:
+		if len(s.Members) == 1 && r.computeMatched() {
+			return "Self-vote, compute-matched"
+		}
+		return "Self-vote (TTRL)"
+	case rl.Entropy:
+		return "Entropy (RENT)"
+	case rl.SelfCertainty:
+		return "Self-certainty (Intuitor)"
+	}
+	families, views := map[string]bool{}, map[int]bool{}
+	for _, m := range s.Members {
+		families[baseFamily(m.Base)] = true
+		views[m.View] = true
+	}
+	label := "Co-RL same family"
+	if len(families) > 1 {
+		label = "Co-RL different family"
+	}
+	if len(views) > 1 {
+		label += " + rephrased"
+	}
+	return label + " (" + s.Reward.Mode + ")"
+}
+
+// computeMatched marks a single-model run whose name says it was sized to
+// a cohort's compute (a sweep names it so).
+func (r *Run) computeMatched() bool { return strings.Contains(r.Spec.Name, "compute-matched") }
+
+// baseFamily reads model_type from a base's config.json ("" when unreadable).
+func baseFamily(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return dir
+	}
+	var c struct {
+		ModelType string `json:"model_type"`
+	}
+	json.Unmarshal(b, &c)
+	return cmp.Or(c.ModelType, dir)
+}
+
+// FLOPs is the run's generation and update FLOPs, summed over members and
+// rounds, after each round.
+func (r *Run) FLOPs() []float64 {
+	out := make([]float64, len(r.Rounds))
+	total := 0.0
+	for i, m := range r.Rounds {
+		for _, md := range m.Models {
+			total += md.GenFLOPs + md.UpdateFLOPs
+		}
+		out[i] = total
+	}
+	return out
+}
+
+// score is a member's headline number at an evaluation: sampled pass@1
+// when the evaluation sampled, greedy pass@1 otherwise.
+func score(e train.EvalResult, member string) (float64, bool) {
+	m, ok := e.Members[member]
+	if !ok {
+		return 0, false
+	}
+	if m.Samples > 0 {
+		return m.SampledPassAt1, true
+	}
+	return m.PassAt1, true
+}
+
+func scoreByTask(e train.EvalResult, member string) map[string]float64 {
+	m := e.Members[member]
+	if m.Samples > 0 && m.SampledByTask != nil {
+		return m.SampledByTask
+	}
+	return m.ByTask
+}
+
+// Row is one line of the table: a method, its mean and 95% interval over
+// seeds per task family and on average, and its FLOPs.
+type Row struct {
+	Method  string                    `json:"method"`
+	Seeds   int                       `json:"seeds"`
+	ByTask  map[string]stats.Interval `json:"by_task"`
+	Average stats.Interval            `json:"average"`
+	FLOPs   float64                   `json:"flops"`
+	Metric  string                    `json:"metric"` // "sampled pass@1" or "pass@1"
+}
+
+// Table is the paper-style comparison.
+type Table struct {
+	Tasks []string `json:"tasks"`
+	Rows  []Row    `json:"rows"`
+}
+
+// BuildTable groups runs by method; each run contributes the mean over its
+// members of its final evaluation, and the Base row is the runs' first
+// evaluation (round 0). Over several seeds the interval is a 95%
+// t-interval of the seeds' means; with one seed, the run's own bootstrap
+// interval over problems.
+func BuildTable(runs []*Run) Table {
+	var t Table
+	taskSet := map[string]bool{}
+	type sample struct {
+		byTask map[string]float64
+		avg    float64
+		ci     *stats.Interval
+		flops  float64
+		metric string
+	}
+	groups := map[string][]sample{}
+	labels := map[string]string{}
+	var order []string
+	add := func(key, label string, s sample) {
+		if _, ok := groups[key]; !ok {
+			order = append(order, key)
+			labels[key] = label
+		}
+		groups[key] = append(groups[key], s)
+	}
+	bases := map[string]bool{}
+	names := map[string]string{}
+	for _, r := range runs {
+		if _, ok := names[groupKey(r)]; !ok {
+			names[groupKey(r)] = r.Spec.Name
+		}
+		first, last := r.Evals[0], r.Evals[len(r.Evals)-1]
+		baseKey := "base:" + strings.Join(baseDirs(r), ",")
+		if _, ok := names[baseKey]; !ok {
+			short := make([]string, 0)
+			for _, d := range baseDirs(r) {
+				short = append(short, filepath.Base(d))
+			}
+			names[baseKey] = strings.Join(short, ", ")
+		}
+		for _, pick := range []struct {
+			key, label string
+			e          train.EvalResult
+			flops      float64
+		}{{baseKey, "Base", first, 0}, {groupKey(r), r.Method(), last, lastOf(r.FLOPs())}} {
+			if pick.label == "Base" && (first.Round != 0 || bases[pick.key]) {
+				continue // the same base models once, from a round-0 evaluation
+			}
+			if pick.label == "Base" {
+				bases[pick.key] = true
+			}
+			s := sample{byTask: map[string]float64{}, flops: pick.flops, metric: "pass@1"}
+			names := memberNames(pick.e)
+			for _, name := range names {
+				v, _ := score(pick.e, name)
+				s.avg += v / float64(len(names))
+				for task, tv := range scoreByTask(pick.e, name) {
+					s.byTask[task] += tv / float64(len(names))
+					taskSet[task] = true
+				}
+				if pick.e.Members[name].Samples > 0 {
+					s.metric = "sampled pass@1"
+				}
+			}
+			if len(names) == 1 {
+				m := pick.e.Members[names[0]]
+				ci := m.PassAt1CI
+				if m.Samples > 0 && m.SampledCI != nil {
+					ci = *m.SampledCI
+				}
+				s.ci = &ci
+			}
+			add(pick.key, pick.label, s)
+		}
+	}
+	// Methods shown twice (the same reward, other settings) are told apart
+	// by the first run's name.
+	count := map[string]int{}
+	for _, k := range order {
+		count[labels[k]]++
+	}
+	for task := range taskSet {
+		t.Tasks = append(t.Tasks, task)
+	}
+	slices.Sort(t.Tasks)
+	for _, key := range order {
+		ss := groups[key]
+		method := labels[key]
+		if count[method] > 1 {
+			method += " — " + names[key]
+		}
+		row := Row{Method: method, Seeds: len(ss), ByTask: map[string]stats.Interval{}, Metric: ss[0].metric}
+		avg := make([]float64, len(ss))
+		for i, s := range ss {
+			avg[i] = s.avg
+			row.FLOPs += s.flops / float64(len(ss))
+		}
+		row.Average = seedInterval(avg)
+		if len(ss) == 1 && ss[0].ci != nil {
+			row.Average = *ss[0].ci
+		}
+		for _, task := range t.Tasks {
+			v := make([]float64, len(ss))
+			for i, s := range ss {
+				v[i] = s.byTask[task]
+			}
+			row.ByTask[task] = seedInterval(v)
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	// Base first (it is the same model for every run: keep one row).
+	slices.SortStableFunc(t.Rows, func(a, b Row) int {
+		return cmp.Compare(boolInt(a.Method != "Base"), boolInt(b.Method != "Base"))
+	})
+	return t
+}
+
+// groupKey is the run's spec without what varies between seeds of one
+// method: runs with one key are one row.
+func groupKey(r *Run) string {
+	s := r.Spec
+	s.Seed, s.Name, s.OutputDir = 0, "", ""
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// baseDirs are the run's distinct base models.
+func baseDirs(r *Run) []string {
+	var out []string
+	for _, m := range r.Spec.Members {
+		if !slices.Contains(out, m.Base) {
+			out = append(out, m.Base)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func lastOf(x []float64) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	return x[len(x)-1]
+}
+
+func memberNames(e train.EvalResult) []string {
+	names := make([]string, 0, len(e.Members))
+	for n := range e.Members {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// seedInterval is the mean with a 95% t-interval over seeds (the mean
+// alone, as its own bounds, for one seed).
+func seedInterval(x []float64) stats.Interval {
+	n := float64(len(x))
+	var mean float64
+	for _, v := range x {
+		mean += v / n
+	}
+	if len(x) < 2 {
+		return stats.Interval{Mean: mean, Lo: mean, Hi: mean}
+	}
+	var ss float64
+	for _, v := range x {
+		ss += (v - mean) * (v - mean)
+	}
+	se := math.Sqrt(ss/(n-1)) / math.Sqrt(n)
+	tq := []float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262}
+	q := 1.96
+	if len(x)-2 < len(tq) {
+		q = tq[len(x)-2]
+	}
+	return stats.Interval{Mean: mean, Lo: mean - q*se, Hi: mean + q*se}
+}
+
+// Markdown writes the table.
+func (t Table) Markdown() string {
+	var b strings.Builder
+	b.WriteString("| method | seeds |")
+	for _, task := range t.Tasks {
+		b.WriteString(" " + task + " |")
+	}
+	b.WriteString(" average | FLOPs |\n|---|---|")
+	for range t.Tasks {
+		b.WriteString("---|")
+	}
+	b.WriteString("---|---|\n")
+	for _, r := range t.Rows {
+		fmt.Fprintf(&b, "| %s | %d |", r.Method, r.Seeds)
+		for _, task := range t.Tasks {
+			b.WriteString(" " + formatCI(r.ByTask[task]) + " |")
+		}
+		fmt.Fprintf(&b, " %s | %s |\n", formatCI(r.Average), formatFLOPs(r.FLOPs))
+	}
+	return b.String()
+}
+
+// CSV writes the table, one interval as three columns.
+func (t Table) CSV() string {
+	var b strings.Builder
+	b.WriteString("method,seeds,metric")
+	for _, task := range append(append([]string(nil), t.Tasks...), "average") {
+		fmt.Fprintf(&b, ",%s_mean,%s_lo,%s_hi", task, task, task)
+	}
+	b.WriteString(",flops\n")
+	for _, r := range t.Rows {
+		fmt.Fprintf(&b, "%q,%d,%q", r.Method, r.Seeds, r.Metric)
+		for _, task := range t.Tasks {
+			iv := r.ByTask[task]
+			fmt.Fprintf(&b, ",%.4f,%.4f,%.4f", iv.Mean, iv.Lo, iv.Hi)
+		}
+		fmt.Fprintf(&b, ",%.4f,%.4f,%.4f,%.4g\n", r.Average.Mean, r.Average.Lo, r.Average.Hi, r.FLOPs)
+	}
+	return b.String()
+}
+
+func formatCI(iv stats.Interval) string {
+	if math.Abs(iv.Hi-iv.Lo) < 1e-9 {
+		return fmt.Sprintf("%.3f", iv.Mean)
+	}
+	return fmt.Sprintf("%.3f [%.3f, %.3f]", iv.Mean, iv.Lo, iv.Hi)
+}
+
+func formatFLOPs(f float64) string {
+	if f == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3g PFLOP", f/1e15)
+}

@@ -1,0 +1,204 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/corl-project/corl/evaluate"
+	"github.com/corl-project/corl/rl"
+	"github.com/corl-project/corl/spec"
+	"github.com/corl-project/corl/stats"
+	"github.com/corl-project/corl/train"
+)
+
+// fakeRun writes a run directory: spec.json and metrics.jsonl with an
+// evaluation before round 1 and after the last round, where each member
+// scores base then final (sampled pass@1, by task).
+func fakeRun(t *testing.T, name, mode string, seed uint64, members []spec.Member, base, final float64) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	os.MkdirAll(dir, 0o755)
+	s := spec.Default()
+	s.Name, s.Seed, s.Reward.Mode, s.Members, s.Rounds = name, seed, mode, members, 2
+	b, _ := json.Marshal(s)
+	os.WriteFile(filepath.Join(dir, "spec.json"), b, 0o644)
+	eval := func(round int, v float64) train.EvalResult {
+		e := train.EvalResult{Round: round, Members: map[string]evaluate.Result{}, Kappa: map[string]float64{}, Compl: map[string]float64{}}
+		for _, m := range members {
+			ci := stats.Interval{Mean: v, Lo: v - 0.02, Hi: v + 0.02}
+			e.Members[m.Name] = evaluate.Result{N: 100, PassAt1: v + 0.05, Samples: 8, SampledPassAt1: v,
+				SampledByTask: map[string]float64{"linear": v + 0.1, "mod": v - 0.1}, ByTask: map[string]float64{"linear": v, "mod": v},
+				PassAt1CI: ci, SampledCI: &ci}
+		}
+		if len(members) == 2 {
+			e.Kappa[members[0].Name+"/"+members[1].Name], e.Compl[members[0].Name+"/"+members[1].Name] = 0.4, 0.2
+		}
+		return e
+	}
+	var lines []string
+	add := func(v any) {
+		b, _ := json.Marshal(v)
+		lines = append(lines, string(b))
+	}
+	add(map[string]any{"eval": eval(0, base)})
+	acc := 0.5
+	for r := 0; r < 2; r++ {
+		m := rl.Metrics{Round: r, Reward: mode}
+		for range members {
+			m.Models = append(m.Models, rl.ModelRound{GenFLOPs: 1e12, UpdateFLOPs: 2e12})
+			m.Diag.Models = append(m.Diag.Models, rl.ModelDiag{AnswerEntropy: 1 - 0.3*float64(r), DistinctAnswers: 3, PseudoLabelAcc: &acc})
+		}
+		rec := map[string]any{"round": m}
+		if r == 1 {
+			rec["eval"] = eval(2, final)
+		}
+		add(rec)
+	}
+	os.WriteFile(filepath.Join(dir, "metrics.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	return dir
+}
+
+func runs(t *testing.T) []*Run {
+	one := []spec.Member{{Name: "m", Base: "b"}}
+	var dirs []string
+	dirs = append(dirs, fakeRun(t, "gt", rl.GroundTruthRL, 1, one, 0.2, 0.30), fakeRun(t, "gt", rl.GroundTruthRL, 2, one, 0.2, 0.34))
+	dirs = append(dirs, fakeRun(t, "ttrl", rl.SelfVote, 1, one, 0.2, 0.1))
+	dirs = append(dirs, fakeRun(t, "co", rl.PeerRing, 1, []spec.Member{{Name: "a", Base: "b"}, {Name: "c", Base: "b", View: 1}}, 0.2, 0.25))
+	var out []*Run
+	for _, d := range dirs {
+		r, err := Load(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestTableGroupsSeedsIntoMethods: runs that differ only in seed are one
+// row with a t-interval over seeds; each method is named as in the paper;
+// the base models appear once.
+func TestTableGroupsSeedsIntoMethods(t *testing.T) {
+	tb := BuildTable(runs(t))
+	var names []string
+	for _, r := range tb.Rows {
+		names = append(names, r.Method)
+	}
+	want := []string{"Base", "Ground-truth", "Self-vote (TTRL)", "Co-RL same family + rephrased (peer-ring)"}
+	if fmt.Sprint(names) != fmt.Sprint(want) {
+		t.Fatalf("rows %q, want %q", names, want)
+	}
+	gt := tb.Rows[1]
+	// seeds 0.30 and 0.34: mean 0.32, sd 0.0283, t(1) 12.706 -> +-0.254
+	if gt.Seeds != 2 || gt.Average.Mean < 0.3199 || gt.Average.Mean > 0.3201 || gt.Average.Hi-gt.Average.Mean < 0.25 || gt.Average.Hi-gt.Average.Mean > 0.26 {
+		t.Errorf("ground truth %+v: want 2 seeds, 0.32 +- 0.254", gt)
+	}
+	if got := gt.ByTask["linear"].Mean; got < 0.4199 || got > 0.4201 {
+		t.Errorf("ground truth linear %v, want 0.42", got)
+	}
+	if gt.FLOPs != 6e12 {
+		t.Errorf("ground truth FLOPs %v, want 6e12 (2 rounds x 3e12)", gt.FLOPs)
+	}
+	md, csv := tb.Markdown(), tb.CSV()
+	for _, want := range []string{"| Ground-truth | 2 |", "| Base | 1 |", "average"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if !strings.Contains(csv, `"Ground-truth",2,"sampled pass@1",0.4200`) {
+		t.Errorf("CSV:\n%s", csv)
+	}
+}
+
+// TestHTMLIsSelfContained: the page has the table and five plots inline,
+// and nothing it would fetch.
+func TestHTMLIsSelfContained(t *testing.T) {
+	rs := runs(t)
+	page, err := HTML(rs, BuildTable(rs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(page, "<svg"); n != 5 {
+		t.Errorf("%d inline plots, want 5", n)
+	}
+	for _, bad := range []string{"<script", `src="http`, `href="http`, "<link", "@import"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the page references something outside it: %q", bad)
+		}
+	}
+	for _, want := range []string{`id="results"`, "Cohen's kappa", "Self-vote (TTRL)"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+}
+
+// TestReportInABrowser renders the report in headless Chromium (CI installs
+// it; skipped without it): the DOM has the table and every plot, and the
+// screenshot is a page with content, not a blank or an error page.
+func TestReportInABrowser(t *testing.T) {
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium not installed (make test-long installs it)")
+	}
+	rs := runs(t)
+	page, err := HTML(rs, BuildTable(rs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "report.html")
+	os.WriteFile(file, []byte(page), 0o644)
+	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1200,1600",
+		"--user-data-dir=" + filepath.Join(dir, "profile")}
+	dom, err := exec.Command(browser, append(args, "--dump-dom", "file://"+file)...).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v", err)
+	}
+	if n := bytes.Count(dom, []byte("<svg")); n != 5 || !bytes.Contains(dom, []byte("Ground-truth")) {
+		t.Errorf("the rendered DOM has %d plots (want 5) or lacks the table", n)
+	}
+	shot := filepath.Join(dir, "shot.png")
+	if out, err := exec.Command(browser, append(args, "--screenshot="+shot, "file://"+file)...).CombinedOutput(); err != nil {
+		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
+	}
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := img.Bounds()
+	if b.Dx() != 1200 || b.Dy() != 1600 {
+		t.Errorf("screenshot %v, want 1200x1600", b)
+	}
+	inked, colored := 0, 0
+	for y := b.Min.Y; y < b.Max.Y; y += 2 {
+		for x := b.Min.X; x < b.Max.X; x += 2 {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if r < 0xF000 || g < 0xF000 || bl < 0xF000 {
+				inked++
+			}
+			if max(r, g, bl)-min(r, g, bl) > 0x3000 { // a plot's coloured line or band
+				colored++
+			}
+		}
+	}
+	total := (b.Dx() / 2) * (b.Dy() / 2)
+	if frac := float64(inked) / float64(total); frac < 0.03 || frac > 0.7 {
+		t.Errorf("%.1f%% of the screenshot is not white: blank or broken page", 100*frac)
+	}
+	if colored < 500 {
+		t.Errorf("only %d coloured pixels: the plots did not render", colored)
+	}
+}
