@@ -52,7 +52,7 @@ func Load(dir string) (*Run, error) {
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for line := 1; sc.Scan(); line++ {
 		var rec struct {
-			Round *rl.Metrics        `json:"round"`
+			Round *rl.Metrics       `json:"round"`
 			Eval  *train.EvalResult `json:"eval"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
