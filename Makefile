@@ -5,7 +5,7 @@ TOOLS := $(CURDIR)/.tools/bin
 VERSITYGW := $(TOOLS)/versitygw
 WORKFLOWCHECK := $(TOOLS)/workflowcheck
 
-.PHONY: test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
+.PHONY: zoo test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
 
 build:
 	$(GO) build -o bin/corl ./cmd/corl
@@ -102,6 +102,13 @@ ptx-check:
 	echo "PTX regenerates byte for byte"; rm -rf $$tmp
 
 # Regenerate the shipped base models (about 20 minutes on 2 cores).
+# The zoo: bases with room for RL to improve them (briefly pretrained on
+# levels 1-2), not embedded in the binary. Each directory's pretrain.json
+# records its recipe and held-out pass@1.
+zoo: build
+	bin/corl pretrain --family llama --layers 6 --dim 96 --heads 4 --kv-heads 2 --hidden 256 --tasks arith,linear,mod \
+		--max-level 2 --views 2 --per-task 6000 --steps 600 --eval-every 150 --eval 100 --lr 0.003 --out examples/zoo/llama-l12
+
 bases: build
 	bin/corl pretrain --family gpt2 --layers 4 --dim 128 --heads 4 --tasks arith,linear,mod,seq --max-level 1 \
 		--per-task 2000 --views 2 --steps 1500 --eval 50 --eval-every 500 --out examples/bases/gpt2-small
