@@ -201,7 +201,7 @@ from another terminal with corl run; stop with Ctrl-C.`,
 			if err != nil {
 				return err
 			}
-			if !cmd.Flags().Changed("ui-port") && port != 0 {
+			if !cmd.Flags().Changed("ui-port") && port != 0 && port+1000 <= 65535 {
 				uiPort = port + 1000 // as temporal server start-dev
 			}
 			e, err := start(cmd.Context(), devOptions{dir: abs, port: port, backend: be, metrics: reg, ui: !headless, uiPort: uiPort}, stdio, getenv)

@@ -807,6 +807,65 @@ func TestSweepOnARealServer(t *testing.T) {
 	}
 }
 
+// TestSweepSurvivesDevRestart: corl dev is killed after the first cell of
+// a three-cell sweep (one at a time) has finished; restarted, the sweep
+// finishes every cell, and the finished cell is not run again.
+func TestSweepSurvivesDevRestart(t *testing.T) {
+	a, b := bases(t)
+	file := specFile(t, "swr", a, b, 2)
+	s, err := config.Load(file, noEnv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, port := t.TempDir(), freePort(t)
+	dev := spawn(t, nil, "dev", "--dir", dir, "--port", fmt.Sprint(port), "--headless")
+	conn, err := config.LoadConnection("", noEnv, map[string]any{"temporal.address": fmt.Sprintf("127.0.0.1:%d", port), "store.local_dir": filepath.Join(dir, "blobs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := dial(t, conn)
+	in := workflows.SweepInput{Name: "swr", Base: *s, MaxParallel: 1, Grid: []workflows.Axis{{Key: "seed",
+		Values: []json.RawMessage{json.RawMessage("1"), json.RawMessage("2"), json.RawMessage("3")}}}}
+	if _, err := cl.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "sweep-swr", TaskQueue: "corl"}, workflows.Sweep, in); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		d, err := cl.DescribeWorkflowExecution(context.Background(), "sweep-swr.cell-000", "")
+		if err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the first cell did not finish: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	killed := time.Now()
+	dev.kill()
+	cl.Close()
+	spawn(t, nil, "dev", "--dir", dir, "--port", fmt.Sprint(port), "--headless")
+	cl = dial(t, conn)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var p workflows.SweepProgress
+	if err := cl.GetWorkflow(ctx, "sweep-swr", "").Get(ctx, &p); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range p.Cells {
+		if c.Result == nil || c.Result.Rounds != 2 {
+			t.Errorf("cell %d: %+v, want a finished 2-round run", i, c)
+		}
+	}
+	d, err := cl.DescribeWorkflowExecution(context.Background(), "sweep-swr.cell-000", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if started := d.GetWorkflowExecutionInfo().GetStartTime().AsTime(); started.After(killed) {
+		t.Errorf("the first cell ran again after the restart (started %v, killed %v)", started, killed)
+	}
+}
+
 // TestKillCampaign kills, N times each (CORL_KILL_CAMPAIGN=N), the GPU
 // worker and the whole `corl dev` at a uniformly random moment of an
 // 8-round run, then lets a replacement finish it, and reports how many runs
