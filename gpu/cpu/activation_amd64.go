@@ -96,3 +96,34 @@ func axpyVec(y []float32, alpha float32, x []float32) int {
 	axpyAVX512(&y[0], alpha, &x[0], n)
 	return n
 }
+
+//go:noescape
+func attnScoresAVX512(q, k *float32, kstride, hs, n int, out *float32)
+
+//go:noescape
+func attnMixAVX512(out, p, v *float32, vstride, hs, n int)
+
+// attnScores sets out[j] = dot(q, k[j*stride:][:len(q)]) for j < len(out)
+// in one call, with dot's bits; false when there is no fused kernel for
+// this shape (the caller loops over dot).
+func attnScores(out, q, k []float32, stride int) bool {
+	hs, n := len(q), len(out)
+	if !useAVX512 || hs == 0 || hs%16 != 0 || n == 0 {
+		return false
+	}
+	_ = k[(n-1)*stride+hs-1]
+	attnScoresAVX512(&q[0], &k[0], stride, hs, n, &out[0])
+	return true
+}
+
+// attnMix adds p[j]*v[j*stride:][:len(out)] to out for j in order, with
+// axpy's bits; false when there is no fused kernel for this shape.
+func attnMix(out, p, v []float32, stride int) bool {
+	hs, n := len(out), len(p)
+	if !useAVX512 || hs == 0 || hs%16 != 0 || n == 0 {
+		return false
+	}
+	_ = v[(n-1)*stride+hs-1]
+	attnMixAVX512(&out[0], &p[0], &v[0], stride, hs, n)
+	return true
+}

@@ -121,9 +121,16 @@ func attendRows(out, p, q, k, v []float32, s gpu.AttnShape, tk, C, CKV int, scal
 		qv := q[tq*C:][:s.HS]
 		row := p[tq*s.Tk : (tq+1)*s.Tk]
 		maxv := float32(math.Inf(-1))
-		for j := 0; j <= pos; j++ {
-			row[j] = dot(qv, k[j*CKV:][:s.HS]) * scale
-			maxv = max(maxv, row[j])
+		if attnScores(row[:pos+1], qv, k, CKV) {
+			for j := 0; j <= pos; j++ {
+				row[j] *= scale
+				maxv = max(maxv, row[j])
+			}
+		} else {
+			for j := 0; j <= pos; j++ {
+				row[j] = dot(qv, k[j*CKV:][:s.HS]) * scale
+				maxv = max(maxv, row[j])
+			}
 		}
 		var sum float32
 		for j := 0; j <= pos; j++ {
@@ -135,7 +142,11 @@ func attendRows(out, p, q, k, v []float32, s gpu.AttnShape, tk, C, CKV int, scal
 		clear(ov)
 		for j := 0; j <= pos; j++ {
 			row[j] *= inv
-			axpy(ov, row[j], v[j*CKV:][:s.HS])
+		}
+		if !attnMix(ov, row[:pos+1], v, CKV) {
+			for j := 0; j <= pos; j++ {
+				axpy(ov, row[j], v[j*CKV:][:s.HS])
+			}
 		}
 		clear(row[pos+1:])
 	}

@@ -230,3 +230,34 @@ func TestGemmBitsAcrossMachines(t *testing.T) {
 		t.Errorf("kernel %s: output hash %#x, want %#x (the AVX-512 kernel's)", kernelName, got, uint64(gemmBitsGolden))
 	}
 }
+
+// TestFusedAttentionKernelsMatchDotAndAxpy: the fused score and mix
+// kernels give the bits of the per-row dot and axpy they replace, so
+// attention (training and decoding) computes what it did before.
+func TestFusedAttentionKernelsMatchDotAndAxpy(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, hs := range []int{16, 64, 128} {
+		const n, stride = 37, 200
+		q, k := randSlice(r, hs), randSlice(r, n*stride)
+		got := make([]float32, n)
+		if !attnScores(got, q, k, stride) {
+			t.Skip("no fused kernel on this CPU")
+		}
+		for j := 0; j < n; j++ {
+			if want := dot(q, k[j*stride:][:hs]); math.Float32bits(got[j]) != math.Float32bits(want) && !(got[j] == 0 && want == 0) {
+				t.Fatalf("hs %d score %d: fused %v, dot %v", hs, j, got[j], want)
+			}
+		}
+		p := randSlice(r, n)
+		fused, loop := make([]float32, hs), make([]float32, hs)
+		attnMix(fused, p, k, stride)
+		for j := 0; j < n; j++ {
+			axpy(loop, p[j], k[j*stride:][:hs])
+		}
+		for i := range fused {
+			if math.Float32bits(fused[i]) != math.Float32bits(loop[i]) {
+				t.Fatalf("hs %d mix element %d: fused %v, axpy %v", hs, i, fused[i], loop[i])
+			}
+		}
+	}
+}

@@ -92,3 +92,72 @@ axpy2loop:
 	JNZ  axpy2loop
 	VZEROUPPER
 	RET
+
+// func attnScoresAVX512(q, k *float32, kstride, hs, n int, out *float32)
+// out[j] = dot(q[:hs], k[j*kstride:][:hs]) for j < n, each exactly as
+// dotAVX512 computes it; hs is a positive multiple of 16, n positive.
+TEXT ·attnScoresAVX512(SB), NOSPLIT, $0-48
+	MOVQ q+0(FP), SI
+	MOVQ k+8(FP), DI
+	MOVQ kstride+16(FP), R8
+	SHLQ $2, R8
+	MOVQ hs+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ out+40(FP), DX
+scorej:
+	VXORPS Z0, Z0, Z0
+	MOVQ SI, R10
+	MOVQ DI, R11
+	MOVQ R9, R12
+scoreh:
+	VMOVUPS (R10), Z1
+	VFMADD231PS (R11), Z1, Z0
+	ADDQ $64, R10
+	ADDQ $64, R11
+	SUBQ $16, R12
+	JNZ  scoreh
+	VEXTRACTF32X8 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVSS X0, (DX)
+	ADDQ $4, DX
+	ADDQ R8, DI
+	DECQ CX
+	JNZ  scorej
+	VZEROUPPER
+	RET
+
+// func attnMixAVX512(out, p, v *float32, vstride, hs, n int)
+// out[:hs] += p[j]*v[j*vstride:][:hs] for j = 0..n-1 in order, each term a
+// fused multiply-add as axpyAVX512 does it; hs a positive multiple of 16,
+// n positive. One 16-float chunk of out stays in a register across j.
+TEXT ·attnMixAVX512(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), DI
+	MOVQ p+8(FP), SI
+	MOVQ v+16(FP), BX
+	MOVQ vstride+24(FP), R8
+	SHLQ $2, R8
+	MOVQ hs+32(FP), R9
+	MOVQ n+40(FP), R13
+mixc:
+	VMOVUPS (DI), Z0
+	MOVQ SI, R10
+	MOVQ BX, R11
+	MOVQ R13, CX
+mixj:
+	VBROADCASTSS (R10), Z1
+	VFMADD231PS (R11), Z1, Z0
+	ADDQ $4, R10
+	ADDQ R8, R11
+	DECQ CX
+	JNZ  mixj
+	VMOVUPS Z0, (DI)
+	ADDQ $64, DI
+	ADDQ $64, BX
+	SUBQ $16, R9
+	JNZ  mixc
+	VZEROUPPER
+	RET
