@@ -239,6 +239,26 @@ func TestPipelineMatchesLocalRun(t *testing.T) {
 // when the test ends).
 func startPipeline(t *testing.T, storeCfg map[string]any) (client.Client, blob.Store, func() error) {
 	t.Helper()
+	cl, store := startServer(t, storeCfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- workers.Run(ctx, workers.Options{Client: cl, Store: store, Backend: cpu.New(2), Pools: []string{"gpu", "cpu"}})
+	}()
+	var once sync.Once
+	var werr error
+	stop := func() error {
+		once.Do(func() { cancel(); werr = <-done })
+		return werr
+	}
+	t.Cleanup(func() { stop() })
+	return cl, store, stop
+}
+
+// startServer starts the embedded Temporal server and connects a client and
+// the store in storeCfg (both closed when the test ends).
+func startServer(t *testing.T, storeCfg map[string]any) (client.Client, blob.Store) {
+	t.Helper()
 	srv, err := devserver.Start(devserver.Options{DBFile: filepath.Join(t.TempDir(), "t.db"), SearchAttributes: workflows.SearchAttributeTypes})
 	if err != nil {
 		t.Fatal(err)
@@ -255,19 +275,7 @@ func startPipeline(t *testing.T, storeCfg map[string]any) (client.Client, blob.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- workers.Run(ctx, workers.Options{Client: cl, Store: store, Backend: cpu.New(2), Pools: []string{"gpu", "cpu"}})
-	}()
-	var once sync.Once
-	var werr error
-	stop := func() error {
-		once.Do(func() { cancel(); werr = <-done })
-		return werr
-	}
-	t.Cleanup(func() { stop() })
-	return cl, store, stop
+	return cl, store
 }
 
 func dial(t *testing.T, conn *config.Connection) client.Client {
@@ -643,21 +651,7 @@ func TestDevServesTheWebUI(t *testing.T) {
 func TestPlacementSpreadsOverWorkers(t *testing.T) {
 	a, b := bases(t)
 	file := specFile(t, "spread", a, b, 3)
-	srv, err := devserver.Start(devserver.Options{DBFile: filepath.Join(t.TempDir(), "t.db"), SearchAttributes: workflows.SearchAttributeTypes})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	conn, err := config.LoadConnection("", noEnv, map[string]any{"temporal.address": srv.Addr(), "store.kind": "local", "store.local_dir": t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := dial(t, conn)
-	t.Cleanup(cl.Close)
-	store, err := conn.OpenStore(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl, store := startServer(t, map[string]any{"store.kind": "local", "store.local_dir": t.TempDir()})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, o := range []workers.Options{{Pools: []string{"cpu"}}, {Pools: []string{"gpu"}, QueueID: "w1"}, {Pools: []string{"gpu"}, QueueID: "w2"}} {

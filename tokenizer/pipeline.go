@@ -99,14 +99,7 @@ func parseNormalizer(j *normJSON, at string) (normalizer, error) {
 			return s
 		}), nil
 	case "StripAccents":
-		return normFunc(func(s string) string {
-			return strings.Map(func(r rune) rune {
-				if unicode.Is(unicode.Mn, r) {
-					return -1
-				}
-				return r
-			}, s)
-		}), nil
+		return normFunc(stripMarks), nil
 	case "Prepend":
 		return normFunc(func(s string) string {
 			if s == "" {
@@ -177,18 +170,23 @@ func bertNormalizer(j *normJSON) normalizer {
 		}
 		s = b.String()
 		if strip {
-			s = strings.Map(func(r rune) rune {
-				if unicode.Is(unicode.Mn, r) {
-					return -1
-				}
-				return r
-			}, norm.NFD.String(s))
+			s = stripMarks(norm.NFD.String(s))
 		}
 		if lower {
 			s = strings.ToLower(s)
 		}
 		return s
 	})
+}
+
+// stripMarks removes nonspacing marks (accents, after NFD).
+func stripMarks(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Mn, r) {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 func isCJK(r rune) bool {

@@ -48,13 +48,3 @@ func kern12x32(kb int, a, b, c []float32, ldc int) {
 	kern6x16NEON(kb, &a[6], &b[0], &c[6*ldc], ldc)
 	kern6x16NEON(kb, &a[6], &b[16], &c[6*ldc+16], ldc)
 }
-
-func geluFwdVec(out, inp []float32) int                     { return 0 }
-func geluBwdVec(dinp, dout, inp []float32) int              { return 0 }
-func swigluFwdVec(out, gate, up []float32) int              { return 0 }
-func swigluBwdVec(dgate, dup, dout, gate, up []float32) int { return 0 }
-func dotVec(a, b []float32) (float32, int)                  { return 0, 0 }
-func axpyVec(y []float32, alpha float32, x []float32) int   { return 0 }
-
-func attnScores(out, q, k []float32, stride int) bool { return false }
-func attnMix(out, p, v []float32, stride int) bool    { return false }
