@@ -95,12 +95,7 @@ func newDataCheckCmd(stdio IO) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var labels []string
-			for i := range ds.Prompts {
-				if a, ok := ds.Labels.Answer(i); ok {
-					labels = append(labels, a)
-				}
-			}
+			labels := ds.Labels.Present()
 			fmt.Fprintf(stdio.Out, "%s: %d rows, %d with answers: ok\n", file, len(ds.Prompts), len(labels))
 			if len(labels) > 0 {
 				parses := datasets.Parses(labels)

@@ -167,11 +167,7 @@ func heldOutRows(file, pField, aField, aType string, seed uint64, split string, 
 	}
 	set = set[:min(len(set), n)]
 	if aType == "" {
-		labels := make([]string, len(ds.Prompts))
-		for i := range labels {
-			labels[i], _ = ds.Labels.Answer(i)
-		}
-		aType = datasets.InferAnswerType(labels)
+		aType = datasets.InferAnswerType(ds.Labels.Present()) // every row has one: RequireAnswer
 	}
 	return set, datasets.AnswerRule{Type: aType}, nil
 }

@@ -490,13 +490,7 @@ func inferAnswerType(s *RunSpec) {
 	if err != nil {
 		return
 	}
-	var labels []string
-	for i := range ds.Prompts {
-		if a, ok := ds.Labels.Answer(i); ok {
-			labels = append(labels, a)
-		}
-	}
-	if len(labels) > 0 {
+	if labels := ds.Labels.Present(); len(labels) > 0 {
 		s.Data.AnswerType = datasets.InferAnswerType(labels)
 	}
 }

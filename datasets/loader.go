@@ -36,6 +36,18 @@ func (l Labels) Answer(i int) (string, bool) {
 // Len is the number of rows.
 func (l Labels) Len() int { return len(l.answers) }
 
+// Present lists the answers the rows have, in row order (rows without one
+// left out).
+func (l Labels) Present() []string {
+	var out []string
+	for _, a := range l.answers {
+		if a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // Dataset is a loaded user data set.
 type Dataset struct {
 	Name    string

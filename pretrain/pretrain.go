@@ -202,12 +202,7 @@ func fileExamples(c *Config, tok tokenizer.Tokenizer, maxSeq int) ([]example, []
 		return nil, nil, datasets.AnswerRule{}, err
 	}
 	if c.AnswerType == "" {
-		var labels []string
-		for i := range ds.Prompts {
-			a, _ := ds.Labels.Answer(i)
-			labels = append(labels, a)
-		}
-		c.AnswerType = datasets.InferAnswerType(labels)
+		c.AnswerType = datasets.InferAnswerType(ds.Labels.Present()) // every row has one: RequireAnswer
 	}
 	rule := datasets.AnswerRule{Type: c.AnswerType}
 	pre := datasets.FileSet(ds, c.DataSeed, datasets.SetPretrain)
