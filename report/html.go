@@ -102,11 +102,7 @@ func HTML(runs []*Run, t Table) (string, error) {
 				if !ok {
 					continue
 				}
-				m := e.Members[name]
-				ci := m.PassAt1CI
-				if m.Samples > 0 && m.SampledCI != nil {
-					ci = *m.SampledCI
-				}
+				ci := scoreCI(e.Members[name])
 				s.x, s.y, s.lo, s.hi = append(s.x, float64(e.Round)), append(s.y, v), append(s.lo, ci.Lo), append(s.hi, ci.Hi)
 				fl := 0.0
 				if e.Round > 0 && e.Round <= len(flops) {

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/stats"
@@ -150,6 +151,14 @@ func score(e train.EvalResult, member string) (float64, bool) {
 	return m.PassAt1, true
 }
 
+// scoreCI is the 95% interval of score's number.
+func scoreCI(m evaluate.Result) stats.Interval {
+	if m.Samples > 0 && m.SampledCI != nil {
+		return *m.SampledCI
+	}
+	return m.PassAt1CI
+}
+
 func scoreByTask(e train.EvalResult, member string) map[string]float64 {
 	m := e.Members[member]
 	if m.Samples > 0 && m.SampledByTask != nil {
@@ -240,11 +249,7 @@ func BuildTable(runs []*Run) Table {
 				}
 			}
 			if len(names) == 1 {
-				m := pick.e.Members[names[0]]
-				ci := m.PassAt1CI
-				if m.Samples > 0 && m.SampledCI != nil {
-					ci = *m.SampledCI
-				}
+				ci := scoreCI(pick.e.Members[names[0]])
 				s.ci = &ci
 			}
 			add(pick.key, pick.label, s)
