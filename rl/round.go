@@ -119,10 +119,10 @@ func Generate(m *Member, mi int, prompts []Prompt, c Config, round int) (Rollout
 	ro := make(Rollout, len(prompts))
 	for p := range prompts {
 		ro[p] = make([]Completion, c.NumGenerations)
+		rule := c.Answers.ForPrompt(prompts[p].view(m.View)) // once per prompt: a choice prompt's options are parsed
 		for k := range ro[p] {
 			r, o := reqs[p*c.NumGenerations+k], outs[p*c.NumGenerations+k]
 			ans := ""
-			rule := c.Answers.ForPrompt(prompts[p].view(m.View))
 			if a, ok := rule.Extract(o.Text); ok {
 				ans = rule.Normalize(a)
 			}
