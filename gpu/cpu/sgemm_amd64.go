@@ -19,10 +19,7 @@ func kern6x16AVX2(kb int, a, b, c *float32, ldc int)
 // FMA (most other x86 machines and cloud instances), else portable Go.
 // CORL_CPU_KERNEL=avx2 or go forces a slower one (the tests force each
 // through the conformance suite).
-var (
-	useAVX512 = cpu.X86.HasAVX512F
-	useAVX2   = cpu.X86.HasAVX2 && cpu.X86.HasFMA
-)
+var useAVX512, useAVX2 bool // set by SetKernel
 
 func init() {
 	if err := SetKernel(os.Getenv("CORL_CPU_KERNEL")); err != nil {

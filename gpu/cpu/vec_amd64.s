@@ -2,6 +2,21 @@
 
 #include "textflag.h"
 
+// SUM8 leaves in X0's first lane the sum of Y0's eight lanes: the upper
+// half added to the lower, then two horizontal adds (X1 is scratch). Every
+// dot product reduces in this one order, so the kernels agree bitwise.
+#define SUM8 \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS X1, X0, X0; \
+	VHADDPS X0, X0, X0; \
+	VHADDPS X0, X0, X0
+
+// SUM16 is SUM8 after adding Z0's upper eight lanes to its lower ones.
+#define SUM16 \
+	VEXTRACTF32X8 $1, Z0, Y1; \
+	VADDPS Y1, Y0, Y0; \
+	SUM8
+
 // func dotAVX512(a, b *float32, n int) float32
 // n is a positive multiple of 16.
 TEXT ·dotAVX512(SB), NOSPLIT, $0-28
@@ -16,12 +31,7 @@ dotloop:
 	ADDQ $64, DI
 	SUBQ $16, CX
 	JNZ  dotloop
-	VEXTRACTF32X8 $1, Z0, Y1
-	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	SUM16
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET
@@ -64,10 +74,7 @@ dot2loop:
 	SUBQ $16, CX
 	JNZ  dot2loop
 	VADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	SUM8
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET
@@ -116,12 +123,7 @@ scoreh:
 	ADDQ $64, R11
 	SUBQ $16, R12
 	JNZ  scoreh
-	VEXTRACTF32X8 $1, Z0, Y1
-	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	SUM16
 	MOVSS X0, (DX)
 	ADDQ $4, DX
 	ADDQ R8, DI
