@@ -202,6 +202,11 @@ func StartRun(ctx context.Context, cl client.Client, store blob.Store, ns string
 	if err != nil {
 		return nil, err
 	}
+	return startSpec(ctx, cl, store, ns, spec, rf)
+}
+
+// startSpec is StartRun for a spec already loaded from rf.
+func startSpec(ctx context.Context, cl client.Client, store blob.Store, ns string, spec *config.RunSpec, rf RunFlags) (client.WorkflowRun, error) {
 	if err := uploadBases(ctx, store, spec); err != nil {
 		return nil, err
 	}
@@ -256,7 +261,8 @@ execute it. The same workflow starts from the Temporal CLI with the spec as JSON
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// A bad spec is answered before any connection is tried.
-			if _, err := loadRunSpec(rf, getenv); err != nil {
+			spec, err := loadRunSpec(rf, getenv)
+			if err != nil {
 				return err
 			}
 			cl, conn, store, err := cf.connect(cmd.Context(), getenv)
@@ -264,7 +270,7 @@ execute it. The same workflow starts from the Temporal CLI with the spec as JSON
 				return err
 			}
 			defer cl.Close()
-			run, err := StartRun(cmd.Context(), cl, store, conn.Temporal.Namespace, rf, getenv)
+			run, err := startSpec(cmd.Context(), cl, store, conn.Temporal.Namespace, spec, rf)
 			if err != nil {
 				return err
 			}
