@@ -30,7 +30,6 @@ type BPE struct {
 	added    []addedToken
 	rawTrie  *trie // added tokens matched on the raw text
 	normTrie *trie // added tokens matched after normalization
-	special  map[int32]bool
 
 	norm normalizer
 	pre  preTokenizer
@@ -45,9 +44,9 @@ type BPE struct {
 type merge struct{ rank, id int32 }
 
 type addedToken struct {
-	content                                    string
-	id                                         int32
-	special, normalized, lstrip, rstrip, sword bool
+	content                           string
+	id                                int32
+	normalized, lstrip, rstrip, sword bool
 }
 
 const metaSpace = "\u2581"
@@ -150,7 +149,7 @@ func Parse(data []byte) (*BPE, error) {
 	}
 	t := &BPE{vocab: f.Model.Vocab, merges: map[uint64]merge{}, unk: -1, eos: -1,
 		fallback: f.Model.ByteFallback, fuseUnk: f.Model.FuseUnk, ignore: f.Model.IgnoreMerges,
-		special: map[int32]bool{}, cache: map[string][]int32{}, raw: append([]byte(nil), data...)}
+		cache: map[string][]int32{}, raw: append([]byte(nil), data...)}
 	if p := f.Model.ContinuingSubwordPrefix; p != nil {
 		t.contPref = *p
 	}
@@ -176,16 +175,13 @@ func Parse(data []byte) (*BPE, error) {
 		if a.ID < 0 {
 			return nil, fmt.Errorf("added_tokens: %q has negative id %d", a.Content, a.ID)
 		}
-		at := addedToken{content: a.Content, id: a.ID, special: a.Special, normalized: a.Normalized == nil || *a.Normalized,
-			lstrip: a.LStrip, rstrip: a.RStrip, sword: a.SingleWord}
-		if a.Normalized == nil { // the library's default: special tokens are not normalized
-			at.normalized = !a.Special
+		normalized := !a.Special // the library's default: special tokens are not normalized
+		if a.Normalized != nil {
+			normalized = *a.Normalized
 		}
+		at := addedToken{content: a.Content, id: a.ID, normalized: normalized, lstrip: a.LStrip, rstrip: a.RStrip, sword: a.SingleWord}
 		t.added = append(t.added, at)
 		t.inv[a.ID] = a.Content
-		if a.Special {
-			t.special[a.ID] = true
-		}
 		if at.normalized {
 			normed = append(normed, at)
 		} else {
@@ -519,7 +515,6 @@ func (t *BPE) mergeAll(syms []symbol) []int32 {
 // automaton does.
 type trie struct {
 	next  map[byte]*trie
-	id    int32 // -1: no token ends here
 	token *addedToken
 }
 
@@ -527,7 +522,7 @@ func newTrie(tokens []addedToken) *trie {
 	if len(tokens) == 0 {
 		return nil
 	}
-	root := &trie{id: -1}
+	root := &trie{}
 	for i := range tokens {
 		n := root
 		for k := 0; k < len(tokens[i].content); k++ {
@@ -537,13 +532,13 @@ func newTrie(tokens []addedToken) *trie {
 			}
 			nx := n.next[c]
 			if nx == nil {
-				nx = &trie{id: -1}
+				nx = &trie{}
 				n.next[c] = nx
 			}
 			n = nx
 		}
 		if tokens[i].content != "" {
-			n.id, n.token = tokens[i].id, &tokens[i]
+			n.token = &tokens[i]
 		}
 	}
 	return root
