@@ -351,7 +351,7 @@ func printProgress(w io.Writer, p *workflows.Progress) {
 
 // Watch renders progress until the run ends, then its result.
 func Watch(ctx context.Context, cl client.Client, id string, w io.Writer, every time.Duration) error {
-	last := ""
+	last, lastEval := "", -1
 	wait := every
 	for {
 		p, status, err := progress(ctx, cl, id)
@@ -379,12 +379,43 @@ func Watch(ctx context.Context, cl client.Client, id string, w io.Writer, every 
 			fmt.Fprintln(w, line)
 			last = line
 		}
+		if n := len(p.Evals); n > 0 && p.Evals[n-1].Round != lastEval {
+			lastEval = p.Evals[n-1].Round
+			printEvalTable(w, p.Members, p.Evals[n-1])
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(every):
 		}
 	}
+}
+
+// printEvalTable prints one evaluation as a table, a row per member:
+// greedy pass@1 with its 95% interval, sampled pass@1 and maj@k where the
+// spec samples, then the cohort's pooled vote.
+func printEvalTable(w io.Writer, members []string, ev workflows.EvalSummary) {
+	fmt.Fprintf(w, "evaluation after round %d\n", ev.Round)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEMBER\tPASS@1\t95% INTERVAL\tSAMPLED PASS@1\tMAJ@K")
+	for i, m := range members {
+		if i >= len(ev.PassAt1) {
+			break
+		}
+		ci, sampled, maj := "-", "-", "-"
+		if i < len(ev.PassAt1CI) {
+			ci = fmt.Sprintf("[%.3f, %.3f]", ev.PassAt1CI[i].Lo, ev.PassAt1CI[i].Hi)
+		}
+		if i < len(ev.SampledPassAt1) {
+			sampled = fmt.Sprintf("%.3f", ev.SampledPassAt1[i])
+		}
+		if i < len(ev.MajAtK) {
+			maj = fmt.Sprintf("%.3f", ev.MajAtK[i])
+		}
+		fmt.Fprintf(tw, "%s\t%.3f\t%s\t%s\t%s\n", m, ev.PassAt1[i], ci, sampled, maj)
+	}
+	fmt.Fprintf(tw, "cohort vote\t%.3f\tties %.3f\t\t\n", ev.Cohort.Correct, ev.Cohort.Tie)
+	tw.Flush()
 }
 
 // transient reports whether a failed call may succeed if repeated: anything
@@ -427,6 +458,9 @@ func finalResult(ctx context.Context, cl client.Client, id string, status enumsp
 			fmt.Fprintf(w, ", sampled %v, maj@k %v", fmtFloats(ev.SampledPassAt1), fmtFloats(ev.MajAtK))
 		}
 		fmt.Fprintf(w, ", cohort vote %.3f (ties %.3f)\n", ev.Cohort.Correct, ev.Cohort.Tie)
+	}
+	if n := len(res.Evals); n > 0 {
+		printEvalTable(w, res.Members, res.Evals[n-1])
 	}
 	for _, k := range res.Checkpoints {
 		fmt.Fprintf(w, "  checkpoint %s\n", k)

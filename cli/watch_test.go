@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/corl-project/corl/stats"
 	"github.com/corl-project/corl/workflows"
 )
 
@@ -48,7 +50,9 @@ func (c *flakyClient) GetWorkflow(context.Context, string, string) client.Workfl
 type doneRun struct{ client.WorkflowRun }
 
 func (doneRun) Get(_ context.Context, v any) error {
-	b, _ := json.Marshal(workflows.Result{Rounds: 4})
+	b, _ := json.Marshal(workflows.Result{Rounds: 4, Members: []string{"g", "l"}, Evals: []workflows.EvalSummary{{
+		Round: 4, PassAt1: []float64{0.25, 0.5}, PassAt1CI: []stats.Interval{{Mean: 0.25, Lo: 0.2, Hi: 0.3}, {Mean: 0.5, Lo: 0.45, Hi: 0.55}},
+		SampledPassAt1: []float64{0.125, 0.375}, MajAtK: []float64{0.25, 0.5}}}})
 	return json.Unmarshal(b, v)
 }
 
@@ -67,6 +71,10 @@ func TestWatchRidesOutOutages(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), "lost contact with Temporal"); n != 3 || !strings.Contains(out.String(), "completed 4 rounds") {
 		t.Errorf("%d outages reported, output:\n%s", n, out.String())
+	}
+	// The last evaluation as a table, a row per member.
+	if !regexp.MustCompile(`(?m)^l +0\.500 +\[0\.450, 0\.550\] +0\.375 +0\.500$`).MatchString(out.String()) {
+		t.Errorf("no evaluation table row for member l:\n%s", out.String())
 	}
 	if err := Watch(context.Background(), &flakyClient{missing: true}, "r", &out, time.Millisecond); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("watching a missing run: %v", err)

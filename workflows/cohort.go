@@ -148,6 +148,7 @@ type Progress struct {
 // Result is the workflow's return value.
 type Result struct {
 	Rounds         int           `json:"rounds"`
+	Members        []string      `json:"members,omitempty"`
 	Checkpoints    []string      `json:"checkpoints"`
 	Evals          []EvalSummary `json:"evals"`
 	Stopped        bool          `json:"stopped"`
@@ -377,7 +378,7 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 	}
 	releaseAll(ctx, &s, st, ref)
 	st.Stage = "done"
-	return &Result{Rounds: st.Round, Checkpoints: st.Checkpoint, Evals: st.Evals, Stopped: st.Round < s.Rounds, Moves: st.Moves,
+	return &Result{Rounds: st.Round, Members: s.MemberNames(), Checkpoints: st.Checkpoint, Evals: st.Evals, Stopped: st.Round < s.Rounds, Moves: st.Moves,
 		ComputeSeconds: st.ComputeSeconds, RoundSeconds: st.RoundSeconds, GenFLOPs: st.GenFLOPs, UpdateFLOPs: st.UpdateFLOPs}, nil
 }
 
