@@ -347,12 +347,12 @@ func (a *Activities) Generate(ctx context.Context, ref MemberRef) (GenerateOutpu
 		return GenerateOutput{}, err
 	}
 	groups := ro.Groups()
+	out := GenerateOutput{Key: blob.RolloutKey(h.run, ref.Round, h.member.Name)}
 	if c.Reward == rl.SelfCertainty || c.Reward == rl.Entropy {
-		if err := rl.SelfSignals(h.member, ro, groups, c.MicroBatch, rl.SamplingTemp(c)); err != nil {
+		if out.JudgeFLOPs, err = rl.SelfSignals(h.member, ro, groups, c.MicroBatch, rl.SamplingTemp(c)); err != nil {
 			return GenerateOutput{}, err
 		}
 	}
-	out := GenerateOutput{Key: blob.RolloutKey(h.run, ref.Round, h.member.Name)}
 	out.Tokens, out.FLOPs = ro.Cost(h.member.Model)
 	parsed, n := 0, 0
 	for _, row := range ro {
@@ -407,10 +407,11 @@ func (a *Activities) Judge(ctx context.Context, in JudgeInput) (string, error) {
 		return "", err
 	}
 	prompts := train.PromptsForRound(d.RL, in.Spec.Seed, in.Round, in.Spec.PromptsPerRound)
-	scores, err := rl.JudgeScores(h.member, prompts, rb.Rollout, in.Spec.MicroBatchSize)
+	scores, flops, err := rl.JudgeScores(h.member, prompts, rb.Rollout, in.Spec.MicroBatchSize)
 	if err != nil {
 		return "", err
 	}
+	a.Metrics.Work(h.run, h.member.Name, "judge", "judged", 0, flops)
 	key := blob.JudgeKey(h.run, in.Round, in.Spec.Members[in.Target].Name)
 	b, _ := json.Marshal(scores)
 	return key, a.Store.Put(ctx, key, b)

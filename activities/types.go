@@ -90,6 +90,9 @@ type GenerateOutput struct {
 	ParseRate float64 `json:"parse_rate"`
 	Seconds   float64 `json:"seconds"`
 	FLOPs     float64 `json:"flops"`
+	// JudgeFLOPs is the scoring pass over the samples that self-certainty
+	// and entropy rewards need.
+	JudgeFLOPs float64 `json:"judge_flops,omitempty"`
 }
 
 // JudgeInput has member Judge score member Target's rollout.

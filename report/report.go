@@ -124,14 +124,14 @@ func baseFamily(dir string) string {
 	return cmp.Or(c.ModelType, dir)
 }
 
-// FLOPs is the run's generation and update FLOPs, summed over members and
+// FLOPs is the run's generation, scoring and update FLOPs, summed over members and
 // rounds, after each round.
 func (r *Run) FLOPs() []float64 {
 	out := make([]float64, len(r.Rounds))
 	total := 0.0
 	for i, m := range r.Rounds {
 		for _, md := range m.Models {
-			total += md.GenFLOPs + md.UpdateFLOPs
+			total += md.GenFLOPs + md.UpdateFLOPs + md.JudgeFLOPs
 		}
 		out[i] = total
 	}

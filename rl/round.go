@@ -223,7 +223,7 @@ func completionStats(m *model.Model, cs []*Completion, pad int32, micro int, tem
 // " The answer is <answer>." after the prompt, i.e. the geometric-mean
 // probability the judge gives that statement (0 when the completion has no
 // answer). Scores are cached per (prompt, answer).
-func JudgeScores(judge *Member, prompts []Prompt, ro Rollout, micro int) ([][]float64, error) {
+func JudgeScores(judge *Member, prompts []Prompt, ro Rollout, micro int) (_ [][]float64, flops float64, err error) {
 	type key struct {
 		p int
 		a string
@@ -238,11 +238,11 @@ func JudgeScores(judge *Member, prompts []Prompt, ro Rollout, micro int) ([][]fl
 			}
 			prompt, err := judge.Tok.Encode(evaluate.PromptText(prompts[p].view(judge.View)))
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			stmt, err := judge.Tok.Encode(" The answer is " + c.Answer + ".")
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			index[k] = len(cs)
 			cs = append(cs, &Completion{Prompt: prompt, Tokens: stmt})
@@ -253,12 +253,12 @@ func JudgeScores(judge *Member, prompts []Prompt, ro Rollout, micro int) ([][]fl
 		scores[p] = make([]float64, len(ro[p]))
 	}
 	if len(cs) == 0 {
-		return scores, nil
+		return scores, 0, nil
 	}
 	// The judge's own probability of the statement: temperature 1.
 	lp, _, _, err := completionStats(judge.Model, cs, judge.Tok.EOS(), micro, 1, false)
 	if err != nil {
-		return nil, fmt.Errorf("judge %s: %w", judge.Name, err)
+		return nil, 0, fmt.Errorf("judge %s: %w", judge.Name, err)
 	}
 	for p, row := range ro {
 		for k, c := range row {
@@ -271,7 +271,7 @@ func JudgeScores(judge *Member, prompts []Prompt, ro Rollout, micro int) ([][]fl
 			}
 		}
 	}
-	return scores, nil
+	return scores, ForwardFLOPs(judge.Model, cs), nil
 }
 
 // UpdateStats reports one member's policy update.
@@ -448,6 +448,7 @@ type ModelRound struct {
 	GenTokens     int     `json:"generated_tokens"`
 	GenFLOPs      float64 `json:"generation_flops"`
 	UpdateFLOPs   float64 `json:"update_flops"`
+	JudgeFLOPs    float64 `json:"judge_flops,omitempty"` // scoring passes this model ran: self-certainty, entropy, judging a peer
 	GenSeconds    float64 `json:"generation_seconds"`
 	UpdateSeconds float64 `json:"update_seconds"`
 }
@@ -507,7 +508,7 @@ func Round(members []*Member, prompts []Prompt, c Config, round, steps int, prog
 		return nil, err
 	}
 	t0 := time.Now()
-	if err := intrinsicSignals(members, prompts, rollouts, groups, c, note); err != nil {
+	if err := intrinsicSignals(members, prompts, rollouts, groups, c, met, note); err != nil {
 		return nil, err
 	}
 	met.Stages.Intrinsic = time.Since(t0).Seconds()
@@ -566,7 +567,7 @@ func StrategyFor(c Config, prompts []Prompt) (Strategy, error) {
 
 // SelfSignals fills each sample's self-certainty and negative entropy, the
 // member's own per-token statistics over its completion.
-func SelfSignals(m *Member, ro Rollout, groups []Group, micro int, temp float32) error {
+func SelfSignals(m *Member, ro Rollout, groups []Group, micro int, temp float32) (flops float64, err error) {
 	var cs []*Completion
 	for p := range ro {
 		for k := range ro[p] {
@@ -575,7 +576,7 @@ func SelfSignals(m *Member, ro Rollout, groups []Group, micro int, temp float32)
 	}
 	_, sc, ent, err := completionStats(m.Model, cs, m.Tok.EOS(), max(micro, 1), temp, true)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	n := 0
 	for p := range groups {
@@ -584,32 +585,49 @@ func SelfSignals(m *Member, ro Rollout, groups []Group, micro int, temp float32)
 			n++
 		}
 	}
-	return nil
+	return ForwardFLOPs(m.Model, cs), nil
+}
+
+// ForwardFLOPs is the cost of one forward pass over each completion, its
+// prompt included (scoring: self-certainty, entropy, a judge's reading).
+func ForwardFLOPs(m *model.Model, cs []*Completion) float64 {
+	var flops float64
+	for _, c := range cs {
+		T := len(c.Prompt) + len(c.Tokens)
+		flops += m.FLOPsPerToken(T) / 3 * float64(T)
+	}
+	return flops
 }
 
 // intrinsicSignals fills the per-sample numbers the intrinsic and judge
 // strategies reward.
-func intrinsicSignals(members []*Member, prompts []Prompt, rollouts []Rollout, groups [][]Group, c Config, note func(string)) error {
+// It adds each scoring pass's forward FLOPs to the scoring member's
+// JudgeFLOPs.
+func intrinsicSignals(members []*Member, prompts []Prompt, rollouts []Rollout, groups [][]Group, c Config, met *Metrics, note func(string)) error {
 	micro := max(c.MicroBatch, 1)
 	switch c.Reward {
 	case SelfCertainty, Entropy:
 		for i, m := range members {
 			note("score " + m.Name)
-			if err := SelfSignals(m, rollouts[i], groups[i], micro, SamplingTemp(c)); err != nil {
+			flops, err := SelfSignals(m, rollouts[i], groups[i], micro, SamplingTemp(c))
+			if err != nil {
 				return err
 			}
+			met.Models[i].JudgeFLOPs += flops
 		}
 	case PeerJudge:
 		if len(members) < 2 {
 			return fmt.Errorf("%s: needs at least 2 models", PeerJudge)
 		}
 		for i := range members {
-			judge := members[(i-1+len(members))%len(members)]
+			j := (i - 1 + len(members)) % len(members)
+			judge := members[j]
 			note(fmt.Sprintf("judge %s by %s", members[i].Name, judge.Name))
-			scores, err := JudgeScores(judge, prompts, rollouts[i], micro)
+			scores, flops, err := JudgeScores(judge, prompts, rollouts[i], micro)
 			if err != nil {
 				return err
 			}
+			met.Models[j].JudgeFLOPs += flops
 			for p := range groups[i] {
 				for k := range groups[i][p] {
 					groups[i][p][k].JudgeScore = scores[p][k]

@@ -116,3 +116,60 @@ func TestGroundTruthRLImprovesPassAt1(t *testing.T) {
 	}
 	t.Fatalf("pass@1 went from %.2f to %.2f in 40 rounds of ground-truth RL; want +0.15", before, after)
 }
+
+// TestScoringFLOPsAreCounted: rewards that need a scoring pass (entropy,
+// self-certainty: the member reads its own samples; peer-judge: a peer
+// reads them) charge that pass's forward FLOPs to the member that ran it,
+// and rewards without one charge nothing.
+func TestScoringFLOPsAreCounted(t *testing.T) {
+	tok := tokenizer.NewBytes()
+	var cohort []*Member
+	for i, name := range []string{"a", "b"} {
+		m, err := model.New(cpu.New(0), model.Config{Family: model.Llama, Layers: 1, Dim: 32, Heads: 2, KVHeads: 1, Vocab: tok.VocabSize(), MaxSeq: 64}, uint64(i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cohort = append(cohort, &Member{Name: name, Model: m, Tok: tok})
+	}
+	ps := additions()[:4]
+	for _, mode := range []string{Entropy, SelfCertainty, PeerJudge, GroundTruthRL, PeerRing} {
+		c := Config{Reward: mode, NumGenerations: 2, Temperature: 1, MaxNewTokens: 8,
+			GRPO:         GRPO{ScaleRewards: ScaleGroup, LossType: TokenMean, Epsilon: 0.2, NumIterations: 1},
+			LearningRate: 1e-4, TotalSteps: 1, MinLRRatio: 1, Optim: model.DefaultOptim(0), MicroBatch: 8, Seed: 5}
+		met, err := Round(cohort, ps, c, 0, 0, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		for i, mr := range met.Models {
+			switch mode {
+			case Entropy, SelfCertainty:
+				// A forward pass over its own samples: at least the
+				// generated tokens' share of generation's cost.
+				if mr.JudgeFLOPs <= 0 || mr.JudgeFLOPs > mr.GenFLOPs*1.0001 {
+					t.Errorf("%s member %d: scoring %.3g FLOPs, generation %.3g", mode, i, mr.JudgeFLOPs, mr.GenFLOPs)
+				}
+			case PeerJudge: // untrained: few samples have an answer to judge
+			default:
+				if mr.JudgeFLOPs != 0 {
+					t.Errorf("%s member %d: %.3g scoring FLOPs without a scoring pass", mode, i, mr.JudgeFLOPs)
+				}
+			}
+		}
+	}
+	// A judge reads each distinct (prompt, answer) once: two statements
+	// here, the unanswered sample not at all.
+	ro := Rollout{{{Answer: "1"}, {Answer: "1"}}, {{Answer: "2"}, {Answer: ""}}}
+	_, flops, err := JudgeScores(cohort[1], ps[:2], ro, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want float64
+	for p, a := range []string{"1", "2"} {
+		prompt, _ := tok.Encode(evaluate.PromptText(ps[p].Views[0]))
+		stmt, _ := tok.Encode(" The answer is " + a + ".")
+		want += ForwardFLOPs(cohort[1].Model, []*Completion{{Prompt: prompt, Tokens: stmt}})
+	}
+	if flops != want || want <= 0 {
+		t.Errorf("judging two statements cost %.4g FLOPs, want %.4g", flops, want)
+	}
+}

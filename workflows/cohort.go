@@ -100,8 +100,9 @@ type State struct {
 	Notes           []string       `json:"notes,omitempty"` // the latest things that went wrong and were worked around
 	GenFLOPs        []float64      `json:"generation_flops"`
 	UpdateFLOPs     []float64      `json:"update_flops"`
-	ComputeSeconds  float64        `json:"compute_seconds"` // inside activities, summed over the critical path
-	RoundSeconds    float64        `json:"round_seconds"`   // wall time of rounds
+	JudgeFLOPs      []float64      `json:"judge_flops,omitempty"` // self-certainty and entropy scoring passes
+	ComputeSeconds  float64        `json:"compute_seconds"`       // inside activities, summed over the critical path
+	RoundSeconds    float64        `json:"round_seconds"`         // wall time of rounds
 }
 
 // RoundSummary is what the workflow keeps of a round.
@@ -157,6 +158,7 @@ type Result struct {
 	RoundSeconds   float64       `json:"round_seconds"`
 	GenFLOPs       []float64     `json:"generation_flops"`
 	UpdateFLOPs    []float64     `json:"update_flops"`
+	JudgeFLOPs     []float64     `json:"judge_flops,omitempty"`
 }
 
 const keepSummaries = 20
@@ -379,7 +381,8 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 	releaseAll(ctx, &s, st, ref)
 	st.Stage = "done"
 	return &Result{Rounds: st.Round, Members: s.MemberNames(), Checkpoints: st.Checkpoint, Evals: st.Evals, Stopped: st.Round < s.Rounds, Moves: st.Moves,
-		ComputeSeconds: st.ComputeSeconds, RoundSeconds: st.RoundSeconds, GenFLOPs: st.GenFLOPs, UpdateFLOPs: st.UpdateFLOPs}, nil
+		ComputeSeconds: st.ComputeSeconds, RoundSeconds: st.RoundSeconds, GenFLOPs: st.GenFLOPs, UpdateFLOPs: st.UpdateFLOPs,
+		JudgeFLOPs: st.JudgeFLOPs}, nil
 }
 
 // listWorkers is the pool's live workers (activities.Workers), or none
@@ -543,6 +546,12 @@ func runRound(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts func(
 		keys[i] = g.Key
 		secs[i] = g.Seconds
 		st.GenFLOPs[i] += g.FLOPs
+		if g.JudgeFLOPs > 0 {
+			if len(st.JudgeFLOPs) < n { // a state from before judge FLOPs were kept
+				st.JudgeFLOPs = append(st.JudgeFLOPs, make([]float64, n-len(st.JudgeFLOPs))...)
+			}
+			st.JudgeFLOPs[i] += g.JudgeFLOPs
+		}
 	}
 	compute += criticalPath(st.Queue, secs)
 	lap("generate")
