@@ -635,6 +635,6 @@ func (a *Activities) Evaluate(ctx context.Context, ref MemberRef) (EvalOutput, e
 	}
 	return EvalOutput{PassAt1: res.PassAt1, ByTask: res.ByTask, Correct: res.Correct, Answers: res.Answers,
 		View: h.member.View, PassAt1OwnView: own.PassAt1, SampledPassAt1: res.SampledPassAt1, MajAtK: res.MajAtK,
-		PassAt1CI: res.PassAt1CI, SampledCI: res.SampledCI,
+		SampledByTask: res.SampledByTask, PassAt1CI: res.PassAt1CI, SampledCI: res.SampledCI,
 		Pool: res.CohortAnswers(), Truth: truth}, nil
 }

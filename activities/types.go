@@ -144,8 +144,9 @@ type EvalOutput struct {
 	View           int     `json:"view"`
 	PassAt1OwnView float64 `json:"pass_at_1_own_view"`
 	// With eval.samples: sampled pass@1 and maj@k on the original wording.
-	SampledPassAt1 float64 `json:"sampled_pass_at_1,omitempty"`
-	MajAtK         float64 `json:"maj_at_k,omitempty"`
+	SampledPassAt1 float64            `json:"sampled_pass_at_1,omitempty"`
+	MajAtK         float64            `json:"maj_at_k,omitempty"`
+	SampledByTask  map[string]float64 `json:"sampled_by_task,omitempty"`
 	// 95% bootstrap intervals over problems (original wording).
 	PassAt1CI stats.Interval  `json:"pass_at_1_ci"`
 	SampledCI *stats.Interval `json:"sampled_pass_at_1_ci,omitempty"`

@@ -6,17 +6,18 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
 	"github.com/corl-project/corl/report"
 )
 
-func newReportCmd(stdio IO) *cobra.Command {
+func newReportCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var out, md, csv, js string
+	var cf connFlags
 	cmd := &cobra.Command{
-		Use:   "report DIR... [-o report.html]",
+		Use:   "report RUN|SWEEP|DIR... [-o report.html]",
 		Short: "One self-contained HTML report (and Markdown, CSV, JSON tables) of finished runs",
-		Long: `Reads run directories (<output_dir>/<name>, as corl train --local writes
-them: spec.json and metrics.jsonl) and writes one HTML file that opens
+		Long: `Reads runs and writes one HTML file that opens
 offline: a table with one row per method (Base, Ground-truth, Self-vote,
 Entropy, Self-certainty, Co-RL by cohort make-up) and a column per task
 family, mean and 95% interval over seeds (runs that differ only in seed
@@ -25,17 +26,45 @@ FLOPs with interval bands, answer entropy and distinct answers (collapse),
 pseudo-label accuracy; and the members' agreement. The table is also
 printed here, and written as Markdown, CSV and JSON on request.
 
-Example:
-  corl report runs/gt-seed1 runs/gt-seed2 runs/coRL-seed1 -o report.html --md report.md`,
+Each argument is a run directory (<output_dir>/<name>, as corl train
+--local writes it: spec.json and metrics.jsonl) or, when no such directory
+exists, a workflow ID on the Temporal server: a run (corl run) or a sweep
+(corl sweep: every cell that has been evaluated). Runs on the server are
+read from their workflow histories, so a report can be drawn while they
+are still going.
+
+Examples:
+  corl report runs/gt-seed1 runs/gt-seed2 runs/coRL-seed1 -o report.html --md report.md
+  corl report my-sweep -o sweep.html`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(_ *cobra.Command, dirs []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			var runs []*report.Run
-			for _, d := range dirs {
-				r, err := report.Load(d)
+			var cl client.Client
+			defer func() {
+				if cl != nil {
+					cl.Close()
+				}
+			}()
+			for _, arg := range args {
+				if st, err := os.Stat(arg); err == nil && st.IsDir() {
+					r, err := report.Load(arg)
+					if err != nil {
+						return err
+					}
+					runs = append(runs, r)
+					continue
+				}
+				if cl == nil {
+					var err error
+					if cl, _, err = cf.dial(getenv); err != nil {
+						return fmt.Errorf("%s is not a run directory, and reading it as a workflow ID: %w", arg, err)
+					}
+				}
+				rs, err := report.FromTemporal(cmd.Context(), cl, arg)
 				if err != nil {
 					return err
 				}
-				runs = append(runs, r)
+				runs = append(runs, rs...)
 			}
 			t := report.BuildTable(runs)
 			fmt.Fprint(stdio.Out, t.Markdown())
@@ -61,5 +90,6 @@ Example:
 	fl.StringVar(&md, "md", "", "also write the table as Markdown")
 	fl.StringVar(&csv, "csv", "", "also write the table as CSV")
 	fl.StringVar(&js, "json", "", "also write the table as JSON")
+	cf.register(cmd)
 	return cmd
 }

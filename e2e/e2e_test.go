@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -42,6 +43,7 @@ import (
 	"github.com/corl-project/corl/gpu/cpu"
 	"github.com/corl-project/corl/internal/testmodels"
 	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/report"
 	"github.com/corl-project/corl/train"
 	"github.com/corl-project/corl/workers"
 	"github.com/corl-project/corl/workflows"
@@ -226,10 +228,66 @@ func TestPipelineMatchesLocalRun(t *testing.T) {
 			}
 			got := finalHashes(t, store, res)
 			sameWeights(t, "pipeline weights", got, want)
+			if name == "local" {
+				sameReport(t, cl, run.GetID(), file)
+			}
 			if *update && name == "local" {
 				recordHistory(t, cl, run.GetID())
 			}
 		})
+	}
+}
+
+// sameReport: the run read back from its workflow history (corl report
+// RUN) has the local run's rounds and evaluations: the same rewards,
+// diagnostics, losses, FLOPs, pass@1 and cohort vote, and the same table.
+func sameReport(t *testing.T, cl client.Client, id, file string) {
+	t.Helper()
+	s, err := config.Load(file, noEnv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := report.Load(filepath.Join(s.OutputDir, s.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := report.FromTemporal(context.Background(), cl, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 {
+		t.Fatalf("%d runs read back from %s", len(runs), id)
+	}
+	got := runs[0]
+	if len(got.Rounds) != len(local.Rounds) || len(got.Evals) != len(local.Evals) {
+		t.Fatalf("read back %d rounds and %d evaluations; the local run has %d and %d", len(got.Rounds), len(got.Evals), len(local.Rounds), len(local.Evals))
+	}
+	for r, lm := range local.Rounds {
+		gm := got.Rounds[r]
+		if gm.Round != lm.Round || !reflect.DeepEqual(gm.Diag, lm.Diag) {
+			t.Errorf("round %d: diagnostics %+v, local %+v", lm.Round, gm.Diag, lm.Diag)
+		}
+		for i := range lm.Models {
+			g, l := gm.Models[i], lm.Models[i]
+			if g.Loss != l.Loss || g.GenFLOPs != l.GenFLOPs || g.UpdateFLOPs != l.UpdateFLOPs || g.GenTokens != l.GenTokens {
+				t.Errorf("round %d member %d: loss %v flops %v/%v tokens %d; local %v %v/%v %d", lm.Round, i,
+					g.Loss, g.GenFLOPs, g.UpdateFLOPs, g.GenTokens, l.Loss, l.GenFLOPs, l.UpdateFLOPs, l.GenTokens)
+			}
+		}
+	}
+	for e, le := range local.Evals {
+		ge := got.Evals[e]
+		if ge.Round != le.Round || ge.Cohort != le.Cohort || !reflect.DeepEqual(ge.Kappa, le.Kappa) {
+			t.Errorf("evaluation %d: round %d cohort %+v kappa %v; local round %d %+v %v", e, ge.Round, ge.Cohort, ge.Kappa, le.Round, le.Cohort, le.Kappa)
+		}
+		for m, lr := range le.Members {
+			if gr := ge.Members[m]; gr.PassAt1 != lr.PassAt1 || gr.PassAt1CI != lr.PassAt1CI {
+				t.Errorf("evaluation %d member %s: pass@1 %v %v, local %v %v", e, m, gr.PassAt1, gr.PassAt1CI, lr.PassAt1, lr.PassAt1CI)
+			}
+		}
+	}
+	if g, l := report.BuildTable(runs).Markdown(), report.BuildTable([]*report.Run{local}).Markdown(); g != l {
+		t.Errorf("the table from Temporal:\n%s\nfrom the local run:\n%s", g, l)
 	}
 }
 

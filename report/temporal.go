@@ -1,0 +1,246 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/corl-project/corl/activities"
+	"github.com/corl-project/corl/evaluate"
+	"github.com/corl-project/corl/rl"
+	"github.com/corl-project/corl/train"
+	"github.com/corl-project/corl/workflows"
+)
+
+// FromTemporal reads runs back from the server: a CohortRun (by workflow
+// ID) is one run, a Sweep is its cells' runs. Nothing is read from the
+// store: a run's spec is its workflow input and its per-round metrics and
+// evaluations are its activities' results in the workflow history, across
+// every continue-as-new, so a report can be drawn for a run in progress
+// or long finished, from any machine that reaches the server.
+func FromTemporal(ctx context.Context, cl client.Client, id string) ([]*Run, error) {
+	desc, err := cl.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return nil, fmt.Errorf("report: workflow %s: %w", id, err)
+	}
+	switch kind := desc.GetWorkflowExecutionInfo().GetType().GetName(); kind {
+	case "CohortRun":
+		r, err := runFromHistory(ctx, cl, id)
+		if err != nil {
+			return nil, err
+		}
+		if len(r.Evals) == 0 {
+			return nil, fmt.Errorf("report: run %s has no evaluation yet", id)
+		}
+		return []*Run{r}, nil
+	case "Sweep":
+		children, err := sweepCells(ctx, cl, id)
+		if err != nil {
+			return nil, err
+		}
+		var runs []*Run
+		for _, c := range children {
+			r, err := runFromHistory(ctx, cl, c)
+			if err != nil {
+				return nil, fmt.Errorf("sweep %s: %w", id, err)
+			}
+			if len(r.Evals) > 0 { // a cell not started or not yet evaluated has nothing to show
+				runs = append(runs, r)
+			}
+		}
+		if len(runs) == 0 {
+			return nil, fmt.Errorf("report: sweep %s has no evaluated cell yet", id)
+		}
+		return runs, nil
+	default:
+		return nil, fmt.Errorf("report: workflow %s is a %s, not a CohortRun or a Sweep", id, kind)
+	}
+}
+
+// history returns the events of every run of the workflow ID, oldest run
+// first, following the continue-as-new chain back from the latest run.
+func history(ctx context.Context, cl client.Client, id string) ([][]*historypb.HistoryEvent, error) {
+	var runs [][]*historypb.HistoryEvent
+	runID := ""
+	for range 10000 {
+		it := cl.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		var events []*historypb.HistoryEvent
+		for it.HasNext() {
+			e, err := it.Next()
+			if err != nil {
+				return nil, fmt.Errorf("report: history of %s: %w", id, err)
+			}
+			events = append(events, e)
+		}
+		if len(events) == 0 {
+			break
+		}
+		runs = append(runs, events)
+		runID = events[0].GetWorkflowExecutionStartedEventAttributes().GetContinuedExecutionRunId()
+		if runID == "" {
+			break
+		}
+	}
+	slices.Reverse(runs)
+	return runs, nil
+}
+
+// sweepCells lists the child runs a sweep started, in order, once each.
+func sweepCells(ctx context.Context, cl client.Client, id string) ([]string, error) {
+	runs, err := history(ctx, cl, id)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, events := range runs {
+		for _, e := range events {
+			if a := e.GetStartChildWorkflowExecutionInitiatedEventAttributes(); a != nil && !slices.Contains(ids, a.GetWorkflowId()) {
+				ids = append(ids, a.GetWorkflowId())
+			}
+		}
+	}
+	return ids, nil
+}
+
+func decode(p *commonpb.Payloads, v any) error {
+	return converter.GetDefaultDataConverter().FromPayloads(p, v)
+}
+
+// runFromHistory rebuilds a CohortRun's spec, round metrics and
+// evaluations from its history. A round's numbers are its activities'
+// last completed results (a retried or re-placed activity counts once).
+func runFromHistory(ctx context.Context, cl client.Client, id string) (*Run, error) {
+	runs, err := history(ctx, cl, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("report: workflow %s has no history", id)
+	}
+	var in workflows.Input
+	if err := decode(runs[0][0].GetWorkflowExecutionStartedEventAttributes().GetInput(), &in); err != nil {
+		return nil, fmt.Errorf("report: workflow %s input: %w", id, err)
+	}
+	r := &Run{Dir: "temporal:" + id, Spec: in.RunSpec}
+	names := in.RunSpec.MemberNames()
+	rounds := map[int]*rl.Metrics{}
+	roundOf := func(k int) *rl.Metrics {
+		m := rounds[k]
+		if m == nil {
+			m = &rl.Metrics{Round: k, Reward: r.Spec.Reward.Mode, Models: make([]rl.ModelRound, len(names))}
+			for i, n := range names {
+				m.Models[i].Name = n
+			}
+			rounds[k] = m
+		}
+		return m
+	}
+	evals := map[int][]*activities.EvalOutput{}
+	for _, events := range runs {
+		scheduled := map[int64]*historypb.ActivityTaskScheduledEventAttributes{}
+		for _, e := range events {
+			if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
+				scheduled[e.GetEventId()] = a
+				continue
+			}
+			done := e.GetActivityTaskCompletedEventAttributes()
+			if done == nil {
+				continue
+			}
+			s := scheduled[done.GetScheduledEventId()]
+			if s == nil {
+				continue
+			}
+			var ref activities.MemberRef
+			switch s.GetActivityType().GetName() {
+			case "Generate", "Update", "Evaluate":
+				if err := decode(s.GetInput(), &ref); err != nil {
+					return nil, fmt.Errorf("report: %s %s input: %w", id, s.GetActivityType().GetName(), err)
+				}
+				if ref.Member < 0 || ref.Member >= len(names) {
+					continue
+				}
+			}
+			switch s.GetActivityType().GetName() {
+			case "Generate":
+				var g activities.GenerateOutput
+				if err := decode(done.GetResult(), &g); err != nil {
+					return nil, err
+				}
+				m := &roundOf(ref.Round).Models[ref.Member]
+				m.GenTokens, m.GenFLOPs, m.GenSeconds, m.JudgeFLOPs = g.Tokens, g.FLOPs, g.Seconds, g.JudgeFLOPs
+			case "Grade":
+				var gin activities.GradeInput
+				var g activities.GradeOutput
+				if err := decode(s.GetInput(), &gin); err != nil {
+					return nil, err
+				}
+				if err := decode(done.GetResult(), &g); err != nil {
+					return nil, err
+				}
+				roundOf(gin.Round).Diag = g.Diag
+			case "Update":
+				var u activities.UpdateOutput
+				if err := decode(done.GetResult(), &u); err != nil {
+					return nil, err
+				}
+				m := &roundOf(ref.Round).Models[ref.Member]
+				m.Loss, m.KL, m.ClipFrac, m.GradNorm, m.LR = u.Stats.Loss, u.Stats.KL, u.Stats.ClipFrac, u.Stats.GradNorm, u.Stats.LR
+				m.UpdateFLOPs, m.UpdateSeconds = u.FLOPs, u.Seconds
+			case "Evaluate":
+				var o activities.EvalOutput
+				if err := decode(done.GetResult(), &o); err != nil {
+					return nil, err
+				}
+				if evals[ref.Round] == nil {
+					evals[ref.Round] = make([]*activities.EvalOutput, len(names))
+				}
+				evals[ref.Round][ref.Member] = &o
+			}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(rounds)) {
+		r.Rounds = append(r.Rounds, *rounds[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(evals)) {
+		if er, ok := evalResult(k, names, r.Spec.Eval.Samples, evals[k]); ok {
+			r.Evals = append(r.Evals, er)
+		}
+	}
+	return r, nil
+}
+
+// evalResult turns one evaluation's member outputs into what a local run
+// records, or false while a member's output is missing.
+func evalResult(round int, names []string, samples int, outs []*activities.EvalOutput) (train.EvalResult, bool) {
+	er := train.EvalResult{Round: round, Members: map[string]evaluate.Result{}, Kappa: map[string]float64{}, Compl: map[string]float64{}}
+	pools := make([][][]string, len(outs))
+	for i, o := range outs {
+		if o == nil {
+			return er, false
+		}
+		res := evaluate.Result{N: len(o.Correct), PassAt1: o.PassAt1, ByTask: o.ByTask, Correct: o.Correct, Answers: o.Answers,
+			SampledPassAt1: o.SampledPassAt1, MajAtK: o.MajAtK, SampledByTask: o.SampledByTask, PassAt1CI: o.PassAt1CI, SampledCI: o.SampledCI}
+		if o.SampledCI != nil {
+			res.Samples = samples
+		}
+		er.Members[names[i]] = res
+		pools[i] = o.Pool
+	}
+	truth := outs[0].Truth
+	er.Cohort = rl.CohortVote(pools, func(p int, a string) bool { return a == truth[p] })
+	for i := range outs {
+		for j := i + 1; j < len(outs); j++ {
+			key := names[i] + "/" + names[j]
+			er.Kappa[key], er.Compl[key] = rl.CohenKappa(outs[i].Correct, outs[j].Correct), rl.Complementarity(outs[i].Correct, outs[j].Correct)
+		}
+	}
+	return er, true
+}
