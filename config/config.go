@@ -355,6 +355,9 @@ func Validate(s *RunSpec) error {
 	if g := s.GRPO.StepsPerGeneration; g < 0 || (s.PromptsPerRound > 0 && g > s.PromptsPerRound) {
 		bad(fmt.Errorf("grpo.steps_per_generation: %d must be in [1, prompts_per_round %d]", g, s.PromptsPerRound))
 	}
+	if s.MaxFLOPs < 0 || math.IsNaN(s.MaxFLOPs) || math.IsInf(s.MaxFLOPs, 0) {
+		bad(fmt.Errorf("max_flops: %v must be a finite number, 0 for no limit", s.MaxFLOPs))
+	}
 	if s.Eval.Split != "test" && s.Eval.Split != "validation" {
 		bad(fmt.Errorf("eval.split: %q is not one of test, validation", s.Eval.Split))
 	}

@@ -107,9 +107,11 @@ func (r *Run) Method() string {
 	return label + " (" + s.Reward.Mode + ")"
 }
 
-// computeMatched marks a single-model run whose name says it was sized to
-// a cohort's compute (a sweep names it so).
-func (r *Run) computeMatched() bool { return strings.Contains(r.Spec.Name, "compute-matched") }
+// computeMatched marks a single-model run given a FLOP budget (max_flops)
+// or whose name says it was sized to a cohort's compute.
+func (r *Run) computeMatched() bool {
+	return r.Spec.MaxFLOPs > 0 || strings.Contains(r.Spec.Name, "compute-matched")
+}
 
 // baseFamily reads model_type from a base's config.json ("" when unreadable).
 func baseFamily(dir string) string {

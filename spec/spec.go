@@ -23,6 +23,12 @@ type RunSpec struct {
 	Eval            Eval       `json:"eval" mapstructure:"eval"`
 	Checkpoint      Checkpoint `json:"checkpoint" mapstructure:"checkpoint"`
 	OutputDir       string     `json:"output_dir" mapstructure:"output_dir"`
+	// MaxFLOPs > 0 ends the run after the round in which its FLOPs
+	// (generation, scoring and updates, summed over members) reach it;
+	// rounds is then an upper bound that still sets the learning-rate
+	// schedule. A compute-matched baseline: one self-rewarding model given
+	// a whole cohort's FLOPs.
+	MaxFLOPs float64 `json:"max_flops,omitempty" mapstructure:"max_flops"`
 }
 
 // Data says where prompts come from: built-in tasks (split by data_seed, the

@@ -206,9 +206,10 @@ func Evaluate(members []*rl.Member, eval []datasets.Problem, round int, o evalua
 
 // state.json records how far a local run got, for --resume.
 type state struct {
-	Round int    `json:"completed_rounds"`
-	Steps int    `json:"optimizer_steps"`
-	Dir   string `json:"checkpoint"`
+	Round int     `json:"completed_rounds"`
+	Steps int     `json:"optimizer_steps"`
+	Dir   string  `json:"checkpoint"`
+	FLOPs float64 `json:"flops,omitempty"` // spent so far, for max_flops
 }
 
 // Options control one invocation of Local.
@@ -296,6 +297,9 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if s.MaxFLOPs > 0 && st.FLOPs >= s.MaxFLOPs {
+			break // a resumed run that had spent its budget
+		}
 		prompts := PromptsForRound(data.RL, s.Seed, r, s.PromptsPerRound)
 		met, err := rl.Round(members, prompts, c, r, st.Steps, func(stage string) {
 			fmt.Fprintf(log, "\r%s round %d/%d: %-40s", bar(r, s.Rounds, 20), r+1, s.Rounds, stage)
@@ -305,6 +309,9 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 		}
 		st.Steps += s.GRPO.StepsPerRound()
 		st.Round = r + 1
+		for _, mr := range met.Models {
+			st.FLOPs += mr.GenFLOPs + mr.UpdateFLOPs + mr.JudgeFLOPs
+		}
 		rec := map[string]any{"round": met}
 		fmt.Fprintf(log, "\r%s round %d/%d: %.1fs", bar(r+1, s.Rounds, 20), r+1, s.Rounds, met.Seconds)
 		for i, md := range met.Diag.Models {
@@ -314,7 +321,7 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 			}
 		}
 		fmt.Fprintln(log)
-		last := r+1 == s.Rounds
+		last := r+1 == s.Rounds || (s.MaxFLOPs > 0 && st.FLOPs >= s.MaxFLOPs)
 		if len(data.Eval) > 0 && (last || (s.Eval.Every > 0 && (r+1)%s.Eval.Every == 0)) {
 			t0 := time.Now()
 			er, err := Evaluate(members, data.Eval, r+1, config.EvalOptions(s))
@@ -345,6 +352,12 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 			if err := atomicfile.WriteBytes(filepath.Join(runDir, "state.json"), b); err != nil {
 				return err
 			}
+		}
+		if last {
+			if r+1 < s.Rounds {
+				fmt.Fprintf(log, "spent max_flops %.3g after round %d (%.3g FLOPs)\n", s.MaxFLOPs, r+1, st.FLOPs)
+			}
+			break
 		}
 	}
 	fmt.Fprintf(log, "done in %.0fs: metrics %s, checkpoints %s\n", time.Since(start).Seconds(),

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -139,4 +140,71 @@ func TestMembersAreEvaluatedOnTheirOwnView(t *testing.T) {
 	if !reflect.DeepEqual(er.Members["l0"].Answers, orig.Answers) {
 		t.Error("two copies of one model scored differently on the original wording")
 	}
+}
+
+// TestMaxFLOPsEndsALocalRun: with max_flops between the FLOPs of rounds
+// 1-2 and 1-3 a 5-round run ends after round 3, checkpointed and
+// evaluated there, and resuming it runs nothing more.
+func TestMaxFLOPsEndsALocalRun(t *testing.T) {
+	a, b := testmodels.Base(t, model.GPT2, 1), testmodels.Base(t, model.Llama, 2)
+	var log bytes.Buffer
+	full := t.TempDir()
+	if err := Local(context.Background(), cpu.New(2), spec(t, full, 3, a, b), Options{}, &log); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	r, err := readRounds(filepath.Join(full, "t", "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var upTo []float64 // FLOPs spent after each round
+	total := 0.0
+	for _, m := range r {
+		for _, md := range m.Models {
+			total += md.GenFLOPs + md.UpdateFLOPs + md.JudgeFLOPs
+		}
+		upTo = append(upTo, total)
+	}
+	budget := t.TempDir()
+	s := spec(t, budget, 5, a, b)
+	s.MaxFLOPs = (upTo[1] + upTo[2]) / 2
+	for range 2 { // the second time resumes from the final checkpoint
+		if err := Local(context.Background(), cpu.New(2), s, Options{Resume: fileExists(filepath.Join(budget, "t", "state.json"))}, &log); err != nil {
+			t.Fatal(err)
+		}
+		got, err := readRounds(filepath.Join(budget, "t", "metrics.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 3 {
+			t.Fatalf("%d rounds under a budget spent in round 3", len(got))
+		}
+	}
+	if !fileExists(filepath.Join(budget, "t", "checkpoints", "round-3", "g", "model.safetensors")) {
+		t.Error("no checkpoint after the round that spent the budget")
+	}
+	if !strings.Contains(log.String(), "spent max_flops") {
+		t.Errorf("the log does not say why the run ended:\n%s", log.String())
+	}
+}
+
+// readRounds reads a metrics.jsonl's round records.
+func readRounds(path string) ([]rl.Metrics, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []rl.Metrics
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		var rec struct {
+			Round *rl.Metrics `json:"round"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			return nil, err
+		}
+		if rec.Round != nil {
+			out = append(out, *rec.Round)
+		}
+	}
+	return out, nil
 }

@@ -312,7 +312,7 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 		releaseAll(ctx, &s, st, ref)
 	}()
 
-	for st.Round < s.Rounds && !st.Stopping {
+	for st.Round < s.Rounds && !st.Stopping && !budgetSpent(&s, st) {
 		if st.Paused {
 			st.Stage = "paused"
 			if err := workflow.Await(ctx, func() bool { return !st.Paused || st.Stopping }); err != nil {
@@ -345,7 +345,7 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 		st.RoundSeconds += secs
 		st.Summaries[len(st.Summaries)-1].Seconds = secs
 		st.Round++
-		last := st.Round == s.Rounds
+		last := st.Round == s.Rounds || budgetSpent(&s, st)
 		if last || st.Stopping || (s.Checkpoint.Every > 0 && st.Round%s.Checkpoint.Every == 0) {
 			t0 := workflow.Now(ctx)
 			if err := checkpointAll(ctx, &s, st, memberOpts, ref, place); err != nil {
@@ -366,7 +366,7 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 			}
 		}
 		due := in.ContinueAsNewEvery > 0 && st.Round%in.ContinueAsNewEvery == 0
-		if (due || workflow.GetInfo(ctx).GetContinueAsNewSuggested()) && st.Round < s.Rounds && !st.Stopping {
+		if (due || workflow.GetInfo(ctx).GetContinueAsNewSuggested()) && !last && !st.Stopping {
 			next := in
 			next.State = st
 			return nil, workflow.NewContinueAsNewError(ctx, CohortRun, next)
@@ -383,6 +383,20 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 	return &Result{Rounds: st.Round, Members: s.MemberNames(), Checkpoints: st.Checkpoint, Evals: st.Evals, Stopped: st.Round < s.Rounds, Moves: st.Moves,
 		ComputeSeconds: st.ComputeSeconds, RoundSeconds: st.RoundSeconds, GenFLOPs: st.GenFLOPs, UpdateFLOPs: st.UpdateFLOPs,
 		JudgeFLOPs: st.JudgeFLOPs}, nil
+}
+
+// budgetSpent reports whether the run has spent the spec's max_flops.
+func budgetSpent(s *spec.RunSpec, st *State) bool {
+	if s.MaxFLOPs <= 0 {
+		return false
+	}
+	var spent float64
+	for _, fs := range [][]float64{st.GenFLOPs, st.UpdateFLOPs, st.JudgeFLOPs} {
+		for _, f := range fs {
+			spent += f
+		}
+	}
+	return spent >= s.MaxFLOPs
 }
 
 // listWorkers is the pool's live workers (activities.Workers), or none

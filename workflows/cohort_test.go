@@ -74,14 +74,14 @@ func newEnv(t *testing.T, f *fake) *testsuite.TestWorkflowEnvironment {
 		return in.To, f.note("Replay", in.MemberRef)
 	})
 	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(func(_ context.Context, ref activities.MemberRef) (activities.GenerateOutput, error) {
-		return activities.GenerateOutput{Key: fmt.Sprintf("r%d-%d", ref.Round, ref.Member), Seconds: 1}, f.note("Generate", ref)
+		return activities.GenerateOutput{Key: fmt.Sprintf("r%d-%d", ref.Round, ref.Member), Seconds: 1, FLOPs: 10}, f.note("Generate", ref)
 	}).After(time.Minute) // test-clock time: a round takes a minute
 	env.OnActivity(a.Grade, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.GradeInput) (activities.GradeOutput, error) {
 		f.note("Grade", activities.MemberRef{Spec: in.Spec, Round: in.Round})
 		return activities.GradeOutput{Key: fmt.Sprintf("g%d", in.Round), Diag: rl.Diagnostics{Models: make([]rl.ModelDiag, 2)}}, nil
 	})
 	env.OnActivity(a.Update, mock.Anything, mock.Anything).Return(func(_ context.Context, ref activities.MemberRef) (activities.UpdateOutput, error) {
-		return activities.UpdateOutput{Stats: rl.UpdateStats{Loss: 0.5}, Seconds: 1}, f.note("Update", ref)
+		return activities.UpdateOutput{Stats: rl.UpdateStats{Loss: 0.5}, Seconds: 1, FLOPs: 5}, f.note("Update", ref)
 	})
 	env.OnActivity(a.Checkpoint, mock.Anything, mock.Anything).Return(func(_ context.Context, ref activities.MemberRef) (string, error) {
 		return fmt.Sprintf("ckpt/%d/%d", ref.Round, ref.Member), f.note("Checkpoint", ref)
@@ -120,6 +120,27 @@ func TestCohortRunCompletes(t *testing.T) {
 		if f.calls[k] != n {
 			t.Errorf("%s called %d times, want %d (all calls %v)", k, f.calls[k], n, f.calls)
 		}
+	}
+}
+
+// TestMaxFLOPsEndsTheRun: a run with a FLOP budget ends after the round
+// that spends it (each round here costs 2 members x (10 + 5) = 30), with a
+// final checkpoint and evaluation, though rounds allows more.
+func TestMaxFLOPsEndsTheRun(t *testing.T) {
+	f := newFake()
+	env := newEnv(t, f)
+	s := testSpec(10)
+	s.MaxFLOPs = 70
+	env.ExecuteWorkflow(CohortRun, Input{RunSpec: s})
+	var res Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Rounds != 3 || res.Checkpoints[0] != "ckpt/3/0" || res.Evals[len(res.Evals)-1].Round != 3 || res.GenFLOPs[0] != 30 {
+		t.Fatalf("result %+v, want 3 rounds, checkpointed and evaluated after the third", res)
+	}
+	if f.calls["Generate"] != 6 {
+		t.Errorf("%d generations after the budget ran out", f.calls["Generate"]-6)
 	}
 }
 
