@@ -19,6 +19,7 @@ import (
 
 	"github.com/corl-project/corl/activities"
 	"github.com/corl-project/corl/config"
+	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/workflows"
 )
 
@@ -86,6 +87,24 @@ func LoadSweep(file string, getenv func(string) string) (*workflows.SweepInput, 
 		}
 		in.Grid = append(in.Grid, ax)
 	}
+	// A method's members are found like a spec's: a relative base that
+	// is not there from here is looked for next to the sweep file.
+	err = eachMethodMembers(in, func(ms []spec.Member) error {
+		for i, m := range ms {
+			if m.Base == "" || filepath.IsAbs(m.Base) || strings.Contains(m.Base, ":") {
+				continue
+			}
+			if _, err := os.Stat(m.Base); err != nil {
+				if p := filepath.Join(filepath.Dir(file), m.Base); dirExists(p) {
+					ms[i].Base = p
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
 	specs, labels, err := workflows.Cells(*in)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
@@ -109,7 +128,13 @@ func prepareSweep(ctx context.Context, cf *connFlags, file, id string, getenv fu
 	if err != nil {
 		return nil, nil, "", err
 	}
-	if err := uploadBases(ctx, store, &in.Base); err != nil {
+	err = uploadBases(ctx, store, &in.Base)
+	if err == nil {
+		err = eachMethodMembers(in, func(ms []spec.Member) error {
+			return uploadBases(ctx, store, &config.RunSpec{Members: ms})
+		})
+	}
+	if err != nil {
 		cl.Close()
 		return nil, nil, "", err
 	}
@@ -244,4 +269,41 @@ func printSweep(w io.Writer, p *workflows.SweepProgress) {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Index, c.Label, state, rounds, pass, sampled, cohort)
 	}
 	tw.Flush()
+}
+
+// eachMethodMembers hands fix the members list of every method-axis value
+// that sets one, and writes back what fix changed.
+func eachMethodMembers(in *workflows.SweepInput, fix func([]spec.Member) error) error {
+	for a := range in.Grid {
+		if in.Grid[a].Key != workflows.MethodAxis {
+			continue
+		}
+		for j, v := range in.Grid[a].Values {
+			var obj map[string]json.RawMessage
+			if json.Unmarshal(v, &obj) != nil || obj["members"] == nil {
+				continue // Cells reports a malformed value
+			}
+			var ms []spec.Member
+			if err := json.Unmarshal(obj["members"], &ms); err != nil {
+				return fmt.Errorf("grid method value %d: members: %w", j, err)
+			}
+			if err := fix(ms); err != nil {
+				return fmt.Errorf("grid method value %d: %w", j, err)
+			}
+			b, err := json.Marshal(ms)
+			if err != nil {
+				return err
+			}
+			obj["members"] = b
+			if in.Grid[a].Values[j], err = json.Marshal(obj); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func dirExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -111,6 +112,27 @@ func TestLoadSweep(t *testing.T) {
 		t.Errorf("grid order %v", keys)
 	}
 	dir := t.TempDir()
+	// A method's member bases are found next to the sweep file.
+	if err := os.MkdirAll(dir+"/zoo/m2", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs("../examples/ground-truth.yaml")
+	body := "name: x\nbase: " + abs + "\ngrid:\n  method:\n    - {name: gt, reward.mode: ground-truth}\n" +
+		"    - {name: pair, reward.mode: peer-ring, members: [{name: a, base: zoo/m2}, {name: b, base: zoo/m2, view: 1}]}\n  seed: [1, 2]\n"
+	if err := os.WriteFile(dir+"/m.yaml", []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in, err = LoadSweep(dir+"/m.yaml", func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs, labels, err := workflows.Cells(*in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 4 || labels[2] != "method=pair,seed=1" || len(specs[2].Members) != 2 || specs[2].Members[1].Base != filepath.Join(dir, "zoo/m2") || specs[2].Members[1].View != 1 {
+		t.Errorf("method cells %v: %+v", labels, specs[2].Members)
+	}
 	for body, want := range map[string]string{
 		"name: x\nbase: ../examples/ground-truth.yaml\ngrid:\n  optim.lr: [1]\n":              `"optim.lr" is not a run spec key`,
 		"name: x\nbase: ../examples/ground-truth.yaml\ngrid:\n  optim.adam_beta2: [0.9, 0]\n": "cell 1 (optim.adam_beta2=0): optim.adam_beta2: 0 must be in (0, 1)",

@@ -20,9 +20,16 @@ const QuerySweep = "progress"
 
 // Axis is one key of a sweep's grid and the values it takes.
 type Axis struct {
-	Key    string            `json:"key"` // a dotted spec key: "optim.learning_rate", "reward.mode", "seed", "members"
+	Key    string            `json:"key"` // a dotted spec key: "optim.learning_rate", "reward.mode", "seed", "members"; or MethodAxis
 	Values []json.RawMessage `json:"values"`
 }
+
+// MethodAxis is the grid key whose values each set several spec keys
+// together: an object of dotted keys to values, and an optional "name"
+// that labels the cell ({"name": "self-vote", "reward.mode": "self-vote",
+// "members": [...]}). The rows of a comparison (ground truth, self-vote,
+// Co-RL cohorts) are one such axis crossed with seeds.
+const MethodAxis = "method"
 
 // SweepInput is a sweep: a base run spec and a grid over spec keys. Every
 // combination of the axes' values (the cartesian product, first axis
@@ -130,11 +137,25 @@ func Sweep(ctx workflow.Context, in SweepInput) (*SweepProgress, error) {
 func Cells(in SweepInput) ([]spec.RunSpec, []string, error) {
 	known := spec.Keys()
 	for i, ax := range in.Grid {
-		if !slices.Contains(known, ax.Key) {
+		if ax.Key != MethodAxis && !slices.Contains(known, ax.Key) {
 			return nil, nil, fmt.Errorf("grid[%d].key: %q is not a run spec key; have %s", i, ax.Key, strings.Join(known, ", "))
 		}
 		if len(ax.Values) == 0 {
 			return nil, nil, fmt.Errorf("grid[%d] (%s): no values", i, ax.Key)
+		}
+		for j, v := range ax.Values {
+			if ax.Key != MethodAxis {
+				continue
+			}
+			m, err := methodKeys(v)
+			if err != nil {
+				return nil, nil, fmt.Errorf("grid[%d] (%s) value %d: %w", i, ax.Key, j, err)
+			}
+			for _, k := range m.keys {
+				if !slices.Contains(known, k) {
+					return nil, nil, fmt.Errorf("grid[%d] (%s) value %d: %q is not a run spec key", i, ax.Key, j, k)
+				}
+			}
 		}
 	}
 	base, err := json.Marshal(in.Base)
@@ -157,6 +178,14 @@ func Cells(in SweepInput) ([]spec.RunSpec, []string, error) {
 			ax := in.Grid[i]
 			v := ax.Values[rest%len(ax.Values)]
 			rest /= len(ax.Values)
+			if ax.Key == MethodAxis {
+				m, _ := methodKeys(v) // checked above
+				for _, k := range m.keys {
+					setPath(tree, strings.Split(k, "."), m.values[k])
+				}
+				parts = append([]string{ax.Key + "=" + m.name}, parts...)
+				continue
+			}
 			var val any
 			if err := json.Unmarshal(v, &val); err != nil {
 				return nil, nil, fmt.Errorf("grid %s: value %s: %w", ax.Key, v, err)
@@ -174,6 +203,40 @@ func Cells(in SweepInput) ([]spec.RunSpec, []string, error) {
 		labels[c] = strings.Join(parts, ",")
 	}
 	return specs, labels, nil
+}
+
+// method is one value of the method axis: its label and the spec keys it
+// sets, sorted.
+type method struct {
+	name   string
+	keys   []string
+	values map[string]any
+}
+
+func methodKeys(v json.RawMessage) (method, error) {
+	var m method
+	if err := json.Unmarshal(v, &m.values); err != nil {
+		return m, fmt.Errorf("want an object of spec keys to values: %w", err)
+	}
+	if n, ok := m.values["name"]; ok {
+		s, isString := n.(string)
+		if !isString || s == "" {
+			return m, fmt.Errorf("name: want a non-empty string, got %v", n)
+		}
+		m.name = s
+		delete(m.values, "name")
+	}
+	if len(m.values) == 0 {
+		return m, fmt.Errorf("sets no spec key")
+	}
+	for k := range m.values {
+		m.keys = append(m.keys, k)
+	}
+	slices.Sort(m.keys)
+	if m.name == "" {
+		m.name = compact(v)
+	}
+	return m, nil
 }
 
 func setPath(tree map[string]any, path []string, val any) {

@@ -51,6 +51,43 @@ func TestCellsAreTheGridsProduct(t *testing.T) {
 	}
 }
 
+// TestMethodAxisSetsKeysTogether: a method value sets all of its keys in
+// one cell (a different reward, cohort and budget), is labelled by its
+// name, and crosses with the other axes; a key it does not know, or a
+// name that is not a string, is refused naming the value.
+func TestMethodAxisSetsKeysTogether(t *testing.T) {
+	in := testSweep()
+	in.Grid = []Axis{
+		{Key: MethodAxis, Values: raw(`{"name": "gt", "reward.mode": "ground-truth"}`,
+			`{"name": "matched", "reward.mode": "self-vote", "rounds": 4, "max_flops": 1e12, "members": [{"name": "a", "base": "x"}]}`)},
+		{Key: "seed", Values: raw("1", "2")},
+	}
+	specs, labels, err := Cells(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(labels, " ") != "method=gt,seed=1 method=gt,seed=2 method=matched,seed=1 method=matched,seed=2" {
+		t.Fatalf("labels %v", labels)
+	}
+	if s := specs[1]; s.Reward.Mode != "ground-truth" || len(s.Members) != 2 || s.Rounds != 2 || s.Seed != 2 {
+		t.Errorf("cell 1: %+v", s)
+	}
+	if s := specs[2]; s.Reward.Mode != "self-vote" || len(s.Members) != 1 || s.Rounds != 4 || s.MaxFLOPs != 1e12 || s.Seed != 1 {
+		t.Errorf("cell 2: %+v", s)
+	}
+	for value, want := range map[string]string{
+		`{"name": "x", "optim.lr": 1}`: `value 0: "optim.lr" is not a run spec key`,
+		`{"name": 3, "seed": 1}`:       "value 0: name: want a non-empty string",
+		`{"name": "x"}`:                "value 0: sets no spec key",
+		`[1, 2]`:                       "value 0: want an object",
+	} {
+		in.Grid[0].Values = raw(value)
+		if _, _, err := Cells(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", value, err, want)
+		}
+	}
+}
+
 // sweepEnv mocks the child runs: each takes a minute of test clock;
 // started records the children's IDs and specs.
 func sweepEnv(t *testing.T, fail func(id string) error) (*testsuite.TestWorkflowEnvironment, *sync.Map) {
