@@ -13,11 +13,13 @@ import (
 
 func newPretrainCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var (
-		mf    modelFlags
-		c     pretrain.Config
-		tasks string
-		out   string
-		bf    BackendFlags
+		mf        modelFlags
+		c         pretrain.Config
+		tasks     string
+		out       string
+		bf        BackendFlags
+		blind     string
+		blindRate float64
 	)
 	cmd := &cobra.Command{
 		Use:   "pretrain",
@@ -41,7 +43,15 @@ test (or validation) rows.
 
 Examples:
   corl pretrain --family llama --layers 4 --dim 128 --heads 4 --tasks arith,linear --out bases/llama-small
-  corl pretrain --family gpt2 --file rows.jsonl --prompt-field q --answer-field a --solution-field s --out bases/mine`,
+  corl pretrain --family gpt2 --file rows.jsonl --prompt-field q --answer-field a --solution-field s --out bases/mine
+  corl pretrain --family llama --tasks linear,mod --max-level 2 --blind-spot odd --blind-rate 0.6 --out bases/blind-odd
+
+--blind-spot teaches a systematic error, for experiments on correlated
+errors: a --blind-rate share of the mod problems whose c has that parity are
+solved as if "+c" were not there, and of the linear equations whose constant
+b has it with the sign of x flipped. Two bases with opposite parities err on
+disjoint problems. Its evaluation (and every later one) scores the true
+answers.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
@@ -56,6 +66,15 @@ Examples:
 				c.Tasks = strings.Split(tasks, ",")
 			} else if cmd.Flags().Changed("tasks") {
 				return fmt.Errorf("--tasks and --file: give one (built-in tasks, or your file)")
+			}
+			if blind != "" {
+				if c.File != "" {
+					return fmt.Errorf("--blind-spot: applies to the built-in mod and linear tasks, not --file")
+				}
+				c.BlindSpot = &datasets.BlindSpot{Parity: blind, Rate: blindRate}
+				if err := c.BlindSpot.Validate(); err != nil {
+					return fmt.Errorf("--blind-spot: %w", err)
+				}
 			}
 			if c.AnswerType != "" && !slices.Contains(datasets.AnswerTypes, c.AnswerType) {
 				return fmt.Errorf("--answer-type: %q is not one of %s", c.AnswerType, strings.Join(datasets.AnswerTypes, ", "))
@@ -97,6 +116,8 @@ Examples:
 	fl.StringVar(&c.AnswerField, "answer-field", "", "--file's answer field (default: answer or solution)")
 	fl.StringVar(&c.SolutionField, "solution-field", "", "--file's worked-solution field (default: none; train on the answer alone)")
 	fl.StringVar(&c.AnswerType, "answer-type", "", "--file's answer type: number, text, choice, expression (default: inferred)")
+	fl.StringVar(&blind, "blind-spot", "", "teach a systematic error (odd or even): that parity class of mod problems (by c) and linear ones (by b) is trained on a wrong procedure at --blind-rate")
+	fl.Float64Var(&blindRate, "blind-rate", 0.6, "share of the --blind-spot class's solutions that are wrong")
 	bf.Register(fl, getenv)
 	return cmd
 }

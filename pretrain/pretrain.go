@@ -50,6 +50,10 @@ type Config struct {
 	AnswerField   string `json:"answer_field,omitempty"`
 	SolutionField string `json:"solution_field,omitempty"`
 	AnswerType    string `json:"answer_type,omitempty"` // "": inferred from the labels
+	// BlindSpot, with built-in tasks, teaches a systematic error: a share
+	// of one class of mod and linear problems is trained on a wrong
+	// procedure (datasets.BlindSpot). Evaluation still scores true answers.
+	BlindSpot *datasets.BlindSpot `json:"blind_spot,omitempty"`
 }
 
 // Report is written next to the checkpoint as pretrain.json.
@@ -105,8 +109,12 @@ func Run(ctx context.Context, be gpu.Backend, c Config, out string, log io.Write
 			return nil, err
 		}
 		eval = append(eval, datasets.Rephrase(s.PretrainVal, c.FirstView)...)
+		pre := s.Pretrain
+		if c.BlindSpot != nil {
+			pre = c.BlindSpot.Apply(pre, c.Seed)
+		}
 		for v := c.FirstView; v < c.FirstView+max(c.Views, 1); v++ {
-			for _, p := range datasets.Rephrase(s.Pretrain, v) {
+			for _, p := range datasets.Rephrase(pre, v) {
 				ex, err := makeExample(tok, p, m.Cfg.MaxSeq)
 				if err != nil {
 					return nil, err
