@@ -101,13 +101,24 @@ ptx-check:
 	(cd gpu/cuda && $(GO) generate .) && for f in $$tmp/*.ptx; do cmp $$f gpu/cuda/$$(basename $$f) || exit 1; done; \
 	echo "PTX regenerates byte for byte"; rm -rf $$tmp
 
-# Regenerate the shipped base models (about 20 minutes on 2 cores).
 # The zoo: bases with room for RL to improve them (briefly pretrained on
-# levels 1-2), not embedded in the binary. Each directory's pretrain.json
-# records its recipe and held-out pass@1.
+# levels 1-2), not embedded in the binary; about an hour on 2 cores. Each
+# directory's pretrain.json records its recipe and held-out pass@1.
+#   llama-l12, llama-l12-s2  the same recipe from two seeds (same family, same size)
+#   llama-l12-reph           pretrained on the rephrased wording only
+#   gpt2-l12                 the other family, trained to comparable pass@1
+#   llama-odd, llama-even,   blind-spot bases (corl pretrain --blind-spot): each
+#   gpt2-even                errs systematically on one parity class of problems
+ZOO_LLAMA := --family llama --layers 6 --dim 96 --heads 4 --kv-heads 2 --hidden 256 --max-level 2 --per-task 6000 --lr 0.003 --eval 100
+ZOO_GPT2 := --family gpt2 --layers 4 --dim 128 --heads 4 --max-level 2 --per-task 6000 --lr 0.003 --eval 100
 zoo: build
-	bin/corl pretrain --family llama --layers 6 --dim 96 --heads 4 --kv-heads 2 --hidden 256 --tasks arith,linear,mod \
-		--max-level 2 --views 2 --per-task 6000 --steps 600 --eval-every 150 --eval 100 --lr 0.003 --out examples/zoo/llama-l12
+	bin/corl pretrain $(ZOO_LLAMA) --tasks arith,linear,mod --views 2 --steps 600 --eval-every 150 --out examples/zoo/llama-l12
+	bin/corl pretrain $(ZOO_LLAMA) --tasks arith,linear,mod --views 2 --steps 600 --eval-every 150 --seed 2 --out examples/zoo/llama-l12-s2
+	bin/corl pretrain $(ZOO_LLAMA) --tasks arith,linear,mod --views 1 --first-view 1 --steps 600 --eval-every 150 --out examples/zoo/llama-l12-reph
+	bin/corl pretrain $(ZOO_GPT2) --tasks arith,linear,mod --views 2 --steps 1500 --eval-every 150 --target-pass 0.14 --out examples/zoo/gpt2-l12
+	bin/corl pretrain $(ZOO_LLAMA) --tasks linear,mod --views 2 --steps 600 --eval-every 200 --blind-spot odd --blind-rate 0.6 --seed 1 --out examples/zoo/llama-odd
+	bin/corl pretrain $(ZOO_LLAMA) --tasks linear,mod --views 2 --steps 600 --eval-every 200 --blind-spot even --blind-rate 0.6 --seed 2 --out examples/zoo/llama-even
+	bin/corl pretrain $(ZOO_GPT2) --tasks linear,mod --views 2 --steps 1000 --eval-every 200 --blind-spot even --blind-rate 0.6 --seed 3 --out examples/zoo/gpt2-even
 
 bases: build
 	bin/corl pretrain --family gpt2 --layers 4 --dim 128 --heads 4 --tasks arith,linear,mod,seq --max-level 1 \

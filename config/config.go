@@ -446,6 +446,15 @@ func GRPO(g spec.GRPO) rl.GRPO {
 		Beta: g.Beta, NumIterations: g.NumIterations, StepsPerGeneration: g.StepsPerGeneration}
 }
 
+// WarmupSteps is the run's warmup: optim.warmup_steps when set, else
+// optim.warmup_ratio of its optimizer steps, rounded up.
+func WarmupSteps(s *RunSpec) int {
+	if s.Optim.WarmupSteps > 0 {
+		return s.Optim.WarmupSteps
+	}
+	return int(math.Ceil(s.Optim.WarmupRatio * float64(s.Rounds*s.GRPO.StepsPerRound())))
+}
+
 // RoundConfig converts the spec into the round's algorithm settings.
 func RoundConfig(s *RunSpec) rl.Config {
 	g := GRPO(s.GRPO)
@@ -454,7 +463,7 @@ func RoundConfig(s *RunSpec) rl.Config {
 		Reward: s.Reward.Mode, Threshold: s.Reward.Threshold,
 		NumGenerations: s.Generation.NumGenerations, Temperature: s.Generation.Temperature, TopK: s.Generation.TopK,
 		TopP: s.Generation.TopP, MaxNewTokens: s.Generation.MaxCompletion, GRPO: g,
-		LearningRate: s.Optim.LearningRate, WarmupSteps: s.Optim.WarmupSteps, TotalSteps: s.Rounds * s.GRPO.StepsPerRound(),
+		LearningRate: s.Optim.LearningRate, WarmupSteps: WarmupSteps(s), TotalSteps: s.Rounds * s.GRPO.StepsPerRound(),
 		MinLRRatio: s.Optim.MinLRRatio, MicroBatch: s.MicroBatchSize, Seed: s.Seed,
 		Optim: modelOptim(s.Optim), Answers: AnswerRule(s),
 	}

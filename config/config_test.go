@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"github.com/corl-project/corl/spec"
 	"os"
 	"path/filepath"
 	"strings"
@@ -215,5 +216,33 @@ func TestAnswerTypeInferredFromTheFile(t *testing.T) {
 	}
 	if r := AnswerRule(s); r.Grade("The answer is the Blue Whale.", "blue whale") != 2 {
 		t.Errorf("the spec's rule does not grade text answers: %+v", r)
+	}
+}
+
+// TestWarmupByDefault: warmup is on unless turned off: warmup_ratio of
+// the run's optimizer steps (rounded up) when warmup_steps is 0, the steps
+// when set; a ratio of 1 or more is refused.
+func TestWarmupByDefault(t *testing.T) {
+	for _, tc := range []struct {
+		rounds, steps, warmup int
+		ratio                 float64
+		want                  int
+	}{
+		{60, 1, 0, 0.05, 3},
+		{30, 4, 0, 0.05, 6},
+		{60, 1, 10, 0.05, 10},
+		{60, 1, 0, 0, 0},
+	} {
+		s := spec.Default()
+		if s.Optim.WarmupRatio != 0.05 {
+			t.Fatalf("default warmup_ratio %v", s.Optim.WarmupRatio)
+		}
+		s.Rounds, s.GRPO.StepsPerGeneration, s.Optim.WarmupSteps, s.Optim.WarmupRatio = tc.rounds, tc.steps, tc.warmup, tc.ratio
+		if got := WarmupSteps(&s); got != tc.want || RoundConfig(&s).WarmupSteps != tc.want {
+			t.Errorf("%+v: %d warmup steps, want %d", tc, got, tc.want)
+		}
+	}
+	if err := validateOptim(spec.Optim{LearningRate: 1e-4, AdamBeta2: 0.999, AdamEpsilon: 1e-8, WarmupRatio: 1}); err == nil || !strings.Contains(err.Error(), "optim.warmup_ratio") {
+		t.Errorf("ratio 1: %v", err)
 	}
 }

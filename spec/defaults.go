@@ -20,7 +20,7 @@ func Default() RunSpec {
 		Reward:     Reward{Mode: "peer-ring"},
 		Generation: Generation{NumGenerations: 8, Temperature: 1, TopP: 1, MaxCompletion: 64},
 		GRPO:       GRPO{ScaleRewards: "group", LossType: "token-mean", Epsilon: 0.2, NumIterations: 1, StepsPerGeneration: 1},
-		Optim: Optim{LearningRate: 1e-4, MinLRRatio: 0.1, AdamBeta1: 0.9, AdamBeta2: 0.99, AdamEpsilon: 1e-8,
+		Optim: Optim{LearningRate: 1e-4, WarmupRatio: 0.05, MinLRRatio: 0.1, AdamBeta1: 0.9, AdamBeta2: 0.999, AdamEpsilon: 1e-8,
 			MaxGradNorm: 1},
 		MicroBatchSize: 32, Members: []Member{},
 		Eval:       Eval{Size: 100, Split: "test"},

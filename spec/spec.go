@@ -74,6 +74,9 @@ type Generation struct {
 type Optim struct {
 	LearningRate float64 `json:"learning_rate" mapstructure:"learning_rate"`
 	WarmupSteps  int     `json:"warmup_steps" mapstructure:"warmup_steps"`
+	// WarmupRatio is the share of the run's optimizer steps spent warming
+	// up when WarmupSteps is 0 (TRL's warmup_ratio; 0 for none).
+	WarmupRatio float64 `json:"warmup_ratio" mapstructure:"warmup_ratio"`
 	MinLRRatio   float64 `json:"min_lr_ratio" mapstructure:"min_lr_ratio"`
 	AdamBeta1    float32 `json:"adam_beta1" mapstructure:"adam_beta1"`
 	AdamBeta2    float32 `json:"adam_beta2" mapstructure:"adam_beta2"`
