@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -83,13 +85,23 @@ func TestDataCommands(t *testing.T) {
 func TestPretrainGenerateAndEval(t *testing.T) {
 	dir := t.TempDir() + "/base"
 	code, out, errs := run(t, "pretrain", "--family", "llama", "--layers", "1", "--dim", "32", "--heads", "2", "--tasks", "mod",
-		"--per-task", "20", "--eval", "3", "--steps", "3", "--batch", "4", "--max-new-tokens", "8", "--out", dir)
+		"--per-task", "20", "--eval", "3", "--steps", "3", "--batch", "4", "--max-new-tokens", "8", "--blind-spot", "odd", "--blind-rate", "0.5", "--out", dir)
 	if code != 0 || !strings.Contains(out, "saved") || !strings.Contains(out, "mod") {
 		t.Fatalf("pretrain: exit %d\n%s%s", code, out, errs)
 	}
-	code, out, errs = run(t, "eval", "--model", dir, "--tasks", "mod,seq", "--n", "3", "--max-new-tokens", "8")
+	if b, _ := os.ReadFile(dir + "/pretrain.json"); !strings.Contains(string(b), `"blind_spot": {`) {
+		t.Errorf("pretrain.json does not record the blind spot:\n%s", b)
+	}
+	code, out, errs = run(t, "eval", "--model", dir, "--tasks", "mod,seq", "--n", "6", "--max-new-tokens", "8", "--blind-spot", "odd")
 	if code != 0 || !strings.Contains(out, "pass@1") || !strings.Contains(out, "seq") {
 		t.Fatalf("eval: exit %d\n%s%s", code, out, errs)
+	}
+	// The blind spot's class (odd c of the 6 mod problems) and the rest
+	// (the others and all 6 seq problems) scored apart.
+	in := regexp.MustCompile(`odd blind spot +pass@1 \S+ \[\S+, \S+\] on (\d+) problems`).FindStringSubmatch(out)
+	rest := regexp.MustCompile(`the rest +pass@1 \S+ \[\S+, \S+\] on (\d+) problems`).FindStringSubmatch(out)
+	if in == nil || rest == nil || in[1] == "0" || atoiT(in[1])+atoiT(rest[1]) != 12 || atoiT(rest[1]) < 6 {
+		t.Errorf("eval --blind-spot:\n%s", out)
 	}
 	code, out, errs = run(t, "generate", "--model", dir, "--prompt", "What is 2+2?", "--template", "qa", "--max-new-tokens", "5", "--n", "2", "--temperature", "1")
 	if code != 0 || strings.Count(out, "--- sample") != 2 {
@@ -298,3 +310,5 @@ func TestOwnTaskFromAFile(t *testing.T) {
 		t.Errorf("--tasks with --file: exit %d, %s", code, errs)
 	}
 }
+
+func atoiT(s string) int { n, _ := strconv.Atoi(s); return n }

@@ -26,6 +26,7 @@ func newEvalCmd(stdio IO, getenv func(string) string) *cobra.Command {
 		bf              BackendFlags
 		file, pField    string
 		aField, aType   string
+		blind           string
 	)
 	cmd := &cobra.Command{
 		Use:   "eval",
@@ -92,6 +93,11 @@ Examples:
 				}
 				fmt.Fprintln(stdio.Out)
 			}
+			if blind != "" {
+				if err := printBlindSpot(stdio.Out, datasets.BlindSpot{Parity: blind, Rate: 1}, probs, res); err != nil {
+					return err
+				}
+			}
 			if compare == "" {
 				return nil
 			}
@@ -122,6 +128,7 @@ Examples:
 	fl.StringVar(&pField, "prompt-field", "", "--file's prompt field (default: prompt, question or problem)")
 	fl.StringVar(&aField, "answer-field", "", "--file's answer field (default: answer or solution)")
 	fl.StringVar(&aType, "answer-type", "", "--file's answer type: number, text, choice, expression (default: inferred)")
+	fl.StringVar(&blind, "blind-spot", "", "also score the problems of this blind-spot class (odd or even; see corl pretrain --blind-spot) and the rest apart")
 	fl.StringVar(&compare, "compare", "", "a second checkpoint, scored on the same problems and samples: the paired difference with its interval, McNemar's test on the greedy answers")
 	bf.Register(fl, getenv)
 	return cmd
@@ -185,4 +192,43 @@ func printComparison(w io.Writer, a, b string, ra, rb evaluate.Result) {
 		ds, ps := stats.PairedDiff(ra.SampledScores(), rb.SampledScores(), 1)
 		fmt.Fprintf(w, "  sampled pass@1 %.3f vs %.3f: %+.3f [%+.3f, %+.3f], p %.3f\n", ra.SampledPassAt1, rb.SampledPassAt1, ds.Mean, ds.Lo, ds.Hi, ps)
 	}
+}
+
+// printBlindSpot scores the problems a blind spot selects and the others
+// apart: where a base taught it errs, and whether RL repaired it.
+func printBlindSpot(w io.Writer, b datasets.BlindSpot, probs []datasets.Problem, res evaluate.Result) error {
+	if err := b.Validate(); err != nil {
+		return fmt.Errorf("--blind-spot: %w", err)
+	}
+	var in, out, sin, sout []float64
+	scores, sampled := res.Scores(), res.SampledScores()
+	for i, p := range probs {
+		if b.Selects(p) {
+			in = append(in, scores[i])
+			if sampled != nil {
+				sin = append(sin, sampled[i])
+			}
+		} else {
+			out = append(out, scores[i])
+			if sampled != nil {
+				sout = append(sout, sampled[i])
+			}
+		}
+	}
+	for _, part := range []struct {
+		name     string
+		greedy   []float64
+		sampledP []float64
+	}{{b.Parity + " blind spot", in, sin}, {"the rest", out, sout}} {
+		if len(part.greedy) == 0 {
+			continue
+		}
+		ci := stats.MeanCI(part.greedy, 1)
+		fmt.Fprintf(w, "  %-16s pass@1 %.3f [%.3f, %.3f] on %d problems", part.name, ci.Mean, ci.Lo, ci.Hi, len(part.greedy))
+		if part.sampledP != nil {
+			fmt.Fprintf(w, ", sampled %.3f", stats.MeanCI(part.sampledP, 1).Mean)
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
 }
