@@ -32,6 +32,7 @@ test-long: tools tokref test-arm64
 	$(GO) test -count=1 -run XXX -fuzz FuzzReferenceRoundTrip -fuzztime 20s ./tokenizer
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium)
 	$(GO) test -count=1 -run TestReportInABrowser -v ./report
+	$(GO) test -count=1 -tags long -timeout 30m -run TestGroundTruthRLLearns -v ./train
 	$(GO) test -count=1 -run XXX -fuzz FuzzParse -fuzztime 20s ./safetensors
 	$(GO) test -count=1 -run XXX -fuzz FuzzBytesRoundTrip -fuzztime 10s ./tokenizer
 	VERSITYGW=$(VERSITYGW) scripts/with-s3.sh $(GO) test -count=1 -timeout 30m -tags e2e ./blob ./e2e
