@@ -110,6 +110,10 @@ Examples:
 				return err
 			}
 			printComparison(stdio.Out, dir, compare, res, other)
+			if blind != "" {
+				fmt.Fprintf(stdio.Out, "%s:\n", compare)
+				return printBlindSpot(stdio.Out, datasets.BlindSpot{Parity: blind, Rate: 1}, probs, other)
+			}
 			return nil
 		},
 	}
