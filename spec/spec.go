@@ -77,12 +77,12 @@ type Optim struct {
 	// WarmupRatio is the share of the run's optimizer steps spent warming
 	// up when WarmupSteps is 0 (TRL's warmup_ratio; 0 for none).
 	WarmupRatio float64 `json:"warmup_ratio" mapstructure:"warmup_ratio"`
-	MinLRRatio   float64 `json:"min_lr_ratio" mapstructure:"min_lr_ratio"`
-	AdamBeta1    float32 `json:"adam_beta1" mapstructure:"adam_beta1"`
-	AdamBeta2    float32 `json:"adam_beta2" mapstructure:"adam_beta2"`
-	AdamEpsilon  float32 `json:"adam_epsilon" mapstructure:"adam_epsilon"`
-	WeightDecay  float32 `json:"weight_decay" mapstructure:"weight_decay"`
-	MaxGradNorm  float32 `json:"max_grad_norm" mapstructure:"max_grad_norm"`
+	MinLRRatio  float64 `json:"min_lr_ratio" mapstructure:"min_lr_ratio"`
+	AdamBeta1   float32 `json:"adam_beta1" mapstructure:"adam_beta1"`
+	AdamBeta2   float32 `json:"adam_beta2" mapstructure:"adam_beta2"`
+	AdamEpsilon float32 `json:"adam_epsilon" mapstructure:"adam_epsilon"`
+	WeightDecay float32 `json:"weight_decay" mapstructure:"weight_decay"`
+	MaxGradNorm float32 `json:"max_grad_norm" mapstructure:"max_grad_norm"`
 }
 
 // Member is one model of the cohort.
