@@ -49,6 +49,12 @@ Examples:
 			if dir == "" {
 				return fmt.Errorf("--model is required")
 			}
+			spot := datasets.BlindSpot{Parity: blind, Rate: 1}
+			if blind != "" {
+				if err := spot.Validate(); err != nil { // before any evaluation runs
+					return fmt.Errorf("--blind-spot: %w", err)
+				}
+			}
 			m, tok, err := loadCheckpoint(dir, &bf)
 			if err != nil {
 				return err
@@ -94,9 +100,7 @@ Examples:
 				fmt.Fprintln(stdio.Out)
 			}
 			if blind != "" {
-				if err := printBlindSpot(stdio.Out, datasets.BlindSpot{Parity: blind, Rate: 1}, probs, res); err != nil {
-					return err
-				}
+				printBlindSpot(stdio.Out, spot, probs, res)
 			}
 			if compare == "" {
 				return nil
@@ -112,7 +116,7 @@ Examples:
 			printComparison(stdio.Out, dir, compare, res, other)
 			if blind != "" {
 				fmt.Fprintf(stdio.Out, "%s:\n", compare)
-				return printBlindSpot(stdio.Out, datasets.BlindSpot{Parity: blind, Rate: 1}, probs, other)
+				printBlindSpot(stdio.Out, spot, probs, other)
 			}
 			return nil
 		},
@@ -200,10 +204,7 @@ func printComparison(w io.Writer, a, b string, ra, rb evaluate.Result) {
 
 // printBlindSpot scores the problems a blind spot selects and the others
 // apart: where a base taught it errs, and whether RL repaired it.
-func printBlindSpot(w io.Writer, b datasets.BlindSpot, probs []datasets.Problem, res evaluate.Result) error {
-	if err := b.Validate(); err != nil {
-		return fmt.Errorf("--blind-spot: %w", err)
-	}
+func printBlindSpot(w io.Writer, b datasets.BlindSpot, probs []datasets.Problem, res evaluate.Result) {
 	var in, out, sin, sout []float64
 	scores, sampled := res.Scores(), res.SampledScores()
 	for i, p := range probs {
@@ -234,5 +235,4 @@ func printBlindSpot(w io.Writer, b datasets.BlindSpot, probs []datasets.Problem,
 		}
 		fmt.Fprintln(w)
 	}
-	return nil
 }

@@ -90,16 +90,7 @@ func LoadSweep(file string, getenv func(string) string) (*workflows.SweepInput, 
 	// A method's members are found like a spec's: a relative base that
 	// is not there from here is looked for next to the sweep file.
 	err = eachMethodMembers(in, func(ms []spec.Member) error {
-		for i, m := range ms {
-			if m.Base == "" || filepath.IsAbs(m.Base) || strings.Contains(m.Base, ":") {
-				continue
-			}
-			if _, err := os.Stat(m.Base); err != nil {
-				if p := filepath.Join(filepath.Dir(file), m.Base); dirExists(p) {
-					ms[i].Base = p
-				}
-			}
-		}
+		config.ResolveBases(ms, filepath.Dir(file))
 		return nil
 	})
 	if err != nil {
@@ -301,9 +292,4 @@ func eachMethodMembers(in *workflows.SweepInput, fix func([]spec.Member) error) 
 		}
 	}
 	return nil
-}
-
-func dirExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.IsDir()
 }

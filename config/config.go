@@ -98,7 +98,7 @@ func Load(file string, getenv func(string) string, overrides map[string]any) (*R
 		return nil, where(decodeError(err))
 	}
 	if file != "" {
-		resolveBases(&rs, filepath.Dir(file))
+		ResolveBases(rs.Members, filepath.Dir(file))
 	}
 	inferAnswerType(&rs)
 	if err := Validate(&rs); err != nil {
@@ -243,11 +243,11 @@ func integerRanges(v *viper.Viper) error {
 	return nil
 }
 
-// resolveBases makes a relative member base that does not exist from the
-// working directory but does next to the spec file point there, so a spec
-// and its models can travel together.
-func resolveBases(s *RunSpec, specDir string) {
-	for i, m := range s.Members {
+// ResolveBases makes a relative member base that does not exist from the
+// working directory but does next to the spec file (in specDir) point
+// there, so a spec and its models can travel together.
+func ResolveBases(members []spec.Member, specDir string) {
+	for i, m := range members {
 		if m.Base == "" || filepath.IsAbs(m.Base) || strings.Contains(m.Base, ":") {
 			continue
 		}
@@ -255,7 +255,7 @@ func resolveBases(s *RunSpec, specDir string) {
 			continue
 		}
 		if p := filepath.Join(specDir, m.Base); dirExists(p) {
-			s.Members[i].Base = p
+			members[i].Base = p
 		}
 	}
 }

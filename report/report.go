@@ -133,7 +133,7 @@ func (r *Run) FLOPs() []float64 {
 	total := 0.0
 	for i, m := range r.Rounds {
 		for _, md := range m.Models {
-			total += md.GenFLOPs + md.UpdateFLOPs + md.JudgeFLOPs
+			total += md.FLOPs()
 		}
 		out[i] = total
 	}

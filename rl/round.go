@@ -138,8 +138,7 @@ func (ro Rollout) Cost(m *model.Model) (tokens int, flops float64) {
 	for _, row := range ro {
 		for _, cp := range row {
 			tokens += cp.Generated
-			T := len(cp.Prompt) + cp.Generated
-			flops += m.FLOPsPerToken(T) / 3 * float64(T)
+			flops += forwardFLOPs(m, len(cp.Prompt)+cp.Generated)
 		}
 	}
 	return tokens, flops
@@ -453,6 +452,10 @@ type ModelRound struct {
 	UpdateSeconds float64 `json:"update_seconds"`
 }
 
+// FLOPs is everything the model computed in the round: generation,
+// scoring and update.
+func (m ModelRound) FLOPs() float64 { return m.GenFLOPs + m.UpdateFLOPs + m.JudgeFLOPs }
+
 // Metrics is one round's record.
 type Metrics struct {
 	Round   int          `json:"round"`
@@ -593,11 +596,14 @@ func SelfSignals(m *Member, ro Rollout, groups []Group, micro int, temp float32)
 func ForwardFLOPs(m *model.Model, cs []*Completion) float64 {
 	var flops float64
 	for _, c := range cs {
-		T := len(c.Prompt) + len(c.Tokens)
-		flops += m.FLOPsPerToken(T) / 3 * float64(T)
+		flops += forwardFLOPs(m, len(c.Prompt)+len(c.Tokens))
 	}
 	return flops
 }
+
+// forwardFLOPs is one forward pass over a sequence of T tokens (a third of
+// FLOPsPerToken's forward and backward).
+func forwardFLOPs(m *model.Model, T int) float64 { return m.FLOPsPerToken(T) / 3 * float64(T) }
 
 // intrinsicSignals fills the per-sample numbers the intrinsic and judge
 // strategies reward.

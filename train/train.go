@@ -293,11 +293,12 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 	if o.StopAfter > 0 {
 		end = min(end, st.Round+o.StopAfter)
 	}
+	budgetSpent := func() bool { return s.MaxFLOPs > 0 && st.FLOPs >= s.MaxFLOPs }
 	for r := st.Round; r < end; r++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if s.MaxFLOPs > 0 && st.FLOPs >= s.MaxFLOPs {
+		if budgetSpent() {
 			break // a resumed run that had spent its budget
 		}
 		prompts := PromptsForRound(data.RL, s.Seed, r, s.PromptsPerRound)
@@ -310,7 +311,7 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 		st.Steps += s.GRPO.StepsPerRound()
 		st.Round = r + 1
 		for _, mr := range met.Models {
-			st.FLOPs += mr.GenFLOPs + mr.UpdateFLOPs + mr.JudgeFLOPs
+			st.FLOPs += mr.FLOPs()
 		}
 		rec := map[string]any{"round": met}
 		fmt.Fprintf(log, "\r%s round %d/%d: %.1fs", bar(r+1, s.Rounds, 20), r+1, s.Rounds, met.Seconds)
@@ -321,7 +322,7 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 			}
 		}
 		fmt.Fprintln(log)
-		last := r+1 == s.Rounds || (s.MaxFLOPs > 0 && st.FLOPs >= s.MaxFLOPs)
+		last := r+1 == s.Rounds || budgetSpent()
 		if len(data.Eval) > 0 && (last || (s.Eval.Every > 0 && (r+1)%s.Eval.Every == 0)) {
 			t0 := time.Now()
 			er, err := Evaluate(members, data.Eval, r+1, config.EvalOptions(s))

@@ -160,7 +160,7 @@ func TestMaxFLOPsEndsALocalRun(t *testing.T) {
 	total := 0.0
 	for _, m := range r {
 		for _, md := range m.Models {
-			total += md.GenFLOPs + md.UpdateFLOPs + md.JudgeFLOPs
+			total += md.FLOPs()
 		}
 		upTo = append(upTo, total)
 	}

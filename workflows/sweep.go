@@ -136,6 +136,7 @@ func Sweep(ctx workflow.Context, in SweepInput) (*SweepProgress, error) {
 // any key a spec file can hold can be swept.
 func Cells(in SweepInput) ([]spec.RunSpec, []string, error) {
 	known := spec.Keys()
+	methods := make([][]method, len(in.Grid)) // the method axis's values, parsed once
 	for i, ax := range in.Grid {
 		if ax.Key != MethodAxis && !slices.Contains(known, ax.Key) {
 			return nil, nil, fmt.Errorf("grid[%d].key: %q is not a run spec key; have %s", i, ax.Key, strings.Join(known, ", "))
@@ -143,10 +144,10 @@ func Cells(in SweepInput) ([]spec.RunSpec, []string, error) {
 		if len(ax.Values) == 0 {
 			return nil, nil, fmt.Errorf("grid[%d] (%s): no values", i, ax.Key)
 		}
+		if ax.Key != MethodAxis {
+			continue
+		}
 		for j, v := range ax.Values {
-			if ax.Key != MethodAxis {
-				continue
-			}
 			m, err := methodKeys(v)
 			if err != nil {
 				return nil, nil, fmt.Errorf("grid[%d] (%s) value %d: %w", i, ax.Key, j, err)
@@ -156,6 +157,7 @@ func Cells(in SweepInput) ([]spec.RunSpec, []string, error) {
 					return nil, nil, fmt.Errorf("grid[%d] (%s) value %d: %q is not a run spec key", i, ax.Key, j, k)
 				}
 			}
+			methods[i] = append(methods[i], m)
 		}
 	}
 	base, err := json.Marshal(in.Base)
@@ -176,10 +178,11 @@ func Cells(in SweepInput) ([]spec.RunSpec, []string, error) {
 		rest := c
 		for i := len(in.Grid) - 1; i >= 0; i-- { // the last axis varies fastest
 			ax := in.Grid[i]
-			v := ax.Values[rest%len(ax.Values)]
+			j := rest % len(ax.Values)
+			v := ax.Values[j]
 			rest /= len(ax.Values)
 			if ax.Key == MethodAxis {
-				m, _ := methodKeys(v) // checked above
+				m := methods[i][j]
 				for _, k := range m.keys {
 					setPath(tree, strings.Split(k, "."), m.values[k])
 				}
