@@ -623,18 +623,33 @@ func (a *Activities) Evaluate(ctx context.Context, ref MemberRef) (EvalOutput, e
 		return EvalOutput{}, err
 	}
 	start := time.Now()
-	res, own, err := train.EvaluateMember(h.member, d.Eval, config.EvalOptions(&ref.Spec))
+	o := config.EvalOptions(&ref.Spec)
+	key, err := evalCacheKey(a.Backend.Name(), h.member, d.Eval, o)
 	if err != nil {
 		return EvalOutput{}, err
 	}
-	a.Metrics.Stage(h.run, h.member.Name, "evaluate", time.Since(start).Seconds(), activity.GetInfo(ctx).Attempt)
-	a.Metrics.Eval(h.run, h.member.Name, res.PassAt1, own.PassAt1)
-	truth := make([]string, len(d.Eval))
-	for i, p := range d.Eval {
-		truth[i] = config.AnswerRule(&ref.Spec).ForPrompt(p.Prompt).Normalize(p.Answer)
+	out, hit := a.cachedEval(ctx, key)
+	if !hit {
+		res, own, err := train.EvaluateMember(h.member, d.Eval, o)
+		if err != nil {
+			return EvalOutput{}, err
+		}
+		truth := make([]string, len(d.Eval))
+		for i, p := range d.Eval {
+			truth[i] = config.AnswerRule(&ref.Spec).ForPrompt(p.Prompt).Normalize(p.Answer)
+		}
+		out = EvalOutput{PassAt1: res.PassAt1, ByTask: res.ByTask, Correct: res.Correct, Answers: res.Answers,
+			View: h.member.View, PassAt1OwnView: own.PassAt1, SampledPassAt1: res.SampledPassAt1, MajAtK: res.MajAtK,
+			SampledByTask: res.SampledByTask, PassAt1CI: res.PassAt1CI, SampledCI: res.SampledCI,
+			Pool: res.CohortAnswers(), Truth: truth}
+		if key != "" {
+			// A failed store only costs a later recomputation.
+			if b, err := json.Marshal(out); err == nil {
+				_ = a.Store.Put(ctx, key, b)
+			}
+		}
 	}
-	return EvalOutput{PassAt1: res.PassAt1, ByTask: res.ByTask, Correct: res.Correct, Answers: res.Answers,
-		View: h.member.View, PassAt1OwnView: own.PassAt1, SampledPassAt1: res.SampledPassAt1, MajAtK: res.MajAtK,
-		SampledByTask: res.SampledByTask, PassAt1CI: res.PassAt1CI, SampledCI: res.SampledCI,
-		Pool: res.CohortAnswers(), Truth: truth}, nil
+	a.Metrics.Stage(h.run, h.member.Name, "evaluate", time.Since(start).Seconds(), activity.GetInfo(ctx).Attempt)
+	a.Metrics.Eval(h.run, h.member.Name, out.PassAt1, out.PassAt1OwnView)
+	return out, nil
 }

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -338,4 +339,77 @@ func TestPoolIdentity(t *testing.T) {
 			t.Errorf("%q parsed as a pool identity", id)
 		}
 	}
+}
+
+// TestEvaluateReusesAStoredResult: a second run from the same base reads the
+// base's evaluation back instead of recomputing it; the stored result is the
+// computed one; changed weights are evaluated afresh.
+func TestEvaluateReusesAStoredResult(t *testing.T) {
+	e := newEnv(t)
+	s := testSpec(t)
+	s.Eval.Samples = 2
+	other := s
+	other.Name = "act-2"
+	ref := func(s spec.RunSpec, r int) MemberRef { return MemberRef{Spec: s, Member: 1, Round: r} }
+	for _, sp := range []spec.RunSpec{s, other} {
+		if err := e.run(e.a.Acquire, AcquireInput{MemberRef: ref(sp, 0)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var first EvalOutput
+	if err := e.run(e.a.Evaluate, ref(s, 0), &first); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(e.a.Store.(blob.Local).Root, "cache", "eval")
+	stored, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(stored) != 1 {
+		t.Fatalf("stored evaluations: %v", stored)
+	}
+	// Reused: a marked copy of the stored result is what the other run gets.
+	b, err := os.ReadFile(stored[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked := strings.Replace(string(b), `"pass_at_1":`, `"pass_at_1":0.125,"x":`, 1)
+	if err := os.WriteFile(stored[0], []byte(marked), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var second EvalOutput
+	if err := e.run(e.a.Evaluate, ref(other, 0), &second); err != nil {
+		t.Fatal(err)
+	}
+	if second.PassAt1 != 0.125 {
+		t.Fatalf("second run's base evaluation was recomputed, not reused: %v", second.PassAt1)
+	}
+	// Stored = computed: without the stored copy the evaluation recomputes
+	// to the same result, field for field.
+	if err := os.Remove(stored[0]); err != nil {
+		t.Fatal(err)
+	}
+	var again EvalOutput
+	if err := e.run(e.a.Evaluate, ref(other, 0), &again); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := mustJSON(t, again), mustJSON(t, first); a != b {
+		t.Fatalf("recomputed evaluation differs:\n%s\n%s", a, b)
+	}
+	// One weight changed: another key, computed afresh.
+	m := e.a.held[heldKey("act", "l")].member.Model
+	w := make([]float32, 1)
+	e.a.Backend.Download(w, m.Params().Slice(0, 1))
+	e.a.Backend.Upload(m.Params().Slice(0, 1), []float32{w[0] + 1e-3})
+	if err := e.run(e.a.Evaluate, ref(s, 0), nil); err != nil {
+		t.Fatal(err)
+	}
+	if stored, _ = filepath.Glob(filepath.Join(dir, "*.json")); len(stored) != 2 {
+		t.Fatalf("after a weight change, stored evaluations: %d, want 2", len(stored))
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -40,6 +40,9 @@ func NewBytes() *BPE {
 	return t
 }
 
+// JSON is the tokenizer.json the tokenizer was parsed from.
+func (t *BPE) JSON() []byte { return t.raw }
+
 // Save writes the tokenizer as tokenizer.json in dir.
 func (t *BPE) Save(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), t.raw, 0o644); err != nil {
