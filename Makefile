@@ -105,13 +105,14 @@ ptx-check:
 	echo "PTX regenerates byte for byte"; rm -rf $$tmp
 
 # The zoo: bases with room for RL to improve them (briefly pretrained on
-# levels 1-2), not embedded in the binary; about an hour on 2 cores. Each
+# levels 1-2), not embedded in the binary; about two hours on 2 cores. Each
 # directory's pretrain.json records its recipe and held-out pass@1.
 #   llama-l12, llama-l12-s2  the same recipe from two seeds (same family, same size)
 #   llama-l12-reph           pretrained on the rephrased wording only
 #   gpt2-l12                 the other family, trained to comparable pass@1
 #   llama-odd, llama-even,   blind-spot bases (corl pretrain --blind-spot): each
 #   gpt2-even                errs systematically on one parity class of problems
+#   *-3k                     the blind-spot bases pretrained 3,000 steps (pass@1 0.40-0.52)
 ZOO_LLAMA := --family llama --layers 6 --dim 96 --heads 4 --kv-heads 2 --hidden 256 --max-level 2 --per-task 6000 --lr 0.003 --eval 100
 ZOO_GPT2 := --family gpt2 --layers 4 --dim 128 --heads 4 --max-level 2 --per-task 6000 --lr 0.003 --eval 100
 zoo: build
@@ -122,6 +123,9 @@ zoo: build
 	bin/corl pretrain $(ZOO_LLAMA) --tasks linear,mod --views 2 --steps 600 --eval-every 200 --blind-spot odd --blind-rate 0.6 --seed 1 --out examples/zoo/llama-odd
 	bin/corl pretrain $(ZOO_LLAMA) --tasks linear,mod --views 2 --steps 600 --eval-every 200 --blind-spot even --blind-rate 0.6 --seed 2 --out examples/zoo/llama-even
 	bin/corl pretrain $(ZOO_GPT2) --tasks linear,mod --views 2 --steps 1000 --eval-every 200 --blind-spot even --blind-rate 0.6 --seed 3 --out examples/zoo/gpt2-even
+	bin/corl pretrain $(ZOO_LLAMA) --tasks linear,mod --views 2 --steps 3000 --eval-every 300 --blind-spot odd --blind-rate 0.6 --seed 1 --out examples/zoo/llama-odd-3k
+	bin/corl pretrain $(ZOO_LLAMA) --tasks linear,mod --views 2 --steps 3000 --eval-every 300 --blind-spot even --blind-rate 0.6 --seed 2 --out examples/zoo/llama-even-3k
+	bin/corl pretrain $(ZOO_GPT2) --tasks linear,mod --views 2 --steps 3000 --eval-every 300 --blind-spot even --blind-rate 0.6 --seed 3 --out examples/zoo/gpt2-even-3k
 
 bases: build
 	bin/corl pretrain --family gpt2 --layers 4 --dim 128 --heads 4 --tasks arith,linear,mod,seq --max-level 1 \
