@@ -12,7 +12,7 @@ import (
 )
 
 func newReportCmd(stdio IO, getenv func(string) string) *cobra.Command {
-	var out, md, csv, js string
+	var out, md, csv, js, member string
 	var cf connFlags
 	cmd := &cobra.Command{
 		Use:   "report RUN|SWEEP|DIR... [-o report.html]",
@@ -66,7 +66,7 @@ Examples:
 				}
 				runs = append(runs, rs...)
 			}
-			t := report.BuildTable(runs)
+			t := report.BuildTable(runs, member)
 			fmt.Fprint(stdio.Out, t.Markdown())
 			page, err := report.HTML(runs, t)
 			if err != nil {
@@ -90,6 +90,7 @@ Examples:
 	fl.StringVar(&md, "md", "", "also write the table as Markdown")
 	fl.StringVar(&csv, "csv", "", "also write the table as CSV")
 	fl.StringVar(&js, "json", "", "also write the table as JSON")
+	fl.StringVar(&member, "member", "", "score only this member in the table (the member the compared runs share, e.g. the model every method trains); runs without it are left out")
 	cf.register(cmd)
 	return cmd
 }

@@ -286,7 +286,7 @@ func sameReport(t *testing.T, cl client.Client, id, file string) {
 			}
 		}
 	}
-	if g, l := report.BuildTable(runs).Markdown(), report.BuildTable([]*report.Run{local}).Markdown(); g != l {
+	if g, l := report.BuildTable(runs, "").Markdown(), report.BuildTable([]*report.Run{local}, "").Markdown(); g != l {
 		t.Errorf("the table from Temporal:\n%s\nfrom the local run:\n%s", g, l)
 	}
 }

@@ -157,17 +157,20 @@ th:first-child,td:first-child{text-align:left}figure{display:inline-block;margin
 .k{font-variant-numeric:tabular-nums}</style></head><body>`)
 	fmt.Fprintf(&b, "<h1>corl report</h1><p>%d run(s), made %s. Numbers are %s on held-out problems; intervals are 95%% (over seeds when there are several, else a bootstrap over problems).</p>",
 		len(runs), time.Now().UTC().Format("2006-01-02 15:04 UTC"), html.EscapeString(metric))
+	if t.Member != "" {
+		fmt.Fprintf(&b, "<p>The table scores member %s in every run (the member the compared runs share); the plots show every member.</p>", html.EscapeString(t.Member))
+	}
 	b.WriteString("<h2>Results</h2><table id=\"results\"><tr><th>method</th><th>seeds</th>")
 	for _, task := range t.Tasks {
 		fmt.Fprintf(&b, "<th>%s</th>", html.EscapeString(task))
 	}
-	b.WriteString("<th>average</th><th>FLOPs</th></tr>")
+	b.WriteString("<th>average</th><th>greedy pass@1</th><th>gain vs base (paired)</th><th>FLOPs</th></tr>")
 	for _, r := range t.Rows {
 		fmt.Fprintf(&b, "<tr><td>%s</td><td>%d</td>", html.EscapeString(r.Method), r.Seeds)
 		for _, task := range t.Tasks {
 			fmt.Fprintf(&b, "<td class=k>%s</td>", formatCI(r.ByTask[task]))
 		}
-		fmt.Fprintf(&b, "<td class=k>%s</td><td class=k>%s</td></tr>", formatCI(r.Average), formatFLOPs(r.FLOPs))
+		fmt.Fprintf(&b, "<td class=k>%s</td><td class=k>%s</td><td class=k>%s</td><td class=k>%s</td></tr>", formatCI(r.Average), formatCI(r.Greedy), html.EscapeString(r.Gain.String()), formatFLOPs(r.FLOPs))
 	}
 	b.WriteString("</table><h2>Over training</h2>")
 	b.WriteString(strings.Join(plots, "\n"))

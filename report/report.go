@@ -170,36 +170,58 @@ func scoreByTask(e train.EvalResult, member string) map[string]float64 {
 }
 
 // Row is one line of the table: a method, its mean and 95% interval over
-// seeds per task family and on average, and its FLOPs.
+// seeds per task family and on average, greedy pass@1 beside it, the
+// paired gain over the base, and its FLOPs.
 type Row struct {
 	Method  string                    `json:"method"`
 	Seeds   int                       `json:"seeds"`
 	ByTask  map[string]stats.Interval `json:"by_task"`
 	Average stats.Interval            `json:"average"`
+	Greedy  stats.Interval            `json:"greedy_pass_at_1"`
+	Gain    *Paired                   `json:"gain_vs_base,omitempty"`
 	FLOPs   float64                   `json:"flops"`
 	Metric  string                    `json:"metric"` // "sampled pass@1" or "pass@1"
+}
+
+// Paired is a method's final evaluation minus its base's, problem by
+// problem on the same problems (and, sampled, the same draws), averaged
+// over seeds: the mean with its 95% paired-bootstrap interval over
+// problems and the two-sided p.
+type Paired struct {
+	Diff     stats.Interval `json:"diff"`
+	P        float64        `json:"p"`
+	Problems int            `json:"problems"`
 }
 
 // Table is the paper-style comparison.
 type Table struct {
 	Tasks []string `json:"tasks"`
-	Rows  []Row    `json:"rows"`
+	// Member, when set, is the one member every row scores (the member
+	// all the compared runs share); otherwise a row is the mean over
+	// each run's members.
+	Member string `json:"member,omitempty"`
+	Rows   []Row  `json:"rows"`
 }
 
 // BuildTable groups runs by method; each run contributes the mean over its
-// members of its final evaluation, and the Base row is the runs' first
-// evaluation (round 0). Over several seeds the interval is a 95%
-// t-interval of the seeds' means; with one seed, the run's own bootstrap
-// interval over problems.
-func BuildTable(runs []*Run) Table {
-	var t Table
+// members (or member alone, when set; runs without it are left out) of its
+// final evaluation, and the Base row is the runs' first evaluation (round
+// 0). Over several seeds the interval is a 95% t-interval of the seeds'
+// means; with one seed, the run's own bootstrap interval over problems.
+// Where the evaluations kept per-problem outcomes (runs read from
+// Temporal), each method row has its paired gain over its round-0
+// evaluation.
+func BuildTable(runs []*Run, member string) Table {
+	t := Table{Member: member}
 	taskSet := map[string]bool{}
 	type sample struct {
-		byTask map[string]float64
-		avg    float64
-		ci     *stats.Interval
-		flops  float64
-		metric string
+		byTask   map[string]float64
+		avg      float64
+		greedy   float64
+		ci, gci  *stats.Interval
+		flops    float64
+		metric   string
+		from, to []float64 // per-problem outcomes of the base and of this, when kept
 	}
 	groups := map[string][]sample{}
 	labels := map[string]string{}
@@ -214,17 +236,29 @@ func BuildTable(runs []*Run) Table {
 	bases := map[string]bool{}
 	names := map[string]string{}
 	for _, r := range runs {
+		first, last := r.Evals[0], r.Evals[len(r.Evals)-1]
+		scored := memberNames(first)
+		if member != "" {
+			if _, ok := first.Members[member]; !ok {
+				continue
+			}
+			scored = []string{member}
+		}
 		if _, ok := names[groupKey(r)]; !ok {
 			names[groupKey(r)] = r.Spec.Name
 		}
-		first, last := r.Evals[0], r.Evals[len(r.Evals)-1]
-		baseKey := "base:" + strings.Join(baseDirs(r), ",")
+		dirs := baseDirs(r, scored)
+		baseKey := "base:" + strings.Join(dirs, ",")
 		if _, ok := names[baseKey]; !ok {
 			short := make([]string, 0)
-			for _, d := range baseDirs(r) {
+			for _, d := range dirs {
 				short = append(short, filepath.Base(d))
 			}
 			names[baseKey] = strings.Join(short, ", ")
+		}
+		var from []float64
+		if first.Round == 0 {
+			from = perProblem(first, scored)
 		}
 		for _, pick := range []struct {
 			key, label string
@@ -238,21 +272,25 @@ func BuildTable(runs []*Run) Table {
 				bases[pick.key] = true
 			}
 			s := sample{byTask: map[string]float64{}, flops: pick.flops, metric: "pass@1"}
-			names := memberNames(pick.e)
-			for _, name := range names {
+			for _, name := range scored {
 				v, _ := score(pick.e, name)
-				s.avg += v / float64(len(names))
+				s.avg += v / float64(len(scored))
+				s.greedy += pick.e.Members[name].PassAt1 / float64(len(scored))
 				for task, tv := range scoreByTask(pick.e, name) {
-					s.byTask[task] += tv / float64(len(names))
+					s.byTask[task] += tv / float64(len(scored))
 					taskSet[task] = true
 				}
 				if pick.e.Members[name].Samples > 0 {
 					s.metric = "sampled pass@1"
 				}
 			}
-			if len(names) == 1 {
-				ci := scoreCI(pick.e.Members[names[0]])
-				s.ci = &ci
+			if len(scored) == 1 {
+				m := pick.e.Members[scored[0]]
+				ci, gci := scoreCI(m), m.PassAt1CI
+				s.ci, s.gci = &ci, &gci
+			}
+			if pick.label != "Base" {
+				s.from, s.to = from, perProblem(pick.e, scored)
 			}
 			add(pick.key, pick.label, s)
 		}
@@ -274,14 +312,14 @@ func BuildTable(runs []*Run) Table {
 			method += " — " + names[key]
 		}
 		row := Row{Method: method, Seeds: len(ss), ByTask: map[string]stats.Interval{}, Metric: ss[0].metric}
-		avg := make([]float64, len(ss))
+		avg, greedy := make([]float64, len(ss)), make([]float64, len(ss))
 		for i, s := range ss {
-			avg[i] = s.avg
+			avg[i], greedy[i] = s.avg, s.greedy
 			row.FLOPs += s.flops / float64(len(ss))
 		}
-		row.Average = seedInterval(avg)
+		row.Average, row.Greedy = seedInterval(avg), seedInterval(greedy)
 		if len(ss) == 1 && ss[0].ci != nil {
-			row.Average = *ss[0].ci
+			row.Average, row.Greedy = *ss[0].ci, *ss[0].gci
 		}
 		for _, task := range t.Tasks {
 			v := make([]float64, len(ss))
@@ -290,6 +328,7 @@ func BuildTable(runs []*Run) Table {
 			}
 			row.ByTask[task] = seedInterval(v)
 		}
+		row.Gain = pairedGain(ss, func(s sample) ([]float64, []float64) { return s.from, s.to })
 		t.Rows = append(t.Rows, row)
 	}
 	// Base first (it is the same model for every run: keep one row).
@@ -297,6 +336,55 @@ func BuildTable(runs []*Run) Table {
 		return cmp.Compare(boolInt(a.Method != "Base"), boolInt(b.Method != "Base"))
 	})
 	return t
+}
+
+// perProblem is the headline outcome of each problem (the share of right
+// samples when the evaluation sampled, else greedy right or not), averaged
+// over members; nil when the evaluation did not keep per-problem outcomes.
+func perProblem(e train.EvalResult, members []string) []float64 {
+	var out []float64
+	for _, name := range members {
+		m := e.Members[name]
+		x := m.Scores()
+		if m.Samples > 0 {
+			x = m.SampledScores()
+		}
+		if len(x) == 0 || (out != nil && len(x) != len(out)) {
+			return nil
+		}
+		if out == nil {
+			out = make([]float64, len(x))
+		}
+		for i, v := range x {
+			out[i] += v / float64(len(members))
+		}
+	}
+	return out
+}
+
+// pairedGain averages each seed's per-problem outcomes before and after
+// and compares them problem by problem; nil unless every seed kept them
+// on the same number of problems.
+func pairedGain[S any](ss []S, pair func(S) (from, to []float64)) *Paired {
+	var from, to []float64
+	for _, s := range ss {
+		a, b := pair(s)
+		if a == nil || b == nil || len(a) != len(b) || (from != nil && len(a) != len(from)) {
+			return nil
+		}
+		if from == nil {
+			from, to = make([]float64, len(a)), make([]float64, len(a))
+		}
+		for i := range a {
+			from[i] += a[i] / float64(len(ss))
+			to[i] += b[i] / float64(len(ss))
+		}
+	}
+	if from == nil {
+		return nil
+	}
+	iv, p := stats.PairedDiff(from, to, 1)
+	return &Paired{Diff: iv, P: p, Problems: len(from)}
 }
 
 // groupKey is the run's spec without what varies between seeds of one
@@ -308,11 +396,11 @@ func groupKey(r *Run) string {
 	return string(b)
 }
 
-// baseDirs are the run's distinct base models.
-func baseDirs(r *Run) []string {
+// baseDirs are the distinct base models of the run's members named.
+func baseDirs(r *Run, members []string) []string {
 	var out []string
 	for _, m := range r.Spec.Members {
-		if !slices.Contains(out, m.Base) {
+		if slices.Contains(members, m.Name) && !slices.Contains(out, m.Base) {
 			out = append(out, m.Base)
 		}
 	}
@@ -374,17 +462,17 @@ func (t Table) Markdown() string {
 	for _, task := range t.Tasks {
 		b.WriteString(" " + task + " |")
 	}
-	b.WriteString(" average | FLOPs |\n|---|---|")
+	b.WriteString(" average | greedy pass@1 | gain vs base (paired) | FLOPs |\n|---|---|")
 	for range t.Tasks {
 		b.WriteString("---|")
 	}
-	b.WriteString("---|---|\n")
+	b.WriteString("---|---|---|---|\n")
 	for _, r := range t.Rows {
 		fmt.Fprintf(&b, "| %s | %d |", r.Method, r.Seeds)
 		for _, task := range t.Tasks {
 			b.WriteString(" " + formatCI(r.ByTask[task]) + " |")
 		}
-		fmt.Fprintf(&b, " %s | %s |\n", formatCI(r.Average), formatFLOPs(r.FLOPs))
+		fmt.Fprintf(&b, " %s | %s | %s | %s |\n", formatCI(r.Average), formatCI(r.Greedy), r.Gain.String(), formatFLOPs(r.FLOPs))
 	}
 	return b.String()
 }
@@ -396,16 +484,34 @@ func (t Table) CSV() string {
 	for _, task := range append(append([]string(nil), t.Tasks...), "average") {
 		fmt.Fprintf(&b, ",%s_mean,%s_lo,%s_hi", task, task, task)
 	}
-	b.WriteString(",flops\n")
+	b.WriteString(",greedy_mean,greedy_lo,greedy_hi,gain_mean,gain_lo,gain_hi,gain_p,flops\n")
 	for _, r := range t.Rows {
 		fmt.Fprintf(&b, "%q,%d,%q", r.Method, r.Seeds, r.Metric)
 		for _, task := range t.Tasks {
 			iv := r.ByTask[task]
 			fmt.Fprintf(&b, ",%.4f,%.4f,%.4f", iv.Mean, iv.Lo, iv.Hi)
 		}
-		fmt.Fprintf(&b, ",%.4f,%.4f,%.4f,%.4g\n", r.Average.Mean, r.Average.Lo, r.Average.Hi, r.FLOPs)
+		fmt.Fprintf(&b, ",%.4f,%.4f,%.4f,%.4f,%.4f,%.4f", r.Average.Mean, r.Average.Lo, r.Average.Hi, r.Greedy.Mean, r.Greedy.Lo, r.Greedy.Hi)
+		if r.Gain != nil {
+			fmt.Fprintf(&b, ",%.4f,%.4f,%.4f,%.4g", r.Gain.Diff.Mean, r.Gain.Diff.Lo, r.Gain.Diff.Hi, r.Gain.P)
+		} else {
+			b.WriteString(",,,,")
+		}
+		fmt.Fprintf(&b, ",%.4g\n", r.FLOPs)
 	}
 	return b.String()
+}
+
+// String is the gain as "+0.041 [+0.029, +0.053], p 0.012" ("-" when absent).
+func (p *Paired) String() string {
+	if p == nil {
+		return "-"
+	}
+	pv := fmt.Sprintf("p %.2g", p.P)
+	if p.P == 0 {
+		pv = fmt.Sprintf("p < %.2g", 1.0/stats.Resamples) // no resample crossed zero
+	}
+	return fmt.Sprintf("%+.3f [%+.3f, %+.3f], %s", p.Diff.Mean, p.Diff.Lo, p.Diff.Hi, pv)
 }
 
 func formatCI(iv stats.Interval) string {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/png"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,7 +87,7 @@ func runs(t *testing.T) []*Run {
 // row with a t-interval over seeds; each method is named as in the paper;
 // the base models appear once.
 func TestTableGroupsSeedsIntoMethods(t *testing.T) {
-	tb := BuildTable(runs(t))
+	tb := BuildTable(runs(t), "")
 	var names []string
 	for _, r := range tb.Rows {
 		names = append(names, r.Method)
@@ -121,7 +122,7 @@ func TestTableGroupsSeedsIntoMethods(t *testing.T) {
 // and nothing it would fetch.
 func TestHTMLIsSelfContained(t *testing.T) {
 	rs := runs(t)
-	page, err := HTML(rs, BuildTable(rs))
+	page, err := HTML(rs, BuildTable(rs, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +150,7 @@ func TestReportInABrowser(t *testing.T) {
 		t.Skip("chromium not installed (make test-long installs it)")
 	}
 	rs := runs(t)
-	page, err := HTML(rs, BuildTable(rs))
+	page, err := HTML(rs, BuildTable(rs, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,5 +201,76 @@ func TestReportInABrowser(t *testing.T) {
 	}
 	if colored < 500 {
 		t.Errorf("only %d coloured pixels: the plots did not render", colored)
+	}
+}
+
+// TestTableOfOneMember: with a member named, every row scores that member
+// alone (a pair's other member does not enter its row), runs without it
+// are left out, and each method's gain over its base is paired problem by
+// problem and averaged over seeds.
+func TestTableOfOneMember(t *testing.T) {
+	res := func(right []int) evaluate.Result {
+		r := evaluate.Result{N: len(right), Samples: 2, SampleCorrect: right, Correct: make([]bool, len(right)),
+			ByTask: map[string]float64{"mod": 0}, SampledByTask: map[string]float64{}}
+		for i, c := range right {
+			r.SampledPassAt1 += float64(c) / 2 / float64(len(right))
+			r.Correct[i] = c == 2
+		}
+		r.SampledByTask["mod"] = r.SampledPassAt1
+		ci := stats.Interval{Mean: r.SampledPassAt1, Lo: r.SampledPassAt1, Hi: r.SampledPassAt1}
+		r.SampledCI = &ci
+		return r
+	}
+	run := func(name, mode string, seed uint64, members map[string][2][]int) *Run {
+		r := &Run{Spec: spec.Default()}
+		r.Spec.Name, r.Spec.Seed, r.Spec.Reward.Mode = name, seed, mode
+		first := train.EvalResult{Round: 0, Members: map[string]evaluate.Result{}}
+		last := train.EvalResult{Round: 2, Members: map[string]evaluate.Result{}}
+		for _, n := range []string{"a", "c", "x"} {
+			m, ok := members[n]
+			if !ok {
+				continue
+			}
+			r.Spec.Members = append(r.Spec.Members, spec.Member{Name: n, Base: "base-" + n})
+			first.Members[n], last.Members[n] = res(m[0]), res(m[1])
+		}
+		r.Evals = []train.EvalResult{first, last}
+		return r
+	}
+	base := []int{0, 1, 1, 0}
+	rs := []*Run{
+		run("gt", rl.GroundTruthRL, 1, map[string][2][]int{"a": {base, {2, 1, 2, 0}}}),
+		run("gt", rl.GroundTruthRL, 2, map[string][2][]int{"a": {base, {1, 1, 1, 0}}}),
+		run("co", rl.PeerRing, 1, map[string][2][]int{"a": {base, {0, 0, 0, 0}}, "c": {{2, 2, 2, 2}, {2, 2, 2, 2}}}),
+		run("other", rl.SelfVote, 1, map[string][2][]int{"x": {base, base}}),
+	}
+	tb := BuildTable(rs, "a")
+	var names []string
+	for _, r := range tb.Rows {
+		names = append(names, r.Method)
+	}
+	if want := []string{"Base", "Ground-truth", "Co-RL different family (peer-ring)"}; fmt.Sprint(names) != fmt.Sprint(want) {
+		t.Fatalf("rows %q, want %q", names, want)
+	}
+	if b := tb.Rows[0]; b.Average.Mean != 0.25 || b.Gain != nil {
+		t.Errorf("base row %+v: want a's 0.25 and no gain", b)
+	}
+	// Seeds' finals 5/8 and 3/8 of samples against the base's 2/8, on the
+	// same four problems: per-problem gains 0.75, 0, 0.25, 0 -> +0.25.
+	gt := tb.Rows[1]
+	if gt.Gain == nil || gt.Gain.Problems != 4 || math.Abs(gt.Gain.Diff.Mean-0.25) > 1e-12 {
+		t.Errorf("ground-truth gain %+v, want +0.25 over 4 problems", gt.Gain)
+	}
+	// The pair's row is a's 0 (c, at 1.0, is not averaged in), a paired loss of 0.25.
+	co := tb.Rows[2]
+	if co.Average.Mean != 0 || co.Gain == nil || math.Abs(co.Gain.Diff.Mean+0.25) > 1e-12 {
+		t.Errorf("co-rl row %+v gain %+v: want a's 0 and -0.25", co, co.Gain)
+	}
+	if md := tb.Markdown(); !strings.Contains(md, "+0.250 [") || !strings.Contains(md, "gain vs base (paired)") {
+		t.Errorf("Markdown lacks the paired gain:\n%s", md)
+	}
+	// Without a member, the pair's row is the mean of a and c.
+	if all := BuildTable(rs, ""); len(all.Rows) < 4 {
+		t.Errorf("all members: %d rows, want the other run's too", len(all.Rows))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -230,6 +231,22 @@ func evalResult(round int, names []string, samples int, outs []*activities.EvalO
 			SampledPassAt1: o.SampledPassAt1, MajAtK: o.MajAtK, SampledByTask: o.SampledByTask, PassAt1CI: o.PassAt1CI, SampledCI: o.SampledCI}
 		if o.SampledCI != nil {
 			res.Samples = samples
+			// Per-problem right samples, from the pooled answers and labels.
+			// Kept only where they add up to the recorded sampled pass@1.
+			if len(o.Pool) == len(o.Truth) && len(o.Pool) > 0 {
+				right, total := make([]int, len(o.Pool)), 0.0
+				for p, answers := range o.Pool {
+					for _, a := range answers {
+						if a == o.Truth[p] {
+							right[p]++
+						}
+					}
+					total += float64(right[p]) / float64(samples)
+				}
+				if math.Abs(total/float64(len(o.Pool))-o.SampledPassAt1) < 1e-9 {
+					res.SampleCorrect = right
+				}
+			}
 		}
 		er.Members[names[i]] = res
 		pools[i] = o.Pool
