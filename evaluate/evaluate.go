@@ -41,15 +41,15 @@ type Result struct {
 	PassAt1  float64            `json:"pass_at_1"` // greedy
 	NoAnswer float64            `json:"no_answer_rate"`
 	ByTask   map[string]float64 `json:"pass_at_1_by_task"`
-	Correct  []bool             `json:"-"` // per problem, in input order
-	Answers  []string           `json:"-"` // normalised final answers ("" for none), in input order
+	Correct  []bool             `json:"correct,omitempty"` // per problem, in input order (kept for paired comparisons)
+	Answers  []string           `json:"-"`                 // normalised final answers ("" for none), in input order
 	// With Options.Samples = k > 0:
 	Samples        int                `json:"samples,omitempty"`
 	SampledPassAt1 float64            `json:"sampled_pass_at_1,omitempty"` // mean over problems of (correct samples)/k
 	MajAtK         float64            `json:"maj_at_k,omitempty"`          // the samples' unique plurality answer is right
 	SampledByTask  map[string]float64 `json:"sampled_pass_at_1_by_task,omitempty"`
-	SampleCorrect  []int              `json:"-"` // per problem: right samples of k
-	SampleAnswers  [][]string         `json:"-"` // per problem: the k normalised answers
+	SampleCorrect  []int              `json:"sample_correct,omitempty"` // per problem: right samples of k
+	SampleAnswers  [][]string         `json:"-"`                        // per problem: the k normalised answers
 	// 95% bootstrap intervals over problems.
 	PassAt1CI stats.Interval  `json:"pass_at_1_ci"`
 	SampledCI *stats.Interval `json:"sampled_pass_at_1_ci,omitempty"`

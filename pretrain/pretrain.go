@@ -173,7 +173,9 @@ func Run(ctx context.Context, be gpu.Backend, c Config, out string, log io.Write
 	if err := tok.Save(out); err != nil {
 		return nil, err
 	}
-	js, _ := json.MarshalIndent(rep, "", "  ")
+	saved := *rep
+	saved.Eval.Correct, saved.Eval.SampleCorrect = nil, nil // the summary, not per-problem outcomes
+	js, _ := json.MarshalIndent(saved, "", "  ")
 	if err := os.WriteFile(filepath.Join(out, "pretrain.json"), append(js, '\n'), 0o644); err != nil {
 		return nil, err
 	}
