@@ -5,7 +5,7 @@ TOOLS := $(CURDIR)/.tools/bin
 VERSITYGW := $(TOOLS)/versitygw
 WORKFLOWCHECK := $(TOOLS)/workflowcheck
 
-.PHONY: zoo test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
+.PHONY: paper-table zoo test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
 
 build:
 	$(GO) build -o bin/corl ./cmd/corl
@@ -82,6 +82,12 @@ vet:
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+
+# The comparison table (examples/paper-table.yaml: every reward, three
+# seeds, the test split) from nothing to results/paper-table/: about two
+# hours on 2 cores; stopped, it resumes where it stopped when run again.
+paper-table: build
+	scripts/paper-table.sh
 
 # Kill the GPU worker and the whole corl dev at 10 random moments each of
 # an 8-round run; prints completed/total and checksums equal/total (~10 min).

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.yaml.in/yaml/v3"
 
@@ -149,7 +150,8 @@ func newSweepCmd(stdio IO, getenv func(string) string) *cobra.Command {
 and a grid of spec keys to lists of values), checks every cell, and starts the
 Sweep workflow: one child CohortRun per cell, at most max_parallel at once,
 with IDs <sweep ID>.cell-NNN. Started again under the same ID (after it
-ended), completed cells are skipped. The Temporal CLI starts the same from
+ended), completed cells are skipped; with --wait, a sweep that is still
+running is watched instead. The Temporal CLI starts the same from
 JSON: temporal workflow start --type Sweep --task-queue corl --input-file sweep.json
 
 Example:
@@ -162,7 +164,13 @@ Example:
 			}
 			defer cl.Close()
 			run, err := cl.ExecuteWorkflow(cmd.Context(), client.StartWorkflowOptions{ID: id, TaskQueue: activities.WorkflowQueue,
-				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL}, workflows.Sweep, *in)
+				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL, WorkflowExecutionErrorWhenAlreadyStarted: true}, workflows.Sweep, *in)
+			var running *serviceerror.WorkflowExecutionAlreadyStarted
+			if errors.As(err, &running) && wait {
+				// Still going (a restarted corl dev resumed it): watch it.
+				fmt.Fprintf(stdio.Out, "sweep %s is already running; watching it\n", id)
+				return watchSweep(cmd.Context(), cl, id, stdio.Out, 2*time.Second)
+			}
 			if err != nil {
 				return fmt.Errorf("start sweep %s: %w", id, err)
 			}

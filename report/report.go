@@ -206,11 +206,11 @@ type Table struct {
 // BuildTable groups runs by method; each run contributes the mean over its
 // members (or member alone, when set; runs without it are left out) of its
 // final evaluation, and the Base row is the runs' first evaluation (round
-// 0). Over several seeds the interval is a 95% t-interval of the seeds'
-// means; with one seed, the run's own bootstrap interval over problems.
-// Where the evaluations kept per-problem outcomes (runs read from
-// Temporal), each method row has its paired gain over its round-0
-// evaluation.
+// 0), once per seed (its own sampling draws). Over several seeds the
+// interval is a 95% t-interval of the seeds' means; with one seed, the
+// run's own bootstrap interval over problems. Where the evaluations kept
+// per-problem outcomes, each method row has its paired gain over its
+// round-0 evaluation.
 func BuildTable(runs []*Run, member string) Table {
 	t := Table{Member: member}
 	taskSet := map[string]bool{}
@@ -265,11 +265,12 @@ func BuildTable(runs []*Run, member string) Table {
 			e          train.EvalResult
 			flops      float64
 		}{{baseKey, "Base", first, 0}, {groupKey(r), r.Method(), last, lastOf(r.FLOPs())}} {
-			if pick.label == "Base" && (first.Round != 0 || bases[pick.key]) {
-				continue // the same base models once, from a round-0 evaluation
+			seedKey := fmt.Sprint(pick.key, "\x00", r.Spec.Seed)
+			if pick.label == "Base" && (first.Round != 0 || bases[seedKey]) {
+				continue // the same base models once per seed (its sampling draws), from a round-0 evaluation
 			}
 			if pick.label == "Base" {
-				bases[pick.key] = true
+				bases[seedKey] = true
 			}
 			s := sample{byTask: map[string]float64{}, flops: pick.flops, metric: "pass@1"}
 			for _, name := range scored {
