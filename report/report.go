@@ -173,14 +173,15 @@ func scoreByTask(e train.EvalResult, member string) map[string]float64 {
 // seeds per task family and on average, greedy pass@1 beside it, the
 // paired gain over the base, and its FLOPs.
 type Row struct {
-	Method  string                    `json:"method"`
-	Seeds   int                       `json:"seeds"`
-	ByTask  map[string]stats.Interval `json:"by_task"`
-	Average stats.Interval            `json:"average"`
-	Greedy  stats.Interval            `json:"greedy_pass_at_1"`
-	Gain    *Paired                   `json:"gain_vs_base,omitempty"`
-	FLOPs   float64                   `json:"flops"`
-	Metric  string                    `json:"metric"` // "sampled pass@1" or "pass@1"
+	Method     string                    `json:"method"`
+	Seeds      int                       `json:"seeds"`
+	ByTask     map[string]stats.Interval `json:"by_task"`
+	Average    stats.Interval            `json:"average"`
+	Greedy     stats.Interval            `json:"greedy_pass_at_1"`
+	Gain       *Paired                   `json:"gain_vs_base,omitempty"`        // of the headline metric
+	GreedyGain *Paired                   `json:"greedy_gain_vs_base,omitempty"` // of greedy pass@1
+	FLOPs      float64                   `json:"flops"`
+	Metric     string                    `json:"metric"` // "sampled pass@1" or "pass@1"
 }
 
 // Paired is a method's final evaluation minus its base's, problem by
@@ -215,13 +216,14 @@ func BuildTable(runs []*Run, member string) Table {
 	t := Table{Member: member}
 	taskSet := map[string]bool{}
 	type sample struct {
-		byTask   map[string]float64
-		avg      float64
-		greedy   float64
-		ci, gci  *stats.Interval
-		flops    float64
-		metric   string
-		from, to []float64 // per-problem outcomes of the base and of this, when kept
+		byTask     map[string]float64
+		avg        float64
+		greedy     float64
+		ci, gci    *stats.Interval
+		flops      float64
+		metric     string
+		from, to   []float64 // per-problem outcomes of the base and of this, when kept
+		gFrom, gTo []float64 // the same, greedy
 	}
 	groups := map[string][]sample{}
 	labels := map[string]string{}
@@ -256,9 +258,9 @@ func BuildTable(runs []*Run, member string) Table {
 			}
 			names[baseKey] = strings.Join(short, ", ")
 		}
-		var from []float64
+		var from, gFrom []float64
 		if first.Round == 0 {
-			from = perProblem(first, scored)
+			from, gFrom = perProblem(first, scored, false), perProblem(first, scored, true)
 		}
 		for _, pick := range []struct {
 			key, label string
@@ -291,7 +293,8 @@ func BuildTable(runs []*Run, member string) Table {
 				s.ci, s.gci = &ci, &gci
 			}
 			if pick.label != "Base" {
-				s.from, s.to = from, perProblem(pick.e, scored)
+				s.from, s.to = from, perProblem(pick.e, scored, false)
+				s.gFrom, s.gTo = gFrom, perProblem(pick.e, scored, true)
 			}
 			add(pick.key, pick.label, s)
 		}
@@ -330,6 +333,7 @@ func BuildTable(runs []*Run, member string) Table {
 			row.ByTask[task] = seedInterval(v)
 		}
 		row.Gain = pairedGain(ss, func(s sample) ([]float64, []float64) { return s.from, s.to })
+		row.GreedyGain = pairedGain(ss, func(s sample) ([]float64, []float64) { return s.gFrom, s.gTo })
 		t.Rows = append(t.Rows, row)
 	}
 	// Base first (it is the same model for every run: keep one row).
@@ -340,14 +344,15 @@ func BuildTable(runs []*Run, member string) Table {
 }
 
 // perProblem is the headline outcome of each problem (the share of right
-// samples when the evaluation sampled, else greedy right or not), averaged
-// over members; nil when the evaluation did not keep per-problem outcomes.
-func perProblem(e train.EvalResult, members []string) []float64 {
+// samples when the evaluation sampled, else greedy right or not; greedy
+// always with greedy set), averaged over members; nil when the evaluation
+// did not keep per-problem outcomes.
+func perProblem(e train.EvalResult, members []string, greedy bool) []float64 {
 	var out []float64
 	for _, name := range members {
 		m := e.Members[name]
 		x := m.Scores()
-		if m.Samples > 0 {
+		if m.Samples > 0 && !greedy {
 			x = m.SampledScores()
 		}
 		if len(x) == 0 || (out != nil && len(x) != len(out)) {
@@ -463,17 +468,17 @@ func (t Table) Markdown() string {
 	for _, task := range t.Tasks {
 		b.WriteString(" " + task + " |")
 	}
-	b.WriteString(" average | greedy pass@1 | gain vs base (paired) | FLOPs |\n|---|---|")
+	b.WriteString(" average | gain vs base (paired) | greedy pass@1 | greedy gain (paired) | FLOPs |\n|---|---|")
 	for range t.Tasks {
 		b.WriteString("---|")
 	}
-	b.WriteString("---|---|---|---|\n")
+	b.WriteString("---|---|---|---|---|\n")
 	for _, r := range t.Rows {
 		fmt.Fprintf(&b, "| %s | %d |", r.Method, r.Seeds)
 		for _, task := range t.Tasks {
 			b.WriteString(" " + formatCI(r.ByTask[task]) + " |")
 		}
-		fmt.Fprintf(&b, " %s | %s | %s | %s |\n", formatCI(r.Average), formatCI(r.Greedy), r.Gain.String(), formatFLOPs(r.FLOPs))
+		fmt.Fprintf(&b, " %s | %s | %s | %s | %s |\n", formatCI(r.Average), r.Gain.String(), formatCI(r.Greedy), r.GreedyGain.String(), formatFLOPs(r.FLOPs))
 	}
 	return b.String()
 }
@@ -485,7 +490,7 @@ func (t Table) CSV() string {
 	for _, task := range append(append([]string(nil), t.Tasks...), "average") {
 		fmt.Fprintf(&b, ",%s_mean,%s_lo,%s_hi", task, task, task)
 	}
-	b.WriteString(",greedy_mean,greedy_lo,greedy_hi,gain_mean,gain_lo,gain_hi,gain_p,flops\n")
+	b.WriteString(",greedy_mean,greedy_lo,greedy_hi,gain_mean,gain_lo,gain_hi,gain_p,greedy_gain_mean,greedy_gain_lo,greedy_gain_hi,greedy_gain_p,flops\n")
 	for _, r := range t.Rows {
 		fmt.Fprintf(&b, "%q,%d,%q", r.Method, r.Seeds, r.Metric)
 		for _, task := range t.Tasks {
@@ -493,10 +498,12 @@ func (t Table) CSV() string {
 			fmt.Fprintf(&b, ",%.4f,%.4f,%.4f", iv.Mean, iv.Lo, iv.Hi)
 		}
 		fmt.Fprintf(&b, ",%.4f,%.4f,%.4f,%.4f,%.4f,%.4f", r.Average.Mean, r.Average.Lo, r.Average.Hi, r.Greedy.Mean, r.Greedy.Lo, r.Greedy.Hi)
-		if r.Gain != nil {
-			fmt.Fprintf(&b, ",%.4f,%.4f,%.4f,%.4g", r.Gain.Diff.Mean, r.Gain.Diff.Lo, r.Gain.Diff.Hi, r.Gain.P)
-		} else {
-			b.WriteString(",,,,")
+		for _, g := range []*Paired{r.Gain, r.GreedyGain} {
+			if g != nil {
+				fmt.Fprintf(&b, ",%.4f,%.4f,%.4f,%.4g", g.Diff.Mean, g.Diff.Lo, g.Diff.Hi, g.P)
+			} else {
+				b.WriteString(",,,,")
+			}
 		}
 		fmt.Fprintf(&b, ",%.4g\n", r.FLOPs)
 	}

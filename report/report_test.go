@@ -266,6 +266,11 @@ func TestTableOfOneMember(t *testing.T) {
 	if co.Average.Mean != 0 || co.Gain == nil || math.Abs(co.Gain.Diff.Mean+0.25) > 1e-12 {
 		t.Errorf("co-rl row %+v gain %+v: want a's 0 and -0.25", co, co.Gain)
 	}
+	// Greedy (all samples right): base right on none; seed 1 right on
+	// problems 0 and 2, seed 2 on none -> per-problem 0.5, 0, 0.5, 0: +0.25.
+	if g := gt.GreedyGain; g == nil || math.Abs(g.Diff.Mean-0.25) > 1e-12 {
+		t.Errorf("ground-truth greedy gain %+v, want +0.25", g)
+	}
 	if md := tb.Markdown(); !strings.Contains(md, "+0.250 [") || !strings.Contains(md, "gain vs base (paired)") {
 		t.Errorf("Markdown lacks the paired gain:\n%s", md)
 	}
