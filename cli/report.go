@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/report"
 )
 
@@ -40,6 +41,7 @@ Examples:
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var runs []*report.Run
 			var cl client.Client
+			var conn *config.Connection
 			defer func() {
 				if cl != nil {
 					cl.Close()
@@ -56,13 +58,20 @@ Examples:
 				}
 				if cl == nil {
 					var err error
-					if cl, _, err = cf.dial(getenv); err != nil {
+					if cl, conn, err = cf.dial(getenv); err != nil {
 						return fmt.Errorf("%s is not a run directory, and reading it as a workflow ID: %w", arg, err)
 					}
 				}
 				rs, err := report.FromTemporal(cmd.Context(), cl, arg)
 				if err != nil {
 					return err
+				}
+				// Uploaded bases' families (same or different family) are
+				// in the blob store.
+				if store, err := conn.OpenStore(cmd.Context()); err == nil {
+					report.ReadFamilies(cmd.Context(), store, rs)
+				} else {
+					fmt.Fprintf(stdio.Err, "warning: blob store: %v (cohorts of uploaded bases are named by their bases, not their families)\n", err)
 				}
 				runs = append(runs, rs...)
 			}

@@ -10,14 +10,17 @@ package report
 import (
 	"bufio"
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
@@ -32,6 +35,10 @@ type Run struct {
 	Spec   spec.RunSpec
 	Rounds []rl.Metrics
 	Evals  []train.EvalResult
+	// Families names the model family of bases that are not directories
+	// here (bases uploaded to the blob store, "blob:..."), read by
+	// ReadFamilies; Method tells the cohort's make-up by them.
+	Families map[string]string
 }
 
 // Load reads a run directory.
@@ -94,7 +101,7 @@ func (r *Run) Method() string {
 	}
 	families, views := map[string]bool{}, map[int]bool{}
 	for _, m := range s.Members {
-		families[baseFamily(m.Base)] = true
+		families[cmp.Or(r.Families[m.Base], baseFamily(m.Base))] = true
 		views[m.View] = true
 	}
 	label := "Co-RL same family"
@@ -113,7 +120,35 @@ func (r *Run) computeMatched() bool {
 	return r.Spec.MaxFLOPs > 0 || strings.Contains(r.Spec.Name, "compute-matched")
 }
 
-// baseFamily reads model_type from a base's config.json ("" when unreadable).
+// ReadFamilies fills each run's Families for its members' uploaded bases
+// from their config.json in the store. A base it cannot read keeps its
+// name as its family (as an unreadable directory does).
+func ReadFamilies(ctx context.Context, store blob.Store, runs []*Run) {
+	for _, r := range runs {
+		for _, m := range r.Spec.Members {
+			ref, ok := strings.CutPrefix(m.Base, blob.BlobRef)
+			if !ok {
+				continue
+			}
+			b, err := store.Get(ctx, path.Join(path.Dir(ref), "config.json"))
+			if err != nil {
+				continue
+			}
+			var c struct {
+				ModelType string `json:"model_type"`
+			}
+			if json.Unmarshal(b, &c) == nil && c.ModelType != "" {
+				if r.Families == nil {
+					r.Families = map[string]string{}
+				}
+				r.Families[m.Base] = c.ModelType
+			}
+		}
+	}
+}
+
+// baseFamily reads model_type from a base's config.json (the directory's
+// name when unreadable).
 func baseFamily(dir string) string {
 	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
 	if err != nil {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"image/png"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
@@ -277,5 +279,32 @@ func TestTableOfOneMember(t *testing.T) {
 	// Without a member, the pair's row is the mean of a and c.
 	if all := BuildTable(rs, ""); len(all.Rows) < 4 {
 		t.Errorf("all members: %d rows, want the other run's too", len(all.Rows))
+	}
+}
+
+// TestUploadedBasesNamedByFamily: a run read from Temporal names its bases
+// by blob-store references; the cohort's make-up comes from their
+// config.json in the store, not from the references (which always differ).
+func TestUploadedBasesNamedByFamily(t *testing.T) {
+	store := blob.Local{Root: t.TempDir()}
+	ctx := context.Background()
+	for key, family := range map[string]string{"uploads/a": "llama", "uploads/b": "llama", "uploads/c": "gpt2"} {
+		if err := store.Put(ctx, key+"/config.json", []byte(`{"model_type":"`+family+`"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(a, b string) *Run {
+		r := &Run{Spec: spec.Default()}
+		r.Spec.Reward.Mode = rl.PeerRing
+		r.Spec.Members = []spec.Member{{Name: "x", Base: blob.BlobRef + a + "/manifest.json"}, {Name: "y", Base: blob.BlobRef + b + "/manifest.json"}}
+		return r
+	}
+	same, diff := run("uploads/a", "uploads/b"), run("uploads/a", "uploads/c")
+	ReadFamilies(ctx, store, []*Run{same, diff})
+	if got := same.Method(); got != "Co-RL same family (peer-ring)" {
+		t.Errorf("two uploaded llamas: %q", got)
+	}
+	if got := diff.Method(); got != "Co-RL different family (peer-ring)" {
+		t.Errorf("llama and gpt2: %q", got)
 	}
 }
