@@ -308,6 +308,8 @@ func BuildTable(runs []*Run, member string) Table {
 			}
 			if pick.label == "Base" {
 				bases[seedKey] = true
+			} else if pick.e.Round == 0 {
+				continue // still running: only its base has been evaluated
 			}
 			s := sample{byTask: map[string]float64{}, flops: pick.flops, metric: "pass@1"}
 			for _, name := range scored {

@@ -245,7 +245,9 @@ func TestTableOfOneMember(t *testing.T) {
 		run("gt", rl.GroundTruthRL, 2, map[string][2][]int{"a": {base, {1, 1, 1, 0}}}),
 		run("co", rl.PeerRing, 1, map[string][2][]int{"a": {base, {0, 0, 0, 0}}, "c": {{2, 2, 2, 2}, {2, 2, 2, 2}}}),
 		run("other", rl.SelfVote, 1, map[string][2][]int{"x": {base, base}}),
+		run("running", rl.Entropy, 1, map[string][2][]int{"a": {base, base}}),
 	}
+	rs[4].Evals = rs[4].Evals[:1] // evaluated at round 0 only: no Entropy row yet
 	tb := BuildTable(rs, "a")
 	var names []string
 	for _, r := range tb.Rows {
