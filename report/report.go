@@ -134,14 +134,11 @@ func ReadFamilies(ctx context.Context, store blob.Store, runs []*Run) {
 			if err != nil {
 				continue
 			}
-			var c struct {
-				ModelType string `json:"model_type"`
-			}
-			if json.Unmarshal(b, &c) == nil && c.ModelType != "" {
+			if family := modelType(b); family != "" {
 				if r.Families == nil {
 					r.Families = map[string]string{}
 				}
-				r.Families[m.Base] = c.ModelType
+				r.Families[m.Base] = family
 			}
 		}
 	}
@@ -154,11 +151,16 @@ func baseFamily(dir string) string {
 	if err != nil {
 		return dir
 	}
+	return cmp.Or(modelType(b), dir)
+}
+
+// modelType is a config.json's model_type ("" when it has none).
+func modelType(config []byte) string {
 	var c struct {
 		ModelType string `json:"model_type"`
 	}
-	json.Unmarshal(b, &c)
-	return cmp.Or(c.ModelType, dir)
+	json.Unmarshal(config, &c)
+	return c.ModelType
 }
 
 // FLOPs is the run's generation, scoring and update FLOPs, summed over members and
