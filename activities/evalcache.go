@@ -40,7 +40,9 @@ func evalCacheKey(backend string, m *rl.Member, problems []datasets.Problem, o e
 	if err != nil {
 		return "", err
 	}
-	fmt.Fprintf(h, "corl eval v1\x00%s\x00%d\x00", backend, m.View)
+	// The version moves whenever a kernel's bits change (v2: the attention
+	// softmax kernel), so no result of older numerics is reused.
+	fmt.Fprintf(h, "corl eval v2\x00%s\x00%d\x00", backend, m.View)
 	for _, part := range [][]byte{fp[:], tok.JSON(), opts, probs} {
 		fmt.Fprintf(h, "%d\x00", len(part))
 		h.Write(part)

@@ -127,3 +127,17 @@ func attnMix(out, p, v []float32, stride int) bool {
 	attnMixAVX512(&out[0], &p[0], &v[0], stride, hs, n)
 	return true
 }
+
+//go:noescape
+func softmaxRowAVX512(row *float32, n int, scale float32)
+
+// softmaxRowVec sets row = softmax(scale*row) in one call (exp as the GELU
+// kernels compute it, the sum over 16 lanes); false without AVX-512 (the
+// caller's Go loop, softmaxRowGo, does it).
+func softmaxRowVec(row []float32, scale float32) bool {
+	if !useAVX512 || len(row) == 0 {
+		return false
+	}
+	softmaxRowAVX512(&row[0], len(row), scale)
+	return true
+}

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "lanes_amd64.h"
 
 // Vectorised GELU (tanh form) and SwiGLU, 16 floats per step, with exp computed
 // as in exp32 (mathf.go): clamp, n = round(x*log2 e), r = x - n*ln 2 (two
@@ -144,5 +145,103 @@ sbloop:
 	ADDQ $64, R9
 	SUBQ $16, CX
 	JNZ  sbloop
+	VZEROUPPER
+	RET
+
+// func softmaxRowAVX512(row *float32, n int, scale float32)
+// row[:n] = softmax(scale*row[:n]), n >= 1, in three passes: scale and
+// running maximum; exp(x - max) (EXP) summed in 16 lanes, reduced as SUM16;
+// multiply by 1/sum. The last n%16 elements go through mask K1, so nothing
+// past row[n-1] is read or written.
+TEXT ·softmaxRowAVX512(SB), NOSPLIT, $0-20
+	MOVQ row+0(FP), DI
+	MOVQ n+8(FP), BX
+	VBROADCASTSS scale+16(FP), Z7
+	CONSTS
+	MOVQ BX, CX
+	ANDQ $15, CX // tail length
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K1
+	MOVQ BX, DX
+	ANDQ $-16, DX // whole vectors
+	MOVL $0xff800000, AX
+	VPBROADCASTD AX, Z8 // running maximum: -inf
+
+	MOVQ DI, SI
+	MOVQ DX, R8
+smaxloop:
+	TESTQ R8, R8
+	JZ    smaxtail
+	VMULPS (SI), Z7, Z0
+	VMOVUPS Z0, (SI)
+	VMAXPS Z0, Z8, Z8
+	ADDQ $64, SI
+	SUBQ $16, R8
+	JMP  smaxloop
+smaxtail:
+	TESTQ CX, CX
+	JZ    smaxreduce
+	VMOVUPS.Z (SI), K1, Z0
+	VMULPS Z0, Z7, Z0
+	VMOVUPS Z0, K1, (SI)
+	VMAXPS Z0, Z8, K1, Z8
+smaxreduce:
+	VEXTRACTF32X8 $1, Z8, Y0
+	VMAXPS Y0, Y8, Y8
+	VEXTRACTF128 $1, Y8, X0
+	VMAXPS X0, X8, X8
+	VPERMILPS $0x4e, X8, X0
+	VMAXPS X0, X8, X8
+	VPERMILPS $0xb1, X8, X0
+	VMAXPS X0, X8, X8
+	VBROADCASTSS X8, Z8
+
+	VXORPS Z10, Z10, Z10
+	MOVQ DI, SI
+	MOVQ DX, R8
+sexploop:
+	TESTQ R8, R8
+	JZ    sexptail
+	VMOVUPS (SI), Z1
+	VSUBPS Z8, Z1, Z1
+	EXP
+	VMOVUPS Z2, (SI)
+	VADDPS Z2, Z10, Z10
+	ADDQ $64, SI
+	SUBQ $16, R8
+	JMP  sexploop
+sexptail:
+	TESTQ CX, CX
+	JZ    ssum
+	VMOVUPS.Z (SI), K1, Z1
+	VSUBPS Z8, Z1, Z1
+	EXP
+	VMOVUPS Z2, K1, (SI)
+	VADDPS Z2, Z10, K1, Z10
+ssum:
+	VMOVAPS Z10, Z0
+	SUM16
+	VDIVSS X0, X16, X0
+	VBROADCASTSS X0, Z0
+
+	MOVQ DI, SI
+	MOVQ DX, R8
+snormloop:
+	TESTQ R8, R8
+	JZ    snormtail
+	VMULPS (SI), Z0, Z1
+	VMOVUPS Z1, (SI)
+	ADDQ $64, SI
+	SUBQ $16, R8
+	JMP  snormloop
+snormtail:
+	TESTQ CX, CX
+	JZ    sdone
+	VMOVUPS.Z (SI), K1, Z1
+	VMULPS Z1, Z0, Z1
+	VMOVUPS Z1, K1, (SI)
+sdone:
 	VZEROUPPER
 	RET

@@ -50,21 +50,7 @@ func (be *Backend) AttentionForward(out, att, q, k, v gpu.Buffer, s gpu.AttnShap
 			for tq := 0; tq < s.Tq; tq++ {
 				pos := tk - s.Tq + tq
 				row := p[tq*s.Tk : (tq+1)*s.Tk]
-				maxv := float32(math.Inf(-1))
-				for tk := 0; tk <= pos; tk++ {
-					row[tk] *= scale
-					maxv = max(maxv, row[tk])
-				}
-				var sum float32
-				for tk := 0; tk <= pos; tk++ {
-					e := exp32(row[tk] - maxv)
-					row[tk] = e
-					sum += e
-				}
-				inv := 1 / sum
-				for tk := 0; tk <= pos; tk++ {
-					row[tk] *= inv
-				}
+				softmaxRow(row[:pos+1], scale)
 				clear(row[pos+1:])
 			}
 			gemmSerial(scr, false, false, s.Tq, s.HS, tk, p, s.Tk, vd[kvo:], CKV, o[qo:], C, false)
@@ -120,35 +106,48 @@ func attendRows(out, p, q, k, v []float32, s gpu.AttnShape, tk, C, CKV int, scal
 		pos := tk - s.Tq + tq
 		qv := q[tq*C:][:s.HS]
 		row := p[tq*s.Tk : (tq+1)*s.Tk]
-		maxv := float32(math.Inf(-1))
-		if attnScores(row[:pos+1], qv, k, CKV) {
+		if !attnScores(row[:pos+1], qv, k, CKV) {
 			for j := 0; j <= pos; j++ {
-				row[j] *= scale
-				maxv = max(maxv, row[j])
-			}
-		} else {
-			for j := 0; j <= pos; j++ {
-				row[j] = dot(qv, k[j*CKV:][:s.HS]) * scale
-				maxv = max(maxv, row[j])
+				row[j] = dot(qv, k[j*CKV:][:s.HS])
 			}
 		}
-		var sum float32
-		for j := 0; j <= pos; j++ {
-			row[j] = exp32(row[j] - maxv)
-			sum += row[j]
-		}
-		inv := 1 / sum
+		softmaxRow(row[:pos+1], scale)
 		ov := out[tq*C:][:s.HS]
 		clear(ov)
-		for j := 0; j <= pos; j++ {
-			row[j] *= inv
-		}
 		if !attnMix(ov, row[:pos+1], v, CKV) {
 			for j := 0; j <= pos; j++ {
 				axpy(ov, row[j], v[j*CKV:][:s.HS])
 			}
 		}
 		clear(row[pos+1:])
+	}
+}
+
+// softmaxRow sets row = softmax(scale*row): the AVX-512 kernel where there
+// is one, else softmaxRowGo. Training, prefill and decoding all come here, so
+// a score row has the same probabilities whichever path computed it.
+func softmaxRow(row []float32, scale float32) {
+	if !softmaxRowVec(row, scale) {
+		softmaxRowGo(row, scale)
+	}
+}
+
+// softmaxRowGo is softmaxRow in Go: scale and maximum, exp32(x - max) and
+// its sum in order, then a multiply by 1/sum.
+func softmaxRowGo(row []float32, scale float32) {
+	maxv := float32(math.Inf(-1))
+	for j := range row {
+		row[j] *= scale
+		maxv = max(maxv, row[j])
+	}
+	var sum float32
+	for j := range row {
+		row[j] = exp32(row[j] - maxv)
+		sum += row[j]
+	}
+	inv := 1 / sum
+	for j := range row {
+		row[j] *= inv
 	}
 }
 

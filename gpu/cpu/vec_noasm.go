@@ -14,3 +14,4 @@ func axpyVec(y []float32, alpha float32, x []float32) int   { return 0 }
 
 func attnScores(out, q, k []float32, stride int) bool { return false }
 func attnMix(out, p, v []float32, stride int) bool    { return false }
+func softmaxRowVec(row []float32, scale float32) bool { return false }
