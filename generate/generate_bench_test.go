@@ -1,6 +1,8 @@
 package generate
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/corl-project/corl/gpu/cpu"
@@ -41,6 +43,25 @@ func BenchmarkGenerate(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "tokens/s")
+		})
+	}
+}
+
+// BenchmarkSampleLargeVocab: one token from a Qwen-sized vocabulary
+// (151,936 logits, peaked like a trained model's), whole distribution and
+// top-p 0.95 / top-k 50.
+func BenchmarkSampleLargeVocab(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	logits := make([]float32, 151936)
+	for i := range logits {
+		logits[i] = float32(r.NormFloat64() * 3)
+	}
+	for _, p := range []Params{{Temperature: 1}, {Temperature: 1, TopP: 0.95}, {Temperature: 1, TopK: 50}} {
+		b.Run(fmt.Sprintf("topk%d-topp%g", p.TopK, p.TopP), func(b *testing.B) {
+			s := newSampler(p)
+			for b.Loop() {
+				s.next(logits)
+			}
 		})
 	}
 }

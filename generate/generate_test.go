@@ -202,6 +202,65 @@ func TestSamplerDistribution(t *testing.T) {
 	}
 }
 
+// TestTruncatedSamplingFollowsTheRenormalisedDistribution: top-k and top-p
+// draw from the most probable tokens (ties by id) with frequencies of the
+// distribution renormalised over them, whatever the tokens' id order.
+func TestTruncatedSamplingFollowsTheRenormalisedDistribution(t *testing.T) {
+	logits := []float32{-1, 2, 0.5, 2, 1, -3, 0.9}
+	// By probability: 1 and 3 (tied, 1 first), 4, 6, 2, 0, 5.
+	p := make([]float64, len(logits))
+	var z float64
+	for i, x := range logits {
+		p[i] = math.Exp(float64(x))
+		z += p[i]
+	}
+	for i := range p {
+		p[i] /= z
+	}
+	for _, c := range []struct {
+		params Params
+		set    []int
+	}{
+		{Params{Temperature: 1, TopK: 3}, []int{1, 3, 4}},
+		{Params{Temperature: 1, TopK: 1}, []int{1}},
+		{Params{Temperature: 1, TopP: 0.8}, nil},
+	} {
+		set := c.set
+		if set == nil { // the smallest prefix of the order reaching TopP
+			acc := 0.0
+			for _, id := range []int{1, 3, 4, 6, 2, 0, 5} {
+				set = append(set, id)
+				if acc += p[id]; acc >= float64(c.params.TopP) {
+					break
+				}
+			}
+		}
+		mass := 0.0
+		in := map[int]bool{}
+		for _, id := range set {
+			mass += p[id]
+			in[id] = true
+		}
+		c.params.Seed = 11
+		s := newSampler(c.params)
+		const n = 20000
+		counts := make([]int, len(logits))
+		for i := 0; i < n; i++ {
+			tk, _ := s.next(logits)
+			if !in[int(tk)] {
+				t.Fatalf("%+v drew token %d outside %v", c.params, tk, set)
+			}
+			counts[tk]++
+		}
+		for _, id := range set {
+			q := p[id] / mass
+			if math.Abs(float64(counts[id])-n*q) > 5*math.Sqrt(n*q*(1-q))+1 {
+				t.Errorf("%+v: token %d drawn %d times, expected %.0f", c.params, id, counts[id], n*q)
+			}
+		}
+	}
+}
+
 // TestSharedPromptsMatchSeparateRuns: samples of one prompt share its
 // prefill (copied cache rows); each must equal the same request run alone.
 func TestSharedPromptsMatchSeparateRuns(t *testing.T) {

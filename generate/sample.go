@@ -8,7 +8,6 @@ package generate
 import (
 	"math"
 	"math/rand/v2"
-	"sort"
 )
 
 // Params control sampling for one request.
@@ -27,8 +26,9 @@ type sampler struct {
 	p   Params
 	rng *rand.Rand
 	// scratch
-	lp    []float64
-	order []int
+	lp, prob []float64
+	order    []int32
+	top      []int32
 }
 
 func newSampler(p Params) *sampler {
@@ -46,7 +46,7 @@ func (s *sampler) next(logits []float32) (int32, float32) {
 		temp = 1
 	}
 	if cap(s.lp) < V {
-		s.lp, s.order = make([]float64, V), make([]int, V)
+		s.lp, s.prob, s.order = make([]float64, V), make([]float64, V), make([]int32, V)
 	}
 	lp := s.lp[:V]
 	maxv := math.Inf(-1)
@@ -54,9 +54,13 @@ func (s *sampler) next(logits []float32) (int32, float32) {
 		lp[i] = float64(x) / temp
 		maxv = math.Max(maxv, lp[i])
 	}
+	// prob holds exp(x - max) and, once summed, the probabilities: one exp
+	// per token.
+	prob := s.prob[:V]
 	var sum float64
-	for _, v := range lp {
-		sum += math.Exp(v - maxv)
+	for i, v := range lp {
+		prob[i] = math.Exp(v - maxv)
+		sum += prob[i]
 	}
 	lse := maxv + math.Log(sum)
 	for i := range lp {
@@ -71,44 +75,106 @@ func (s *sampler) next(logits []float32) (int32, float32) {
 		}
 		return int32(best), float32(lp[best])
 	}
-	// Candidates by probability (ties by id, so the order is deterministic).
-	order := s.order[:V]
-	for i := range order {
-		order[i] = i
+	inv := 1 / sum
+	for i := range prob {
+		prob[i] *= inv
 	}
-	sort.Slice(order, func(a, b int) bool {
-		if lp[order[a]] != lp[order[b]] {
-			return lp[order[a]] > lp[order[b]]
+	truncate := (s.p.TopK > 0 && s.p.TopK < V) || (s.p.TopP > 0 && s.p.TopP < 1)
+	if !truncate {
+		// The whole distribution: inverse CDF in id order, no ordering needed.
+		mass := 0.0
+		for _, q := range prob {
+			mass += q
 		}
-		return order[a] < order[b]
-	})
-	n := V
-	if s.p.TopK > 0 && s.p.TopK < n {
-		n = s.p.TopK
-	}
-	mass := 0.0
-	for i := 0; i < n; i++ {
-		mass += math.Exp(lp[order[i]])
-	}
-	if s.p.TopP > 0 && s.p.TopP < 1 {
+		u := s.rng.Float64() * mass
 		acc := 0.0
-		for i := 0; i < n; i++ {
-			acc += math.Exp(lp[order[i]])
-			if acc/mass >= float64(s.p.TopP) {
-				n, mass = i+1, acc
-				break
+		for i, q := range prob {
+			acc += q
+			if u < acc {
+				return int32(i), float32(lp[i])
 			}
 		}
+		return int32(V - 1), float32(lp[V-1])
 	}
-	u := s.rng.Float64() * mass
-	acc := 0.0
-	pick := order[n-1]
-	for i := 0; i < n; i++ {
-		acc += math.Exp(lp[order[i]])
-		if u < acc {
-			pick = order[i]
+	// Candidates by probability (ties by id, so the order is deterministic),
+	// taken from a heap one at a time until top-k or top-p stops: O(V) to
+	// build and O(log V) a candidate, rather than sorting the vocabulary.
+	h := candHeap{prob: prob, ids: s.order[:V]}
+	for i := range h.ids {
+		h.ids[i] = int32(i)
+	}
+	h.init()
+	limit := V
+	if s.p.TopK > 0 && s.p.TopK < V {
+		limit = s.p.TopK
+	}
+	top := s.top[:0]
+	mass := 0.0
+	for len(top) < limit {
+		id := h.pop()
+		top = append(top, id)
+		mass += prob[id]
+		if s.p.TopP > 0 && s.p.TopP < 1 && mass >= float64(s.p.TopP) {
 			break
 		}
 	}
-	return int32(pick), float32(lp[pick])
+	s.top = top
+	u := s.rng.Float64() * mass
+	acc := 0.0
+	pick := top[len(top)-1]
+	for _, id := range top {
+		acc += prob[id]
+		if u < acc {
+			pick = id
+			break
+		}
+	}
+	return pick, float32(lp[pick])
+}
+
+// candHeap is a binary max-heap of token ids by (probability desc, id asc).
+type candHeap struct {
+	prob []float64
+	ids  []int32
+}
+
+func (h *candHeap) before(a, b int32) bool {
+	if h.prob[a] != h.prob[b] {
+		return h.prob[a] > h.prob[b]
+	}
+	return a < b
+}
+
+func (h *candHeap) init() {
+	for i := len(h.ids)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *candHeap) down(i int) {
+	n := len(h.ids)
+	for {
+		best, l := i, 2*i+1
+		if l < n && h.before(h.ids[l], h.ids[best]) {
+			best = l
+		}
+		if r := l + 1; r < n && h.before(h.ids[r], h.ids[best]) {
+			best = r
+		}
+		if best == i {
+			return
+		}
+		h.ids[i], h.ids[best] = h.ids[best], h.ids[i]
+		i = best
+	}
+}
+
+// pop removes and returns the first candidate.
+func (h *candHeap) pop() int32 {
+	top := h.ids[0]
+	last := len(h.ids) - 1
+	h.ids[0] = h.ids[last]
+	h.ids = h.ids[:last]
+	h.down(0)
+	return top
 }
