@@ -203,7 +203,9 @@ func newBenchGenerateCmd(stdio IO) *cobra.Command {
 		Use:   "generate",
 		Short: "Time batched sampling with the KV cache (or recomputing the prefix)",
 		Long: `Builds a model with random weights and samples --batch completions of --new
-tokens after --prompt-token prompts, printing generated tokens per second.
+tokens after --prompt-tokens prompts, printing generated tokens per second and
+the forward FLOPs done per second (every prompt and generated position, and
+the generated ones alone) against a 1024^3 matmul on the same backend.
 
 Example, the small config at batch 64:
   corl bench generate --batch 64 --prompt-tokens 128 --new 32`,
@@ -233,6 +235,7 @@ Example, the small config at batch 64:
 			fmt.Fprintf(stdio.Out, "model: %s, %.2fM parameters; backend %s; cache %v\n", m.Cfg.Family, float64(m.NumParams())/1e6, be.Name(), !noCache)
 			var total time.Duration
 			tokens := 0
+			var flops, genFlops float64 // forward FLOPs of every position; of generated ones
 			for r := 0; r < reps; r++ {
 				start := time.Now()
 				outs, err := run(reqs)
@@ -242,9 +245,16 @@ Example, the small config at batch 64:
 				total += time.Since(start)
 				for _, o := range outs {
 					tokens += len(o.Tokens)
+					all, prompt := m.ForwardFLOPs(prompt+len(o.Tokens)), m.ForwardFLOPs(prompt)
+					flops += all
+					genFlops += all - prompt
 				}
 			}
-			fmt.Fprintf(stdio.Out, "%.0f generated tokens/s (%d tokens in %.2fs)\n", float64(tokens)/total.Seconds(), tokens, total.Seconds())
+			sec := total.Seconds()
+			fmt.Fprintf(stdio.Out, "%.0f generated tokens/s (%d tokens in %.2fs)\n", float64(tokens)/sec, tokens, sec)
+			peak := matmulPeak(be)
+			fmt.Fprintf(stdio.Out, "%.1f GFLOP/s over prompts and completions (%.2f of the matmul peak, %.1f GFLOP/s on 1024^3); generated tokens alone %.1f GFLOP/s (%.2f)\n",
+				flops/sec/1e9, flops/sec/1e9/peak, peak, genFlops/sec/1e9, genFlops/sec/1e9/peak)
 			return nil
 		},
 	}

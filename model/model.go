@@ -95,6 +95,11 @@ func (m *Model) FLOPsPerToken(T int) float64 {
 	return 6*dense + attn
 }
 
+// ForwardFLOPs is one forward pass over a sequence of T tokens, or its
+// cached decoding one position at a time (a third of FLOPsPerToken's forward
+// and backward, T times).
+func (m *Model) ForwardFLOPs(T int) float64 { return m.FLOPsPerToken(T) / 3 * float64(T) }
+
 func (m *Model) view(buf gpu.Buffer, i int) gpu.Buffer {
 	if i < 0 {
 		return nil

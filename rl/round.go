@@ -138,7 +138,7 @@ func (ro Rollout) Cost(m *model.Model) (tokens int, flops float64) {
 	for _, row := range ro {
 		for _, cp := range row {
 			tokens += cp.Generated
-			flops += forwardFLOPs(m, len(cp.Prompt)+cp.Generated)
+			flops += m.ForwardFLOPs(len(cp.Prompt) + cp.Generated)
 		}
 	}
 	return tokens, flops
@@ -596,14 +596,10 @@ func SelfSignals(m *Member, ro Rollout, groups []Group, micro int, temp float32)
 func ForwardFLOPs(m *model.Model, cs []*Completion) float64 {
 	var flops float64
 	for _, c := range cs {
-		flops += forwardFLOPs(m, len(c.Prompt)+len(c.Tokens))
+		flops += m.ForwardFLOPs(len(c.Prompt) + len(c.Tokens))
 	}
 	return flops
 }
-
-// forwardFLOPs is one forward pass over a sequence of T tokens (a third of
-// FLOPsPerToken's forward and backward).
-func forwardFLOPs(m *model.Model, T int) float64 { return m.FLOPsPerToken(T) / 3 * float64(T) }
 
 // intrinsicSignals fills the per-sample numbers the intrinsic and judge
 // strategies reward.
