@@ -141,3 +141,29 @@ func softmaxRowVec(row []float32, scale float32) bool {
 	softmaxRowAVX512(&row[0], len(row), scale)
 	return true
 }
+
+//go:noescape
+func attnScores2AVX512(q, k *float32, kstride, hs, n int, out0, out1 *float32)
+
+//go:noescape
+func attnMix2AVX512(out, p0, p1, v *float32, vstride, hs, n int)
+
+// attnPairs reports whether the paired-head kernels (attnScores2, attnMix2)
+// run for head size hs.
+func attnPairs(hs int) bool { return useAVX512 && hs > 0 && hs%16 == 0 }
+
+// attnScores2 is attnScores for the two heads q[:hs], q[hs:2hs] sharing the
+// keys k (len(out0) == len(out1)); callers check attnPairs first.
+func attnScores2(out0, out1, q, k []float32, hs, stride int) {
+	n := len(out0)
+	_, _, _ = out1[n-1], q[2*hs-1], k[(n-1)*stride+hs-1]
+	attnScores2AVX512(&q[0], &k[0], stride, hs, n, &out0[0], &out1[0])
+}
+
+// attnMix2 is attnMix for two heads sharing the values v: out[:hs] gets p0's
+// mixture, out[hs:2hs] p1's; callers check attnPairs first.
+func attnMix2(out, p0, p1, v []float32, hs, stride int) {
+	n := len(p0)
+	_, _, _ = out[2*hs-1], p1[n-1], v[(n-1)*stride+hs-1]
+	attnMix2AVX512(&out[0], &p0[0], &p1[0], &v[0], stride, hs, n)
+}

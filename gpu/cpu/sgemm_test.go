@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/corl-project/corl/gpu"
 )
 
 func randSlice(r *rand.Rand, n int) []float32 {
@@ -293,6 +295,43 @@ func TestSoftmaxRowKernelMatchesGo(t *testing.T) {
 			}
 			if got[n] != guard || got[n+1] != guard {
 				t.Fatalf("n %d: wrote past the row: %v %v", n, got[n], got[n+1])
+			}
+		}
+	}
+}
+
+// TestPairedDecodeAttentionMatchesOneHeadAtATime: decoding attention with
+// two or four query heads per key/value head runs heads in pairs over the
+// shared cache rows; every output and probability has the bits of
+// attendRows run head by head, rows at different lengths included.
+func TestPairedDecodeAttentionMatchesOneHeadAtATime(t *testing.T) {
+	if !attnPairs(32) {
+		t.Skip("no paired attention kernel on this CPU")
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, heads := range [][2]int{{4, 2}, {8, 2}, {2, 1}} {
+		s := gpu.AttnShape{B: 3, Tq: 1, Tk: 21, Tcap: 24, NH: heads[0], NKV: heads[1], HS: 32, KLen: []int32{21, 5, 1}}
+		C, CKV := s.NH*s.HS, s.NKV*s.HS
+		q, k, v := randSlice(r, s.B*C), randSlice(r, s.B*s.Tcap*CKV), randSlice(r, s.B*s.Tcap*CKV)
+		be := New(2)
+		out, att := be.Alloc(s.B*C), be.Alloc(s.B*s.NH*s.Tk)
+		be.AttentionForward(out, att, &Buffer{q}, &Buffer{k}, &Buffer{v}, s)
+		wantOut, wantAtt := make([]float32, s.B*C), make([]float32, s.B*s.NH*s.Tk)
+		scale := float32(1 / math.Sqrt(float64(s.HS)))
+		for b := 0; b < s.B; b++ {
+			for h := 0; h < s.NH; h++ {
+				qo, kvo := b*C+h*s.HS, b*s.Tcap*CKV+(h/(s.NH/s.NKV))*s.HS
+				attendRows(wantOut[qo:], wantAtt[(b*s.NH+h)*s.Tk:][:s.Tk], q[qo:], k[kvo:], v[kvo:], s, s.Keys(b), C, CKV, scale)
+			}
+		}
+		for i, x := range Data(out) {
+			if math.Float32bits(x) != math.Float32bits(wantOut[i]) {
+				t.Fatalf("heads %v: output %d is %v, head by head %v", heads, i, x, wantOut[i])
+			}
+		}
+		for i, x := range Data(att) {
+			if math.Float32bits(x) != math.Float32bits(wantAtt[i]) {
+				t.Fatalf("heads %v: probability %d is %v, head by head %v", heads, i, x, wantAtt[i])
 			}
 		}
 	}

@@ -150,3 +150,88 @@ mixj:
 	JNZ  mixc
 	VZEROUPPER
 	RET
+
+// func attnScores2AVX512(q, k *float32, kstride, hs, n int, out0, out1 *float32)
+// attnScoresAVX512 for the two query heads q[:hs] and q[hs:2hs] that share
+// one key head (grouped-query attention): each key chunk is loaded once and
+// feeds both heads' accumulators (Z0, Z2), each summed in dotAVX512's order,
+// so out0 and out1 hold the bits of two separate calls.
+TEXT ·attnScores2AVX512(SB), NOSPLIT, $0-56
+	MOVQ q+0(FP), SI
+	MOVQ k+8(FP), DI
+	MOVQ kstride+16(FP), R8
+	SHLQ $2, R8
+	MOVQ hs+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ out0+40(FP), DX
+	MOVQ out1+48(FP), BX
+	MOVQ R9, R13
+	SHLQ $2, R13 // bytes from head 0's query to head 1's
+score2j:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z2, Z2, Z2
+	MOVQ SI, R10
+	MOVQ DI, R11
+	MOVQ R9, R12
+score2h:
+	VMOVUPS (R11), Z1
+	VFMADD231PS (R10), Z1, Z0
+	VFMADD231PS (R10)(R13*1), Z1, Z2
+	ADDQ $64, R10
+	ADDQ $64, R11
+	SUBQ $16, R12
+	JNZ  score2h
+	SUM16
+	MOVSS X0, (DX)
+	VMOVAPS Z2, Z0
+	SUM16
+	MOVSS X0, (BX)
+	ADDQ $4, DX
+	ADDQ $4, BX
+	ADDQ R8, DI
+	DECQ CX
+	JNZ  score2j
+	VZEROUPPER
+	RET
+
+// func attnMix2AVX512(out, p0, p1, v *float32, vstride, hs, n int)
+// attnMixAVX512 for two heads sharing one value head: out[:hs] += p0[j]*v_j
+// and out[hs:2hs] += p1[j]*v_j for j in order, each value chunk loaded once;
+// the bits of two separate calls.
+TEXT ·attnMix2AVX512(SB), NOSPLIT, $0-56
+	MOVQ out+0(FP), DI
+	MOVQ p0+8(FP), SI
+	MOVQ p1+16(FP), DX
+	MOVQ v+24(FP), BX
+	MOVQ vstride+32(FP), R8
+	SHLQ $2, R8
+	MOVQ hs+40(FP), R9
+	MOVQ n+48(FP), R13
+	MOVQ R9, R14
+	SHLQ $2, R14 // bytes from head 0's output to head 1's
+mix2c:
+	VMOVUPS (DI), Z0
+	VMOVUPS (DI)(R14*1), Z2
+	MOVQ SI, R10
+	MOVQ DX, R12
+	MOVQ BX, R11
+	MOVQ R13, CX
+mix2j:
+	VMOVUPS (R11), Z1
+	VBROADCASTSS (R10), Z3
+	VFMADD231PS Z1, Z3, Z0
+	VBROADCASTSS (R12), Z4
+	VFMADD231PS Z1, Z4, Z2
+	ADDQ $4, R10
+	ADDQ $4, R12
+	ADDQ R8, R11
+	DECQ CX
+	JNZ  mix2j
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z2, (DI)(R14*1)
+	ADDQ $64, DI
+	ADDQ $64, BX
+	SUBQ $16, R9
+	JNZ  mix2c
+	VZEROUPPER
+	RET

@@ -15,3 +15,9 @@ func axpyVec(y []float32, alpha float32, x []float32) int   { return 0 }
 func attnScores(out, q, k []float32, stride int) bool { return false }
 func attnMix(out, p, v []float32, stride int) bool    { return false }
 func softmaxRowVec(row []float32, scale float32) bool { return false }
+
+func attnPairs(hs int) bool { return false }
+func attnScores2(out0, out1, q, k []float32, hs, stride int) {
+	panic("cpu: no paired attention kernel")
+}
+func attnMix2(out, p0, p1, v []float32, hs, stride int) { panic("cpu: no paired attention kernel") }
