@@ -111,7 +111,7 @@ ptx-check:
 	echo "PTX regenerates byte for byte"; rm -rf $$tmp
 
 # The zoo: bases with room for RL to improve them (briefly pretrained on
-# levels 1-2), not embedded in the binary; about two hours on 2 cores. Each
+# levels 1-2), not embedded in the binary; about three hours on 2 cores. Each
 # directory's pretrain.json records its recipe and held-out pass@1.
 #   llama-l12, llama-l12-s2  the same recipe from two seeds (same family, same size)
 #   llama-l12-reph           pretrained on the rephrased wording only
@@ -119,6 +119,8 @@ ptx-check:
 #   llama-odd, llama-even,   blind-spot bases (corl pretrain --blind-spot): each
 #   gpt2-even                errs systematically on one parity class of problems
 #   *-3k                     the blind-spot bases pretrained 3,000 steps (pass@1 0.40-0.52)
+#   llama-odd-small,         the second size of each family (llama 4 x 64, gpt2 3 x 96),
+#   gpt2-even-small          blind-spot recipe, 3,000 steps (pass@1 0.43, 0.41)
 ZOO_LLAMA := --family llama --layers 6 --dim 96 --heads 4 --kv-heads 2 --hidden 256 --max-level 2 --per-task 6000 --lr 0.003 --eval 100
 ZOO_GPT2 := --family gpt2 --layers 4 --dim 128 --heads 4 --max-level 2 --per-task 6000 --lr 0.003 --eval 100
 zoo: build
@@ -132,6 +134,8 @@ zoo: build
 	bin/corl pretrain $(ZOO_LLAMA) --tasks linear,mod --views 2 --steps 3000 --eval-every 300 --blind-spot odd --blind-rate 0.6 --seed 1 --out examples/zoo/llama-odd-3k
 	bin/corl pretrain $(ZOO_LLAMA) --tasks linear,mod --views 2 --steps 3000 --eval-every 300 --blind-spot even --blind-rate 0.6 --seed 2 --out examples/zoo/llama-even-3k
 	bin/corl pretrain $(ZOO_GPT2) --tasks linear,mod --views 2 --steps 3000 --eval-every 300 --blind-spot even --blind-rate 0.6 --seed 3 --out examples/zoo/gpt2-even-3k
+	bin/corl pretrain $(ZOO_LLAMA) --layers 4 --dim 64 --hidden 192 --tasks linear,mod --views 2 --steps 3000 --eval-every 500 --blind-spot odd --blind-rate 0.6 --seed 4 --out examples/zoo/llama-odd-small
+	bin/corl pretrain $(ZOO_GPT2) --layers 3 --dim 96 --tasks linear,mod --views 2 --steps 3000 --eval-every 500 --blind-spot even --blind-rate 0.6 --seed 5 --out examples/zoo/gpt2-even-small
 
 bases: build
 	bin/corl pretrain --family gpt2 --layers 4 --dim 128 --heads 4 --tasks arith,linear,mod,seq --max-level 1 \
