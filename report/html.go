@@ -173,7 +173,17 @@ th:first-child,td:first-child{text-align:left}figure{display:inline-block;margin
 		fmt.Fprintf(&b, "<td class=k>%s</td><td class=k>%s</td><td class=k>%s</td><td class=k>%s</td><td class=k>%s</td></tr>",
 			formatCI(r.Average), html.EscapeString(r.Gain.String()), formatCI(r.Greedy), html.EscapeString(r.GreedyGain.String()), formatFLOPs(r.FLOPs))
 	}
-	b.WriteString("</table><h2>Over training</h2>")
+	b.WriteString("</table>")
+	if len(t.Comparisons) > 0 {
+		b.WriteString("<h2>Methods compared</h2><p>Each method's per-problem outcomes (averaged over its seeds) minus another's on the same problems; 95% paired bootstrap over problems.</p>")
+		b.WriteString("<table id=\"comparisons\"><tr><th>method A</th><th>method B</th><th>A - B (paired)</th><th>greedy A - B (paired)</th></tr>")
+		for _, c := range t.Comparisons {
+			fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td class=k>%s</td><td class=k>%s</td></tr>",
+				html.EscapeString(c.A), html.EscapeString(c.B), html.EscapeString(c.Diff.String()), html.EscapeString(c.Greedy.String()))
+		}
+		b.WriteString("</table>")
+	}
+	b.WriteString("<h2>Over training</h2>")
 	b.WriteString(strings.Join(plots, "\n"))
 	b.WriteString("<h2>Agreement between members (last evaluation)</h2>")
 	for _, r := range runs {

@@ -239,6 +239,19 @@ type Table struct {
 	// each run's members.
 	Member string `json:"member,omitempty"`
 	Rows   []Row  `json:"rows"`
+	// Comparisons pits every method against every other on the same
+	// problems: A's final outcomes minus B's, problem by problem.
+	Comparisons []Comparison `json:"comparisons,omitempty"`
+}
+
+// Comparison is one paired test between two methods: each method's
+// per-problem outcomes averaged over its seeds, A minus B with a 95%
+// paired-bootstrap interval over problems and the two-sided p.
+type Comparison struct {
+	A      string  `json:"a"`
+	B      string  `json:"b"`
+	Diff   *Paired `json:"diff"`             // of the headline metric
+	Greedy *Paired `json:"greedy,omitempty"` // of greedy pass@1
 }
 
 // BuildTable groups runs by method; each run contributes the mean over its
@@ -263,6 +276,11 @@ func BuildTable(runs []*Run, member string) Table {
 		gFrom, gTo []float64 // the same, greedy
 	}
 	groups := map[string][]sample{}
+	type final struct {
+		method  string
+		to, gTo []float64 // seed-averaged final outcomes per problem
+	}
+	var finals []final
 	labels := map[string]string{}
 	var order []string
 	add := func(key, label string, s sample) {
@@ -374,12 +392,52 @@ func BuildTable(runs []*Run, member string) Table {
 		row.Gain = pairedGain(ss, func(s sample) ([]float64, []float64) { return s.from, s.to })
 		row.GreedyGain = pairedGain(ss, func(s sample) ([]float64, []float64) { return s.gFrom, s.gTo })
 		t.Rows = append(t.Rows, row)
+		if method != "Base" {
+			finals = append(finals, final{method, meanOutcomes(ss, func(s sample) []float64 { return s.to }),
+				meanOutcomes(ss, func(s sample) []float64 { return s.gTo })})
+		}
 	}
 	// Base first (it is the same model for every run: keep one row).
 	slices.SortStableFunc(t.Rows, func(a, b Row) int {
 		return cmp.Compare(boolInt(a.Method != "Base"), boolInt(b.Method != "Base"))
 	})
+	for i, a := range finals {
+		for _, b := range finals[i+1:] {
+			if c := (Comparison{A: a.method, B: b.method, Diff: paired(b.to, a.to), Greedy: paired(b.gTo, a.gTo)}); c.Diff != nil {
+				t.Comparisons = append(t.Comparisons, c)
+			}
+		}
+	}
 	return t
+}
+
+// meanOutcomes averages the seeds' per-problem outcomes; nil unless every
+// seed kept them on the same number of problems.
+func meanOutcomes[S any](ss []S, pick func(S) []float64) []float64 {
+	var out []float64
+	for _, s := range ss {
+		x := pick(s)
+		if x == nil || (out != nil && len(x) != len(out)) {
+			return nil
+		}
+		if out == nil {
+			out = make([]float64, len(x))
+		}
+		for i, v := range x {
+			out[i] += v / float64(len(ss))
+		}
+	}
+	return out
+}
+
+// paired is to minus from, problem by problem; nil when either is missing
+// or they cover different numbers of problems.
+func paired(from, to []float64) *Paired {
+	if from == nil || to == nil || len(from) != len(to) {
+		return nil
+	}
+	iv, p := stats.PairedDiff(from, to, 1)
+	return &Paired{Diff: iv, P: p, Problems: len(from)}
 }
 
 // perProblem is the headline outcome of each problem (the share of right
@@ -411,25 +469,9 @@ func perProblem(e train.EvalResult, members []string, greedy bool) []float64 {
 // and compares them problem by problem; nil unless every seed kept them
 // on the same number of problems.
 func pairedGain[S any](ss []S, pair func(S) (from, to []float64)) *Paired {
-	var from, to []float64
-	for _, s := range ss {
-		a, b := pair(s)
-		if a == nil || b == nil || len(a) != len(b) || (from != nil && len(a) != len(from)) {
-			return nil
-		}
-		if from == nil {
-			from, to = make([]float64, len(a)), make([]float64, len(a))
-		}
-		for i := range a {
-			from[i] += a[i] / float64(len(ss))
-			to[i] += b[i] / float64(len(ss))
-		}
-	}
-	if from == nil {
-		return nil
-	}
-	iv, p := stats.PairedDiff(from, to, 1)
-	return &Paired{Diff: iv, P: p, Problems: len(from)}
+	from := meanOutcomes(ss, func(s S) []float64 { a, _ := pair(s); return a })
+	to := meanOutcomes(ss, func(s S) []float64 { _, b := pair(s); return b })
+	return paired(from, to)
 }
 
 // groupKey is the run's spec without what varies between seeds of one
@@ -518,6 +560,12 @@ func (t Table) Markdown() string {
 			b.WriteString(" " + formatCI(r.ByTask[task]) + " |")
 		}
 		fmt.Fprintf(&b, " %s | %s | %s | %s | %s |\n", formatCI(r.Average), r.Gain.String(), formatCI(r.Greedy), r.GreedyGain.String(), formatFLOPs(r.FLOPs))
+	}
+	if len(t.Comparisons) > 0 {
+		b.WriteString("\n| method A | method B | A - B (paired) | greedy A - B (paired) |\n|---|---|---|---|\n")
+		for _, c := range t.Comparisons {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", c.A, c.B, c.Diff.String(), c.Greedy.String())
+		}
 	}
 	return b.String()
 }

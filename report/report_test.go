@@ -275,7 +275,17 @@ func TestTableOfOneMember(t *testing.T) {
 	if g := gt.GreedyGain; g == nil || math.Abs(g.Diff.Mean-0.25) > 1e-12 {
 		t.Errorf("ground-truth greedy gain %+v, want +0.25", g)
 	}
-	if md := tb.Markdown(); !strings.Contains(md, "+0.250 [") || !strings.Contains(md, "gain vs base (paired)") {
+	// Methods against each other on the same problems: ground truth's
+	// seed-averaged 0.75, 0.5, 0.75, 0 against the pair's zeros -> +0.5;
+	// greedy 0.5, 0, 0.5, 0 against none -> +0.25.
+	if len(tb.Comparisons) != 1 {
+		t.Fatalf("comparisons %+v, want ground truth against the pair only", tb.Comparisons)
+	}
+	if c := tb.Comparisons[0]; c.A != "Ground-truth" || c.B != co.Method || c.Diff.Problems != 4 ||
+		math.Abs(c.Diff.Diff.Mean-0.5) > 1e-12 || c.Greedy == nil || math.Abs(c.Greedy.Diff.Mean-0.25) > 1e-12 {
+		t.Errorf("comparison %+v (%v, greedy %v), want ground truth minus the pair +0.5, greedy +0.25", c, c.Diff, c.Greedy)
+	}
+	if md := tb.Markdown(); !strings.Contains(md, "+0.250 [") || !strings.Contains(md, "gain vs base (paired)") || !strings.Contains(md, "| Ground-truth | Co-RL different family (peer-ring) | +0.500 [") {
 		t.Errorf("Markdown lacks the paired gain:\n%s", md)
 	}
 	// Without a member, the pair's row is the mean of a and c.
