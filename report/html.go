@@ -174,6 +174,17 @@ th:first-child,td:first-child{text-align:left}figure{display:inline-block;margin
 			formatCI(r.Average), html.EscapeString(r.Gain.String()), formatCI(r.Greedy), html.EscapeString(r.GreedyGain.String()), formatFLOPs(r.FLOPs))
 	}
 	b.WriteString("</table>")
+	if slices.ContainsFunc(t.Rows, func(r Row) bool { return r.Collapse != nil }) {
+		b.WriteString("<h2>Collapse</h2><p>The scored members' training samples: entropy of the answers sampled per prompt and their number of distinct answers, first and last round, mean over seeds.</p>")
+		b.WriteString("<table id=\"collapse\"><tr><th>method</th><th>answer entropy, first &rarr; last (nats)</th><th>distinct answers, first &rarr; last</th></tr>")
+		for _, r := range t.Rows {
+			if c := r.Collapse; c != nil {
+				fmt.Fprintf(&b, "<tr><td>%s</td><td class=k>%.2f &rarr; %.2f</td><td class=k>%.2f &rarr; %.2f</td></tr>",
+					html.EscapeString(r.Method), c.EntropyFirst, c.EntropyLast, c.DistinctFirst, c.DistinctLast)
+			}
+		}
+		b.WriteString("</table>")
+	}
 	if len(t.Comparisons) > 0 {
 		b.WriteString("<h2>Methods compared</h2><p>Each method's per-problem outcomes (averaged over its seeds) minus another's on the same problems; 95% paired bootstrap over problems.</p>")
 		b.WriteString("<table id=\"comparisons\"><tr><th>method A</th><th>method B</th><th>A - B (paired)</th><th>greedy A - B (paired)</th></tr>")

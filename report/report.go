@@ -219,6 +219,20 @@ type Row struct {
 	GreedyGain *Paired                   `json:"greedy_gain_vs_base,omitempty"` // of greedy pass@1
 	FLOPs      float64                   `json:"flops"`
 	Metric     string                    `json:"metric"` // "sampled pass@1" or "pass@1"
+	// Collapse is what the scored members sampled while training, first
+	// and last round, averaged over seeds (absent for Base).
+	Collapse *Collapse `json:"collapse,omitempty"`
+}
+
+// Collapse measures a method's training samples: the entropy (nats) of
+// the answers sampled per prompt and their number of distinct answers, in
+// the first and the last round. Self-reward collapse shows as both
+// falling towards one answer per prompt.
+type Collapse struct {
+	EntropyFirst  float64 `json:"answer_entropy_first"`
+	EntropyLast   float64 `json:"answer_entropy_last"`
+	DistinctFirst float64 `json:"distinct_answers_first"`
+	DistinctLast  float64 `json:"distinct_answers_last"`
 }
 
 // Paired is a method's final evaluation minus its base's, problem by
@@ -274,6 +288,7 @@ func BuildTable(runs []*Run, member string) Table {
 		metric     string
 		from, to   []float64 // per-problem outcomes of the base and of this, when kept
 		gFrom, gTo []float64 // the same, greedy
+		collapse   *Collapse
 	}
 	groups := map[string][]sample{}
 	type final struct {
@@ -352,6 +367,7 @@ func BuildTable(runs []*Run, member string) Table {
 			if pick.label != "Base" {
 				s.from, s.to = from, perProblem(pick.e, scored, false)
 				s.gFrom, s.gTo = gFrom, perProblem(pick.e, scored, true)
+				s.collapse = collapseOf(r, scored)
 			}
 			add(pick.key, pick.label, s)
 		}
@@ -389,6 +405,7 @@ func BuildTable(runs []*Run, member string) Table {
 			}
 			row.ByTask[task] = seedInterval(v)
 		}
+		row.Collapse = meanCollapse(ss, func(s sample) *Collapse { return s.collapse })
 		row.Gain = pairedGain(ss, func(s sample) ([]float64, []float64) { return s.from, s.to })
 		row.GreedyGain = pairedGain(ss, func(s sample) ([]float64, []float64) { return s.gFrom, s.gTo })
 		t.Rows = append(t.Rows, row)
@@ -409,6 +426,47 @@ func BuildTable(runs []*Run, member string) Table {
 		}
 	}
 	return t
+}
+
+// collapseOf is the scored members' answer entropy and distinct answers
+// in r's first and last round (their mean over members); nil without rounds.
+func collapseOf(r *Run, scored []string) *Collapse {
+	if len(r.Rounds) == 0 {
+		return nil
+	}
+	c := &Collapse{}
+	first, last := r.Rounds[0].Diag.Models, r.Rounds[len(r.Rounds)-1].Diag.Models
+	for i, m := range r.Spec.Members {
+		if !slices.Contains(scored, m.Name) {
+			continue
+		}
+		if i >= len(first) || i >= len(last) {
+			return nil
+		}
+		n := float64(len(scored))
+		c.EntropyFirst += first[i].AnswerEntropy / n
+		c.EntropyLast += last[i].AnswerEntropy / n
+		c.DistinctFirst += first[i].DistinctAnswers / n
+		c.DistinctLast += last[i].DistinctAnswers / n
+	}
+	return c
+}
+
+// meanCollapse averages the seeds' collapse numbers; nil if any lacks them.
+func meanCollapse[S any](ss []S, pick func(S) *Collapse) *Collapse {
+	out := &Collapse{}
+	for _, s := range ss {
+		c := pick(s)
+		if c == nil {
+			return nil
+		}
+		n := float64(len(ss))
+		out.EntropyFirst += c.EntropyFirst / n
+		out.EntropyLast += c.EntropyLast / n
+		out.DistinctFirst += c.DistinctFirst / n
+		out.DistinctLast += c.DistinctLast / n
+	}
+	return out
 }
 
 // meanOutcomes averages the seeds' per-problem outcomes; nil unless every
@@ -560,6 +618,14 @@ func (t Table) Markdown() string {
 			b.WriteString(" " + formatCI(r.ByTask[task]) + " |")
 		}
 		fmt.Fprintf(&b, " %s | %s | %s | %s | %s |\n", formatCI(r.Average), r.Gain.String(), formatCI(r.Greedy), r.GreedyGain.String(), formatFLOPs(r.FLOPs))
+	}
+	if slices.ContainsFunc(t.Rows, func(r Row) bool { return r.Collapse != nil }) {
+		b.WriteString("\n| method | answer entropy, first -> last round (nats) | distinct answers per prompt, first -> last |\n|---|---|---|\n")
+		for _, r := range t.Rows {
+			if c := r.Collapse; c != nil {
+				fmt.Fprintf(&b, "| %s | %.2f -> %.2f | %.2f -> %.2f |\n", r.Method, c.EntropyFirst, c.EntropyLast, c.DistinctFirst, c.DistinctLast)
+			}
+		}
 	}
 	if len(t.Comparisons) > 0 {
 		b.WriteString("\n| method A | method B | A - B (paired) | greedy A - B (paired) |\n|---|---|---|---|\n")

@@ -237,6 +237,15 @@ func TestTableOfOneMember(t *testing.T) {
 			first.Members[n], last.Members[n] = res(m[0]), res(m[1])
 		}
 		r.Evals = []train.EvalResult{first, last}
+		// Two rounds of diagnostics: member i's answer entropy falls from
+		// 1+i to seed/2+i nats, its distinct answers from 4 to 2.
+		for round, ent := range []func(i int) float64{func(i int) float64 { return 1 + float64(i) }, func(i int) float64 { return float64(seed)/2 + float64(i) }} {
+			m := rl.Metrics{Round: round}
+			for i := range r.Spec.Members {
+				m.Diag.Models = append(m.Diag.Models, rl.ModelDiag{AnswerEntropy: ent(i), DistinctAnswers: float64(4 - 2*round)})
+			}
+			r.Rounds = append(r.Rounds, m)
+		}
 		return r
 	}
 	base := []int{0, 1, 1, 0}
@@ -274,6 +283,14 @@ func TestTableOfOneMember(t *testing.T) {
 	// problems 0 and 2, seed 2 on none -> per-problem 0.5, 0, 0.5, 0: +0.25.
 	if g := gt.GreedyGain; g == nil || math.Abs(g.Diff.Mean-0.25) > 1e-12 {
 		t.Errorf("ground-truth greedy gain %+v, want +0.25", g)
+	}
+	// Collapse: ground truth's member a (index 0) falls from 1 to the
+	// seeds' mean of 1/2 and 2/2; the pair's a is its first member too.
+	if c := gt.Collapse; c == nil || c.EntropyFirst != 1 || c.EntropyLast != 0.75 || c.DistinctFirst != 4 || c.DistinctLast != 2 {
+		t.Errorf("ground-truth collapse %+v, want entropy 1 -> 0.75, distinct 4 -> 2", c)
+	}
+	if tb.Rows[0].Collapse != nil {
+		t.Errorf("the base row has collapse numbers %+v", tb.Rows[0].Collapse)
 	}
 	// Methods against each other on the same problems: ground truth's
 	// seed-averaged 0.75, 0.5, 0.75, 0 against the pair's zeros -> +0.5;
