@@ -148,6 +148,16 @@ type WeightFreezer interface {
 	FreezeWeights(w Buffer) (release func())
 }
 
+// Splitter is implemented by backends whose threads do better on separate
+// parts of a batch than together on each small operation (the CPU backend:
+// decoding a small model issues many operations too short to share).
+// Split returns n one-thread backends over the same memory and frozen
+// weights; each may run concurrently with the others, not with the
+// original. Rows must compute bitwise as on the whole backend.
+type Splitter interface {
+	Split(n int) []Backend
+}
+
 // AdamWParams are the hyper-parameters of one AdamW step.
 type AdamWParams struct {
 	LR, Beta1, Beta2, Eps, WeightDecay float32

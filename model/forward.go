@@ -98,10 +98,15 @@ func (m *Model) checkTokens(name string, ids []int32, n int) error {
 
 // norm applies the family's normalisation.
 func (m *Model) norm(out, mean, rstd, inp gpu.Buffer, w, b int, N int) {
+	m.normOn(m.be, out, mean, rstd, inp, w, b, N)
+}
+
+// normOn is norm on be (a decoding part's backend).
+func (m *Model) normOn(be gpu.Backend, out, mean, rstd, inp gpu.Buffer, w, b int, N int) {
 	if m.Cfg.Family == GPT2 {
-		m.be.LayerNormForward(out, mean, rstd, inp, m.view(m.params, w), m.view(m.params, b), N, m.Cfg.Dim, m.Cfg.NormEps)
+		be.LayerNormForward(out, mean, rstd, inp, m.view(m.params, w), m.view(m.params, b), N, m.Cfg.Dim, m.Cfg.NormEps)
 	} else {
-		m.be.RMSNormForward(out, rstd, inp, m.view(m.params, w), N, m.Cfg.Dim, m.Cfg.NormEps)
+		be.RMSNormForward(out, rstd, inp, m.view(m.params, w), N, m.Cfg.Dim, m.Cfg.NormEps)
 	}
 }
 

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/corl-project/corl/gpu"
 )
@@ -111,13 +112,14 @@ func (m *Model) Prefill(kc *Cache, slot int, tokens []int32) ([]float32, error) 
 	KVD := m.Cfg.KVHeads * m.Cfg.HeadSize()
 	off := slot * kc.Cap * KVD
 	shape := gpu.AttnShape{B: 1, Tq: n, Tk: n, Tcap: kc.Cap, NH: m.Cfg.Heads, NKV: m.Cfg.KVHeads, HS: m.Cfg.HeadSize()}
-	m.inferLayers(kc, tokens, pos, shape, func(l int) (gpu.Buffer, gpu.Buffer) {
+	m.inferLayers(m.be, kc, 0, tokens, pos, shape, func(l int) (gpu.Buffer, gpu.Buffer) {
 		m.be.Copy(kc.k[l].Slice(off, n*KVD), kc.kn.Slice(0, n*KVD))
 		m.be.Copy(kc.v[l].Slice(off, n*KVD), kc.vn.Slice(0, n*KVD))
 		return kc.k[l].Slice(off, kc.Cap*KVD), kc.v[l].Slice(off, kc.Cap*KVD)
 	})
 	kc.Len[slot] = int32(n)
-	return m.inferLogits(kc, n-1, 1)
+	m.inferHead(m.be, kc, n-1, 0, 1)
+	return m.downloadLogits(kc, 1)
 }
 
 // CopyPrefix makes slot dst hold the first n positions of slot src (a prompt
@@ -161,77 +163,128 @@ func (m *Model) Decode(kc *Cache, tokens []int32, active []bool) ([]float32, err
 		tk = max(tk, int(klen[s]))
 	}
 	KVD := m.Cfg.KVHeads * m.Cfg.HeadSize()
-	shape := gpu.AttnShape{B: B, Tq: 1, Tk: tk, Tcap: kc.Cap, NH: m.Cfg.Heads, NKV: m.Cfg.KVHeads, HS: m.Cfg.HeadSize(), KLen: klen}
-	m.inferLayers(kc, tokens, pos, shape, func(l int) (gpu.Buffer, gpu.Buffer) {
-		for s := 0; s < B; s++ {
-			at := (s*kc.Cap + int(pos[s])) * KVD
-			m.be.Copy(kc.k[l].Slice(at, KVD), kc.kn.Slice(s*KVD, KVD))
-			m.be.Copy(kc.v[l].Slice(at, KVD), kc.vn.Slice(s*KVD, KVD))
+	// decode runs slots [s0, s1) start to end on be.
+	decode := func(be gpu.Backend, s0, s1 int) {
+		shape := gpu.AttnShape{B: s1 - s0, Tq: 1, Tk: tk, Tcap: kc.Cap, NH: m.Cfg.Heads, NKV: m.Cfg.KVHeads, HS: m.Cfg.HeadSize(), KLen: klen[s0:s1]}
+		slab := kc.Cap * KVD // one slot's cache rows
+		m.inferLayers(be, kc, s0, tokens[s0:s1], pos[s0:s1], shape, func(l int) (gpu.Buffer, gpu.Buffer) {
+			for s := s0; s < s1; s++ {
+				at := s*slab + int(pos[s])*KVD
+				be.Copy(kc.k[l].Slice(at, KVD), kc.kn.Slice(s*KVD, KVD))
+				be.Copy(kc.v[l].Slice(at, KVD), kc.vn.Slice(s*KVD, KVD))
+			}
+			return kc.k[l].Slice(s0*slab, (s1-s0)*slab), kc.v[l].Slice(s0*slab, (s1-s0)*slab)
+		})
+		m.inferHead(be, kc, s0, s0, s1-s0)
+	}
+	if parts := m.decodeParts(B); len(parts) > 1 {
+		// Each thread decodes its own slots through every layer: one
+		// synchronisation a step instead of one per operation.
+		var wg sync.WaitGroup
+		for i, be := range parts {
+			s0, s1 := i*B/len(parts), (i+1)*B/len(parts)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				decode(be, s0, s1)
+			}()
 		}
-		return kc.k[l], kc.v[l]
-	})
+		wg.Wait()
+	} else {
+		decode(m.be, 0, B)
+	}
 	for s := range active {
 		if active[s] {
 			kc.Len[s]++
 		}
 	}
-	return m.inferLogits(kc, 0, B)
+	return m.downloadLogits(kc, B)
 }
 
-// inferLayers runs the blocks over N = len(ids) tokens without saving
-// activations. store writes layer l's new keys/values (kc.kn, kc.vn) into the
-// cache and returns the cache views attention reads.
-func (m *Model) inferLayers(kc *Cache, ids, pos []int32, shape gpu.AttnShape, store func(l int) (k, v gpu.Buffer)) {
-	c, be, lo := m.Cfg, m.be, m.lo
+// decodeParts are the one-thread backends a decoding step of B slots is
+// split over: one per thread when the backend splits (gpu.Splitter) and
+// every part gets at least minPartSlots slots, else none (the step runs
+// whole on the model's backend).
+func (m *Model) decodeParts(B int) []gpu.Backend {
+	sp, ok := m.be.(gpu.Splitter)
+	if !ok {
+		return nil
+	}
+	n := min(m.be.Threads(), B/minPartSlots)
+	if n < 2 {
+		return nil
+	}
+	return sp.Split(n)
+}
+
+// minPartSlots is the fewest slots a split decoding part takes: fewer rows
+// than the GEMM's 12-row micro-tile leave the kernel idle.
+const minPartSlots = 12
+
+// inferLayers runs the blocks over N = len(ids) tokens on be without saving
+// activations, in rows [first, first+N) of kc's scratch (a decoding part's
+// slots; 0 for a prefill). store writes layer l's new keys/values (those
+// rows of kc.kn, kc.vn) into the cache and returns the cache views
+// attention reads.
+func (m *Model) inferLayers(be gpu.Backend, kc *Cache, first int, ids, pos []int32, shape gpu.AttnShape, store func(l int) (k, v gpu.Buffer)) {
+	c, lo := m.Cfg, m.lo
 	N := len(ids)
 	C, HS, H := c.Dim, c.HeadSize(), c.Hidden
 	QD, KVD := c.Heads*HS, c.KVHeads*HS
 	P := func(i int) gpu.Buffer { return m.view(m.params, i) }
-	sl := func(b gpu.Buffer, n int) gpu.Buffer { return b.Slice(0, n) }
-	x, x2 := sl(kc.x, N*C), sl(kc.x2, N*C)
+	// sl is this call's n rows of width w in a scratch buffer.
+	sl := func(b gpu.Buffer, w, n int) gpu.Buffer { return b.Slice(first*w, n*w) }
+	x, x2 := sl(kc.x, C, N), sl(kc.x2, C, N)
 	be.EmbeddingForward(x, P(lo.wte), P(lo.wpe), ids, pos, N, C)
 	for l, lp := range lo.layers {
-		ln := sl(kc.ln, N*C)
-		m.norm(ln, sl(kc.mean, N), sl(kc.rstd, N), x, lp.norm1w, lp.norm1b, N)
-		q, kn, vn := sl(kc.q, N*QD), sl(kc.kn, N*KVD), sl(kc.vn, N*KVD)
+		ln := sl(kc.ln, C, N)
+		m.normOn(be, ln, sl(kc.mean, 1, N), sl(kc.rstd, 1, N), x, lp.norm1w, lp.norm1b, N)
+		q, kn, vn := sl(kc.q, QD, N), sl(kc.kn, KVD, N), sl(kc.vn, KVD, N)
 		be.MatMulForward(q, ln, P(lp.wq), P(lp.bq), N, C, QD)
 		be.MatMulForward(kn, ln, P(lp.wk), P(lp.bk), N, C, KVD)
 		be.MatMulForward(vn, ln, P(lp.wv), P(lp.bv), N, C, KVD)
 		if c.Family == Llama {
-			m.rope(q, pos, N, c.Heads, true)
-			m.rope(kn, pos, N, c.KVHeads, true)
+			m.ropeOn(be, q, pos, N, c.Heads, true)
+			m.ropeOn(be, kn, pos, N, c.KVHeads, true)
 		}
 		k, v := store(l)
-		attOut := sl(kc.attOut, N*QD)
-		be.AttentionForward(attOut, sl(kc.att, shape.B*c.Heads*shape.Tq*shape.Tk), q, k, v, shape)
-		tmp := sl(kc.tmp, N*C)
+		attOut := sl(kc.attOut, QD, N)
+		// A decoding part's rows are its slots: its probabilities sit at
+		// the same offset in units of one slot's (NH, 1, Tk).
+		att := kc.att.Slice(first*c.Heads*shape.Tq*shape.Tk, shape.B*c.Heads*shape.Tq*shape.Tk)
+		be.AttentionForward(attOut, att, q, k, v, shape)
+		tmp := sl(kc.tmp, C, N)
 		be.MatMulForward(tmp, attOut, P(lp.wo), P(lp.bo), N, QD, C)
 		be.Add(x2, x, tmp, N*C)
-		m.norm(ln, sl(kc.mean, N), sl(kc.rstd, N), x2, lp.norm2w, lp.norm2b, N)
-		act := sl(kc.act, N*H)
+		m.normOn(be, ln, sl(kc.mean, 1, N), sl(kc.rstd, 1, N), x2, lp.norm2w, lp.norm2b, N)
+		act := sl(kc.act, H, N)
 		if c.Family == GPT2 {
-			fc := sl(kc.fc, N*H)
+			fc := sl(kc.fc, H, N)
 			be.MatMulForward(fc, ln, P(lp.wfc), P(lp.bfc), N, C, H)
 			be.GELUForward(act, fc, N*H)
 		} else {
-			fc := sl(kc.fc, N*2*H)
+			fc := sl(kc.fc, 2*H, N)
 			be.MatMulForward(fc, ln, P(lp.wfc), nil, N, C, 2*H)
 			be.SwiGLUForward(act, fc, N, H)
 		}
 		be.MatMulForward(tmp, act, P(lp.wproj), P(lp.bproj), N, H, C)
 		be.Add(x, x2, tmp, N*C)
 	}
-	m.norm(sl(kc.lnf, N*C), sl(kc.mean, N), sl(kc.rstd, N), x, lo.normfW, lo.normfB, N)
+	m.normOn(be, sl(kc.lnf, C, N), sl(kc.mean, 1, N), sl(kc.rstd, 1, N), x, lo.normfW, lo.normfB, N)
 }
 
-// inferLogits projects rows [first, first+n) of the final hidden state to
-// logits and downloads them (n, V).
-func (m *Model) inferLogits(kc *Cache, first, n int) ([]float32, error) {
+// inferHead projects n rows of the final hidden state, from row src, to
+// logits in kc.logs from row dst (a prefill's last token to row 0; a
+// decoding part's slots to their own rows).
+func (m *Model) inferHead(be gpu.Backend, kc *Cache, src, dst, n int) {
 	C, V := m.Cfg.Dim, m.Cfg.Vocab
-	out := kc.logs.Slice(0, n*V)
-	m.be.MatMulForward(out, kc.lnf.Slice(first*C, n*C), m.view(m.params, m.lo.lmHead), nil, n, C, V)
-	logits := make([]float32, n*V)
-	m.be.Download(logits, out)
+	be.MatMulForward(kc.logs.Slice(dst*V, n*V), kc.lnf.Slice(src*C, n*C), m.view(m.params, m.lo.lmHead), nil, n, C, V)
+}
+
+// downloadLogits copies the first n rows of kc.logs to the host (n, V).
+func (m *Model) downloadLogits(kc *Cache, n int) ([]float32, error) {
+	logits := make([]float32, n*m.Cfg.Vocab)
+	m.be.Download(logits, kc.logs.Slice(0, n*m.Cfg.Vocab))
 	if err := m.be.Sync(); err != nil {
 		return nil, fmt.Errorf("inference: %w", err)
 	}

@@ -97,3 +97,70 @@ func TestCacheRejectsOverflow(t *testing.T) {
 		t.Fatal("decoding into a full slot was accepted")
 	}
 }
+
+// TestSplitDecodingMatchesOneThread: on a backend that splits (three CPU
+// threads), a decoding step runs each third of the slots start to end on
+// its own thread; its logits must be bitwise those of one thread running
+// the whole batch, with slots at different lengths and some inactive.
+func TestSplitDecodingMatchesOneThread(t *testing.T) {
+	cfgs := tinyConfigs()
+	cfgs["llama-paired-heads"] = Config{Family: Llama, Layers: 2, Dim: 64, Heads: 4, KVHeads: 2, Hidden: 48, Vocab: 13, MaxSeq: 8}
+	for name, cfg := range cfgs {
+		t.Run(name, func(t *testing.T) {
+			const B = 40
+			one, err := New(cpu.New(1), cfg, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			split, err := New(cpu.New(3), cfg, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(split.decodeParts(B)); n != 3 {
+				t.Fatalf("%d slots on 3 threads split into %d parts, want 3", B, n)
+			}
+			r := rand.New(rand.NewPCG(4, 5))
+			caches := make([]*Cache, 2)
+			for i, m := range []*Model{one, split} {
+				if caches[i], err = m.NewCache(B, cfg.MaxSeq); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for s := 0; s < B; s++ {
+				prompt := make([]int32, 1+r.IntN(4))
+				for j := range prompt {
+					prompt[j] = int32(r.IntN(cfg.Vocab))
+				}
+				for i, m := range []*Model{one, split} {
+					if _, err := m.Prefill(caches[i], s, prompt); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for step := 0; step < 3; step++ {
+				tokens, active := make([]int32, B), make([]bool, B)
+				for s := range tokens {
+					tokens[s], active[s] = int32(r.IntN(cfg.Vocab)), r.IntN(5) != 0
+				}
+				want, err := one.Decode(caches[0], tokens, active)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := split.Decode(caches[1], tokens, active)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for s := 0; s < B; s++ {
+					if !active[s] {
+						continue
+					}
+					for j := 0; j < cfg.Vocab; j++ {
+						if k := s*cfg.Vocab + j; math.Float32bits(got[k]) != math.Float32bits(want[k]) {
+							t.Fatalf("step %d slot %d logit %d: split %v, one thread %v", step, s, j, got[k], want[k])
+						}
+					}
+				}
+			}
+		})
+	}
+}

@@ -43,16 +43,21 @@ func New(be gpu.Backend, cfg Config, seed uint64) (*Model, error) {
 // rope rotates x (N, H, HS) by position, forward or back, with the
 // model's frequencies.
 func (m *Model) rope(x gpu.Buffer, pos []int32, N, H int, forward bool) {
+	m.ropeOn(m.be, x, pos, N, H, forward)
+}
+
+// ropeOn is rope on be (a decoding part's backend).
+func (m *Model) ropeOn(be gpu.Backend, x gpu.Buffer, pos []int32, N, H int, forward bool) {
 	HS, theta := m.Cfg.HeadSize(), m.Cfg.RopeTheta
-	switch s, scaled := m.be.(gpu.ScaledRoPE); {
+	switch s, scaled := be.(gpu.ScaledRoPE); {
 	case m.invFreq != nil && scaled && forward:
 		s.RoPEForwardFreq(x, pos, N, H, HS, m.invFreq)
 	case m.invFreq != nil && scaled:
 		s.RoPEBackwardFreq(x, pos, N, H, HS, m.invFreq)
 	case forward:
-		m.be.RoPEForward(x, pos, N, H, HS, theta)
+		be.RoPEForward(x, pos, N, H, HS, theta)
 	default:
-		m.be.RoPEBackward(x, pos, N, H, HS, theta)
+		be.RoPEBackward(x, pos, N, H, HS, theta)
 	}
 }
 

@@ -62,7 +62,27 @@ type Backend struct {
 	pool          *gemmScratch   // the parallel GEMM's
 	serialScratch []*gemmScratch // one per worker, for GEMMs inside parallel work
 	rope          map[ropeKey]ropeTab
-	frozen        []*frozen // FreezeWeights
+	frozen        []*frozen  // FreezeWeights
+	parts         []*Backend // Split's one-thread views, kept for their scratch
+}
+
+// Split implements gpu.Splitter: n one-thread backends over the same
+// memory, each with its own GEMM scratch, that see the weights frozen here
+// (packed once, shared). A batch cut into n parts, each run start to end on
+// its own part, keeps every thread busy without a synchronisation per
+// operation; rows compute the same bits in any part, as in any batch. The
+// parts may run concurrently with each other, not with be.
+func (be *Backend) Split(n int) []gpu.Backend {
+	for len(be.parts) < n {
+		be.parts = append(be.parts, &Backend{threads: 1, pool: newGemmScratch(1),
+			serialScratch: []*gemmScratch{newGemmScratch(1)}, rope: map[ropeKey]ropeTab{}})
+	}
+	out := make([]gpu.Backend, n)
+	for i, p := range be.parts[:n] {
+		p.frozen = be.frozen
+		out[i] = p
+	}
+	return out
 }
 
 // New returns a CPU backend using threads goroutines (0: all cores).

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"sync"
 	"unsafe"
 
 	"github.com/corl-project/corl/gpu"
@@ -10,6 +11,7 @@ import (
 // weights during generation), with the matmul weights packed from it.
 type frozen struct {
 	lo, hi uintptr
+	mu     sync.Mutex // Split's parts pack and look up concurrently
 	packs  map[packKey]*packedMat
 }
 
@@ -54,6 +56,8 @@ func (be *Backend) frozenPack(w []float32, C, OC int) *packedMat {
 			continue
 		}
 		k := packKey{at, C, OC}
+		f.mu.Lock()
+		defer f.mu.Unlock()
 		pm := f.packs[k]
 		if pm == nil {
 			pm = be.packMat(true, C, OC, w, C)
