@@ -2,6 +2,7 @@ package generate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -98,39 +99,81 @@ func (g *Generator) Run(reqs []Request) ([]Output, error) {
 	}
 	last.slot = -1
 	slotGen := make([]int, slots)
-	// fill starts the next request in slot s (prefill + first token).
-	fill := func(s int) error {
-		for state[s] == nil && nextReq < len(reqs) {
-			i := nextReq
-			nextReq++
-			st := &slotState{req: i, s: newSampler(reqs[i].Params)}
-			var logits []float32
-			if last.slot >= 0 && slotGen[last.slot] == last.gen && slices.Equal(last.prompt, reqs[i].Prompt) {
-				if err := m.CopyPrefix(kc, last.slot, s, len(reqs[i].Prompt)); err != nil {
-					return err
+	// start gives the free slots the next requests and their first tokens.
+	// Each new prompt is prefilled (all of them in one PrefillMany, shared
+	// out among the threads); a request repeating the prompt before it
+	// copies that one's cache rows. A slot whose request ends at its first
+	// token takes the next one.
+	start := func(free []int) error {
+		type job struct {
+			slot, req int
+			from      int       // slot to copy the prompt's rows from, or -1: prefilled
+			logitsOf  int       // job whose logits it shares, or -1
+			logits    []float32 // the next token's logits after the prompt
+		}
+		for len(free) > 0 && nextReq < len(reqs) {
+			var jobs []job
+			var pSlots, pJobs []int
+			var pPrompts [][]int32
+			lastJob := -1 // the job last.slot holds, when it is in this batch
+			for _, s := range free {
+				if nextReq >= len(reqs) {
+					break
 				}
-				logits = last.logits
-			} else {
-				var err error
-				if logits, err = m.Prefill(kc, s, reqs[i].Prompt); err != nil {
-					return fmt.Errorf("request %d: %w", i, err)
+				i := nextReq
+				nextReq++
+				j := job{slot: s, req: i, from: -1, logitsOf: -1}
+				if last.slot >= 0 && slotGen[last.slot] == last.gen && slices.Equal(last.prompt, reqs[i].Prompt) {
+					j.from, j.logitsOf, j.logits = last.slot, lastJob, last.logits
+				} else {
+					pSlots, pJobs, pPrompts = append(pSlots, s), append(pJobs, len(jobs)), append(pPrompts, reqs[i].Prompt)
+				}
+				slotGen[s]++
+				lastJob = len(jobs)
+				last.prompt, last.slot, last.gen = reqs[i].Prompt, s, slotGen[s]
+				jobs = append(jobs, j)
+			}
+			got, err := m.PrefillMany(kc, pSlots, pPrompts)
+			if err != nil {
+				var pe *model.PromptError
+				if errors.As(err, &pe) {
+					return fmt.Errorf("request %d: %w", jobs[pJobs[pe.Index]].req, pe.Err)
+				}
+				return err
+			}
+			for k, ji := range pJobs {
+				jobs[ji].logits = got[k]
+			}
+			free = free[:0]
+			for k := range jobs {
+				j := &jobs[k]
+				if j.from >= 0 {
+					if err := m.CopyPrefix(kc, j.from, j.slot, len(reqs[j.req].Prompt)); err != nil {
+						return err
+					}
+					if j.logitsOf >= 0 {
+						j.logits = jobs[j.logitsOf].logits
+					}
+				}
+				st := &slotState{req: j.req, s: newSampler(reqs[j.req].Params)}
+				state[j.slot] = st
+				if g.accept(st, j.logits[:V], eos, reqs[j.req]) {
+					outs[j.req], state[j.slot] = st.out, nil
+					done++
+					g.report(done, len(reqs))
+					free = append(free, j.slot)
 				}
 			}
-			slotGen[s]++
-			last.prompt, last.slot, last.gen, last.logits = reqs[i].Prompt, s, slotGen[s], logits
-			state[s] = st
-			if g.accept(st, logits[:V], eos, reqs[i]) {
-				outs[i], state[s] = st.out, nil
-				done++
-				g.report(done, len(reqs))
-			}
+			last.logits = jobs[lastJob].logits
 		}
 		return nil
 	}
-	for s := range state {
-		if err := fill(s); err != nil {
-			return nil, err
-		}
+	all := make([]int, slots)
+	for s := range all {
+		all[s] = s
+	}
+	if err := start(all); err != nil {
+		return nil, err
 	}
 	tokens, active := make([]int32, slots), make([]bool, slots)
 	for done < len(reqs) {
@@ -148,6 +191,7 @@ func (g *Generator) Run(reqs []Request) ([]Output, error) {
 		if err != nil {
 			return nil, err
 		}
+		var free []int
 		for s, st := range state {
 			if st == nil {
 				continue
@@ -156,10 +200,11 @@ func (g *Generator) Run(reqs []Request) ([]Output, error) {
 				outs[st.req], state[s] = st.out, nil
 				done++
 				g.report(done, len(reqs))
-				if err := fill(s); err != nil {
-					return nil, err
-				}
+				free = append(free, s)
 			}
+		}
+		if err := start(free); err != nil {
+			return nil, err
 		}
 	}
 	return outs, nil

@@ -20,6 +20,8 @@ type Cache struct {
 	x, x2, ln, mean, rstd, q, kn, vn     gpu.Buffer
 	att, attOut, fc, act, tmp, lnf, logs gpu.Buffer
 
+	parts int // prefills that can run at once, each in its own scratch rows
+
 	release func() // ends the weights' freeze (gpu.WeightFreezer)
 }
 
@@ -47,8 +49,14 @@ func (m *Model) NewCache(slots, capacity int) (*Cache, error) {
 	if c.Family == Llama {
 		fcW = 2 * c.Hidden
 	}
-	n := max(slots, capacity)
-	kc := &Cache{Slots: slots, Cap: capacity, Len: make([]int32, slots), maxN: n,
+	// Scratch rows for a decoding step of every slot, or for one prefill
+	// per thread at once (each in its own rows).
+	parts := 1
+	if _, ok := be.(gpu.Splitter); ok {
+		parts = max(1, be.Threads())
+	}
+	n := max(slots, capacity*parts)
+	kc := &Cache{Slots: slots, Cap: capacity, Len: make([]int32, slots), maxN: n, parts: parts,
 		k: make([]gpu.Buffer, c.Layers), v: make([]gpu.Buffer, c.Layers)}
 	for l := range kc.k {
 		kc.k[l], kc.v[l] = be.Alloc(slots*capacity*KVD), be.Alloc(slots*capacity*KVD)
@@ -56,9 +64,9 @@ func (m *Model) NewCache(slots, capacity int) (*Cache, error) {
 	kc.x, kc.x2, kc.ln, kc.tmp, kc.lnf = be.Alloc(n*C), be.Alloc(n*C), be.Alloc(n*C), be.Alloc(n*C), be.Alloc(n*C)
 	kc.mean, kc.rstd = be.Alloc(n), be.Alloc(n)
 	kc.q, kc.attOut, kc.kn, kc.vn = be.Alloc(n*QD), be.Alloc(n*QD), be.Alloc(n*KVD), be.Alloc(n*KVD)
-	kc.att = be.Alloc(c.Heads * max(capacity*capacity, slots*capacity))
+	kc.att = be.Alloc(c.Heads * max(capacity*capacity*parts, slots*capacity))
 	kc.fc, kc.act = be.Alloc(n*fcW), be.Alloc(n*c.Hidden)
-	kc.logs = be.Alloc(slots * c.Vocab)
+	kc.logs = be.Alloc(max(slots, parts) * c.Vocab)
 	m.freeze(kc)
 	return kc, nil
 }
@@ -95,31 +103,96 @@ func (m *Model) freeBuffers(kc *Cache) {
 // Prefill replaces slot's contents with tokens and returns the logits (V) of
 // the next token after them.
 func (m *Model) Prefill(kc *Cache, slot int, tokens []int32) ([]float32, error) {
-	n := len(tokens)
-	if slot < 0 || slot >= kc.Slots {
-		return nil, fmt.Errorf("prefill: slot %d outside [0, %d)", slot, kc.Slots)
-	}
-	if n == 0 || n > kc.Cap {
-		return nil, fmt.Errorf("prefill: %d tokens; want 1..%d (the cache's capacity)", n, kc.Cap)
-	}
-	if err := m.checkTokens("prompt", tokens, n); err != nil {
+	out, err := m.PrefillMany(kc, []int{slot}, [][]int32{tokens})
+	if err != nil {
 		return nil, err
 	}
+	return out[0], nil
+}
+
+// PrefillMany is Prefill of prompts[i] into slots[i] for every i (distinct
+// slots). On a backend that splits (gpu.Splitter) the prompts are shared
+// out among the threads, each prefilling its own start to end in its own
+// scratch rows; the logits are bitwise those of one Prefill after another.
+func (m *Model) PrefillMany(kc *Cache, slots []int, prompts [][]int32) ([][]float32, error) {
+	if len(slots) != len(prompts) {
+		return nil, fmt.Errorf("prefill: %d slots for %d prompts", len(slots), len(prompts))
+	}
+	for i, slot := range slots {
+		n := len(prompts[i])
+		if slot < 0 || slot >= kc.Slots {
+			return nil, &PromptError{i, fmt.Errorf("prefill: slot %d outside [0, %d)", slot, kc.Slots)}
+		}
+		if n == 0 || n > kc.Cap {
+			return nil, &PromptError{i, fmt.Errorf("prefill: %d tokens; want 1..%d (the cache's capacity)", n, kc.Cap)}
+		}
+		if err := m.checkTokens("prompt", prompts[i], n); err != nil {
+			return nil, &PromptError{i, err}
+		}
+	}
+	out := make([][]float32, len(prompts))
+	parts := []gpu.Backend{m.be}
+	if sp, ok := m.be.(gpu.Splitter); ok && kc.parts > 1 && len(prompts) > 1 {
+		parts = sp.Split(min(kc.parts, len(prompts)))
+	}
+	run := func(p int, be gpu.Backend) {
+		for i := p * len(prompts) / len(parts); i < (p+1)*len(prompts)/len(parts); i++ {
+			out[i] = m.prefillOn(be, kc, p, slots[i], prompts[i])
+		}
+	}
+	if len(parts) == 1 {
+		run(0, m.be)
+	} else {
+		var wg sync.WaitGroup
+		for p, be := range parts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				run(p, be)
+			}()
+		}
+		wg.Wait()
+	}
+	for i, slot := range slots {
+		kc.Len[slot] = int32(len(prompts[i]))
+	}
+	if err := m.be.Sync(); err != nil {
+		return nil, fmt.Errorf("inference: %w", err)
+	}
+	return out, nil
+}
+
+// PromptError is PrefillMany's refusal of prompts[Index].
+type PromptError struct {
+	Index int
+	Err   error
+}
+
+func (e *PromptError) Error() string { return e.Err.Error() }
+func (e *PromptError) Unwrap() error { return e.Err }
+
+// prefillOn prefills slot with tokens on be, in scratch part p (its rows
+// from p*Cap, its attention probabilities and logits row), and returns the
+// next token's logits.
+func (m *Model) prefillOn(be gpu.Backend, kc *Cache, p, slot int, tokens []int32) []float32 {
+	n := len(tokens)
 	pos := make([]int32, n)
 	for i := range pos {
 		pos[i] = int32(i)
 	}
 	KVD := m.Cfg.KVHeads * m.Cfg.HeadSize()
-	off := slot * kc.Cap * KVD
+	off, first := slot*kc.Cap*KVD, p*kc.Cap
 	shape := gpu.AttnShape{B: 1, Tq: n, Tk: n, Tcap: kc.Cap, NH: m.Cfg.Heads, NKV: m.Cfg.KVHeads, HS: m.Cfg.HeadSize()}
-	m.inferLayers(m.be, kc, 0, tokens, pos, shape, func(l int) (gpu.Buffer, gpu.Buffer) {
-		m.be.Copy(kc.k[l].Slice(off, n*KVD), kc.kn.Slice(0, n*KVD))
-		m.be.Copy(kc.v[l].Slice(off, n*KVD), kc.vn.Slice(0, n*KVD))
+	m.inferLayers(be, kc, first, p*m.Cfg.Heads*kc.Cap*kc.Cap, tokens, pos, shape, func(l int) (gpu.Buffer, gpu.Buffer) {
+		be.Copy(kc.k[l].Slice(off, n*KVD), kc.kn.Slice(first*KVD, n*KVD))
+		be.Copy(kc.v[l].Slice(off, n*KVD), kc.vn.Slice(first*KVD, n*KVD))
 		return kc.k[l].Slice(off, kc.Cap*KVD), kc.v[l].Slice(off, kc.Cap*KVD)
 	})
-	kc.Len[slot] = int32(n)
-	m.inferHead(m.be, kc, n-1, 0, 1)
-	return m.downloadLogits(kc, 1)
+	V := m.Cfg.Vocab
+	m.inferHead(be, kc, first+n-1, p, 1)
+	logits := make([]float32, V)
+	be.Download(logits, kc.logs.Slice(p*V, V))
+	return logits
 }
 
 // CopyPrefix makes slot dst hold the first n positions of slot src (a prompt
@@ -167,7 +240,7 @@ func (m *Model) Decode(kc *Cache, tokens []int32, active []bool) ([]float32, err
 	decode := func(be gpu.Backend, s0, s1 int) {
 		shape := gpu.AttnShape{B: s1 - s0, Tq: 1, Tk: tk, Tcap: kc.Cap, NH: m.Cfg.Heads, NKV: m.Cfg.KVHeads, HS: m.Cfg.HeadSize(), KLen: klen[s0:s1]}
 		slab := kc.Cap * KVD // one slot's cache rows
-		m.inferLayers(be, kc, s0, tokens[s0:s1], pos[s0:s1], shape, func(l int) (gpu.Buffer, gpu.Buffer) {
+		m.inferLayers(be, kc, s0, s0*m.Cfg.Heads*tk, tokens[s0:s1], pos[s0:s1], shape, func(l int) (gpu.Buffer, gpu.Buffer) {
 			for s := s0; s < s1; s++ {
 				at := s*slab + int(pos[s])*KVD
 				be.Copy(kc.k[l].Slice(at, KVD), kc.kn.Slice(s*KVD, KVD))
@@ -223,10 +296,10 @@ const minPartSlots = 12
 
 // inferLayers runs the blocks over N = len(ids) tokens on be without saving
 // activations, in rows [first, first+N) of kc's scratch (a decoding part's
-// slots; 0 for a prefill). store writes layer l's new keys/values (those
-// rows of kc.kn, kc.vn) into the cache and returns the cache views
-// attention reads.
-func (m *Model) inferLayers(be gpu.Backend, kc *Cache, first int, ids, pos []int32, shape gpu.AttnShape, store func(l int) (k, v gpu.Buffer)) {
+// slots, a prefill part's rows) and its attention probabilities from
+// attOff. store writes layer l's new keys/values (those rows of kc.kn,
+// kc.vn) into the cache and returns the cache views attention reads.
+func (m *Model) inferLayers(be gpu.Backend, kc *Cache, first, attOff int, ids, pos []int32, shape gpu.AttnShape, store func(l int) (k, v gpu.Buffer)) {
 	c, lo := m.Cfg, m.lo
 	N := len(ids)
 	C, HS, H := c.Dim, c.HeadSize(), c.Hidden
@@ -249,9 +322,7 @@ func (m *Model) inferLayers(be gpu.Backend, kc *Cache, first int, ids, pos []int
 		}
 		k, v := store(l)
 		attOut := sl(kc.attOut, QD, N)
-		// A decoding part's rows are its slots: its probabilities sit at
-		// the same offset in units of one slot's (NH, 1, Tk).
-		att := kc.att.Slice(first*c.Heads*shape.Tq*shape.Tk, shape.B*c.Heads*shape.Tq*shape.Tk)
+		att := kc.att.Slice(attOff, shape.B*c.Heads*shape.Tq*shape.Tk)
 		be.AttentionForward(attOut, att, q, k, v, shape)
 		tmp := sl(kc.tmp, C, N)
 		be.MatMulForward(tmp, attOut, P(lp.wo), P(lp.bo), N, QD, C)

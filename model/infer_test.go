@@ -99,9 +99,11 @@ func TestCacheRejectsOverflow(t *testing.T) {
 }
 
 // TestSplitDecodingMatchesOneThread: on a backend that splits (three CPU
-// threads), a decoding step runs each third of the slots start to end on
-// its own thread; its logits must be bitwise those of one thread running
-// the whole batch, with slots at different lengths and some inactive.
+// threads), prompts are prefilled a third on each thread and a decoding
+// step runs each third of the slots start to end on its own thread; the
+// logits must be bitwise those of one thread prefilling one prompt after
+// another and decoding the whole batch, with slots at different lengths
+// and some inactive.
 func TestSplitDecodingMatchesOneThread(t *testing.T) {
 	cfgs := tinyConfigs()
 	cfgs["llama-paired-heads"] = Config{Family: Llama, Layers: 2, Dim: 64, Heads: 4, KVHeads: 2, Hidden: 48, Vocab: 13, MaxSeq: 8}
@@ -126,14 +128,27 @@ func TestSplitDecodingMatchesOneThread(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for s := 0; s < B; s++ {
-				prompt := make([]int32, 1+r.IntN(4))
-				for j := range prompt {
-					prompt[j] = int32(r.IntN(cfg.Vocab))
+			// Prompts prefilled one after another on one thread, and all
+			// at once on three (a third of them each).
+			slots, prompts := make([]int, B), make([][]int32, B)
+			for s := range prompts {
+				slots[s], prompts[s] = s, make([]int32, 1+r.IntN(cfg.MaxSeq-4))
+				for j := range prompts[s] {
+					prompts[s][j] = int32(r.IntN(cfg.Vocab))
 				}
-				for i, m := range []*Model{one, split} {
-					if _, err := m.Prefill(caches[i], s, prompt); err != nil {
-						t.Fatal(err)
+			}
+			many, err := split.PrefillMany(caches[1], slots, prompts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for s := range prompts {
+				want, err := one.Prefill(caches[0], s, prompts[s])
+				if err != nil {
+					t.Fatal(err)
+				}
+				for j := range want {
+					if math.Float32bits(many[s][j]) != math.Float32bits(want[j]) {
+						t.Fatalf("prefill of slot %d logit %d: split %v, one thread %v", s, j, many[s][j], want[j])
 					}
 				}
 			}
