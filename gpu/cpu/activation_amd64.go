@@ -108,7 +108,7 @@ func attnMixAVX512(out, p, v *float32, vstride, hs, n int)
 // this shape (the caller loops over dot).
 func attnScores(out, q, k []float32, stride int) bool {
 	hs, n := len(q), len(out)
-	if !useAVX512 || hs == 0 || hs%16 != 0 || n == 0 {
+	if !useAVX512 || hs == 0 || hs%4 != 0 || n == 0 {
 		return false
 	}
 	_ = k[(n-1)*stride+hs-1]
@@ -120,7 +120,7 @@ func attnScores(out, q, k []float32, stride int) bool {
 // axpy's bits; false when there is no fused kernel for this shape.
 func attnMix(out, p, v []float32, stride int) bool {
 	hs, n := len(out), len(p)
-	if !useAVX512 || hs == 0 || hs%16 != 0 || n == 0 {
+	if !useAVX512 || hs == 0 || hs%4 != 0 || n == 0 {
 		return false
 	}
 	_ = v[(n-1)*stride+hs-1]

@@ -238,7 +238,7 @@ func TestGemmBitsAcrossMachines(t *testing.T) {
 // attention (training and decoding) computes what it did before.
 func TestFusedAttentionKernelsMatchDotAndAxpy(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, hs := range []int{16, 64, 128} {
+	for _, hs := range []int{4, 8, 16, 24, 40, 64, 100, 128} {
 		const n, stride = 37, 200
 		q, k := randSlice(r, hs), randSlice(r, n*stride)
 		got := make([]float32, n)

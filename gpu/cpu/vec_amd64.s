@@ -88,8 +88,11 @@ axpy2loop:
 	RET
 
 // func attnScoresAVX512(q, k *float32, kstride, hs, n int, out *float32)
-// out[j] = dot(q[:hs], k[j*kstride:][:hs]) for j < n, each exactly as
-// dotAVX512 computes it; hs is a positive multiple of 16, n positive.
+// out[j] = dot(q[:hs], k[j*kstride:][:hs]) for j < n, each exactly as dot
+// computes it: dotAVX512 over the whole 16-float chunks, then the rest four
+// at a time as dot's four scalar accumulators (a multiply, then an add,
+// unfused), reduced (s0+s1)+(s2+s3) and added last. hs is a positive
+// multiple of 4, n positive.
 TEXT ·attnScoresAVX512(SB), NOSPLIT, $0-48
 	MOVQ q+0(FP), SI
 	MOVQ k+8(FP), DI
@@ -98,19 +101,41 @@ TEXT ·attnScoresAVX512(SB), NOSPLIT, $0-48
 	MOVQ hs+24(FP), R9
 	MOVQ n+32(FP), CX
 	MOVQ out+40(FP), DX
+	MOVQ R9, R13
+	ANDQ $15, R13 // tail floats, a multiple of 4
+	ANDQ $-16, R9 // whole chunks' floats
 scorej:
 	VXORPS Z0, Z0, Z0
 	MOVQ SI, R10
 	MOVQ DI, R11
 	MOVQ R9, R12
 scoreh:
+	TESTQ R12, R12
+	JZ    scoresum
 	VMOVUPS (R10), Z1
 	VFMADD231PS (R11), Z1, Z0
 	ADDQ $64, R10
 	ADDQ $64, R11
 	SUBQ $16, R12
-	JNZ  scoreh
+	JMP  scoreh
+scoresum:
 	SUM16
+	VXORPS X2, X2, X2
+	MOVQ R13, R12
+scoretail:
+	TESTQ R12, R12
+	JZ    scoredone
+	VMOVUPS (R10), X3
+	VMULPS (R11), X3, X3
+	VADDPS X3, X2, X2
+	ADDQ $16, R10
+	ADDQ $16, R11
+	SUBQ $4, R12
+	JMP  scoretail
+scoredone:
+	VHADDPS X2, X2, X2
+	VHADDPS X2, X2, X2
+	VADDSS X2, X0, X0
 	MOVSS X0, (DX)
 	ADDQ $4, DX
 	ADDQ R8, DI
@@ -120,9 +145,10 @@ scoreh:
 	RET
 
 // func attnMixAVX512(out, p, v *float32, vstride, hs, n int)
-// out[:hs] += p[j]*v[j*vstride:][:hs] for j = 0..n-1 in order, each term a
-// fused multiply-add as axpyAVX512 does it; hs a positive multiple of 16,
-// n positive. One 16-float chunk of out stays in a register across j.
+// out[:hs] += p[j]*v[j*vstride:][:hs] for j = 0..n-1 in order, as axpy does
+// it: a fused multiply-add on whole 16-float chunks, a multiply then an add
+// on the rest (four at a time); hs a positive multiple of 4, n positive.
+// One chunk of out stays in a register across j.
 TEXT ·attnMixAVX512(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), DI
 	MOVQ p+8(FP), SI
@@ -131,7 +157,12 @@ TEXT ·attnMixAVX512(SB), NOSPLIT, $0-48
 	SHLQ $2, R8
 	MOVQ hs+32(FP), R9
 	MOVQ n+40(FP), R13
+	MOVQ R9, R14
+	ANDQ $15, R14 // tail floats
+	ANDQ $-16, R9
 mixc:
+	TESTQ R9, R9
+	JZ    mixtail
 	VMOVUPS (DI), Z0
 	MOVQ SI, R10
 	MOVQ BX, R11
@@ -147,7 +178,28 @@ mixj:
 	ADDQ $64, DI
 	ADDQ $64, BX
 	SUBQ $16, R9
-	JNZ  mixc
+	JMP  mixc
+mixtail:
+	TESTQ R14, R14
+	JZ    mixdone
+	VMOVUPS (DI), X0
+	MOVQ SI, R10
+	MOVQ BX, R11
+	MOVQ R13, CX
+mixtj:
+	VBROADCASTSS (R10), X1
+	VMULPS (R11), X1, X3
+	VADDPS X3, X0, X0
+	ADDQ $4, R10
+	ADDQ R8, R11
+	DECQ CX
+	JNZ  mixtj
+	VMOVUPS X0, (DI)
+	ADDQ $16, DI
+	ADDQ $16, BX
+	SUBQ $4, R14
+	JMP  mixtail
+mixdone:
 	VZEROUPPER
 	RET
 
