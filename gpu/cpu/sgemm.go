@@ -97,14 +97,18 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 	if M == 0 || N == 0 {
 		return
 	}
-	if !accumulate {
-		for i := 0; i < M; i++ {
-			clear(c[i*ldc : i*ldc+N])
-		}
-	}
 	if K == 0 {
+		if !accumulate {
+			for i := 0; i < M; i++ {
+				clear(c[i*ldc : i*ldc+N])
+			}
+		}
 		return
 	}
+	// Without accumulate, each tile of c is cleared by the worker that owns
+	// it just before its first K block (in parallel, while it is in cache),
+	// not all of c up front on one thread.
+	zero := !accumulate
 	// Every size goes through the packed kernel (no small-matrix shortcut):
 	// an element's arithmetic must not depend on how many rows share the
 	// call, so a sequence decodes to the same bits alone or in any batch.
@@ -149,6 +153,11 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 						for ip := 0; ip*mr < mb; ip++ {
 							ap := pa[ip*mr*kb : (ip+1)*mr*kb]
 							i0, mh := ic+ip*mr, min(mr, mb-ip*mr)
+							if zero && pc == 0 {
+								for i := i0; i < i0+mh; i++ {
+									clear(c[i*ldc+j0 : i*ldc+j0+nw])
+								}
+							}
 							if mh == mr && nw == nr {
 								kern12x32(kb, ap, bp, c[i0*ldc+j0:], ldc)
 								continue

@@ -51,6 +51,16 @@ func TestGemmMatchesNaive(t *testing.T) {
 						t.Fatalf("%s: c[%d] = %v, want %v (diff %g > %g)", name, i, got[i], want[i], d, tol)
 					}
 				}
+				// Without accumulate, whatever c held is overwritten.
+				want = make([]float32, M*N)
+				gemmNaive(tr[0], tr[1], M, N, K, a, lda, b, ldb, want, N)
+				got = append([]float32(nil), c0...)
+				be.gemm(tr[0], tr[1], M, N, K, a, lda, b, ldb, got, N, false)
+				for i := range got {
+					if d := math.Abs(float64(got[i] - want[i])); d > tol {
+						t.Fatalf("%s, overwriting: c[%d] = %v, want %v (diff %g > %g)", name, i, got[i], want[i], d, tol)
+					}
+				}
 			}
 		}
 	}
