@@ -36,10 +36,7 @@ func (m *Model) activationsFor(B, T int) *activations {
 	if a := m.acts; a != nil && a.B == B && a.T == T {
 		return a
 	}
-	if m.acts != nil {
-		m.freeActivations()
-	}
-	c, be := m.Cfg, m.be
+	c := m.Cfg
 	N, C, L := B*T, c.Dim, c.Layers
 	QD, KVD, H := c.Heads*c.HeadSize(), c.KVHeads*c.HeadSize(), c.Hidden
 	fcW := H
@@ -50,38 +47,55 @@ func (m *Model) activationsFor(B, T int) *activations {
 	for i := range a.pos {
 		a.pos[i] = int32(i % T)
 	}
-	many := func(n, size int) []gpu.Buffer {
-		s := make([]gpu.Buffer, n)
-		for i := range s {
-			s[i] = be.Alloc(size)
-		}
-		return s
+	// Every buffer is a view of one arena, kept from call to call and
+	// regrown only when a batch needs more: an update's micro-batches
+	// differ in length, and allocating (and zeroing) their activations
+	// anew each time cost a tenth of an update. Every operation writes
+	// all of its outputs and Backward zeroes what it accumulates into, so
+	// a view's stale contents are never read.
+	sizes := []int{}
+	perLayer := []int{N * C, N * C, N * C, N * C, N, N, N, N, N * QD, N * KVD, N * KVD, B * c.Heads * T * T, N * QD, N * fcW, N * H}
+	for range L {
+		sizes = append(sizes, perLayer...)
 	}
-	a.res, a.res2 = many(L+1, N*C), many(L, N*C)
-	a.ln1, a.ln2 = many(L, N*C), many(L, N*C)
-	a.mean1, a.rstd1, a.mean2, a.rstd2 = many(L, N), many(L, N), many(L, N), many(L, N)
-	a.q, a.k, a.v = many(L, N*QD), many(L, N*KVD), many(L, N*KVD)
-	a.att, a.attOut = many(L, B*c.Heads*T*T), many(L, N*QD)
-	a.fc, a.act = many(L, N*fcW), many(L, N*H)
-	a.lnf, a.meanf, a.rstdf = be.Alloc(N*C), be.Alloc(N), be.Alloc(N)
-	a.logits, a.logp, a.stats = be.Alloc(N*c.Vocab), be.Alloc(N), be.Alloc(2*N)
-	a.dres, a.dln, a.dattOut, a.tmp = be.Alloc(N*C), be.Alloc(N*C), be.Alloc(N*QD), be.Alloc(N*C)
-	a.dq, a.dk, a.dv = be.Alloc(N*QD), be.Alloc(N*KVD), be.Alloc(N*KVD)
-	a.dfc, a.dact = be.Alloc(N*fcW), be.Alloc(N*H)
+	sizes = append(sizes, N*C) // the final residual stream
+	sizes = append(sizes, N*C, N, N, N*c.Vocab, N, 2*N, N*C, N*C, N*QD, N*C, N*QD, N*KVD, N*KVD, N*fcW, N*H)
+	total := 0
+	for _, n := range sizes {
+		total += n
+	}
+	if m.arena == nil || m.arena.Len() < total {
+		if m.arena != nil {
+			m.be.Free(m.arena)
+		}
+		m.arena = m.be.Alloc(total + total/4) // room for somewhat longer batches
+	}
+	off := 0
+	take := func() gpu.Buffer {
+		n := sizes[0]
+		sizes = sizes[1:]
+		b := m.arena.Slice(off, n)
+		off += n
+		return b
+	}
+	a.res = make([]gpu.Buffer, L+1)
+	a.res2, a.ln1, a.ln2 = make([]gpu.Buffer, L), make([]gpu.Buffer, L), make([]gpu.Buffer, L)
+	a.mean1, a.rstd1, a.mean2, a.rstd2 = make([]gpu.Buffer, L), make([]gpu.Buffer, L), make([]gpu.Buffer, L), make([]gpu.Buffer, L)
+	a.q, a.k, a.v = make([]gpu.Buffer, L), make([]gpu.Buffer, L), make([]gpu.Buffer, L)
+	a.att, a.attOut, a.fc, a.act = make([]gpu.Buffer, L), make([]gpu.Buffer, L), make([]gpu.Buffer, L), make([]gpu.Buffer, L)
+	for l := range L {
+		a.res[l], a.res2[l], a.ln1[l], a.ln2[l] = take(), take(), take(), take()
+		a.mean1[l], a.rstd1[l], a.mean2[l], a.rstd2[l] = take(), take(), take(), take()
+		a.q[l], a.k[l], a.v[l], a.att[l], a.attOut[l], a.fc[l], a.act[l] = take(), take(), take(), take(), take(), take(), take()
+	}
+	a.res[L] = take()
+	a.lnf, a.meanf, a.rstdf = take(), take(), take()
+	a.logits, a.logp, a.stats = take(), take(), take()
+	a.dres, a.dln, a.dattOut, a.tmp = take(), take(), take(), take()
+	a.dq, a.dk, a.dv = take(), take(), take()
+	a.dfc, a.dact = take(), take()
 	m.acts = a
 	return a
-}
-
-func (m *Model) freeActivations() {
-	a := m.acts
-	for _, group := range [][]gpu.Buffer{a.res, a.res2, a.ln1, a.ln2, a.mean1, a.rstd1, a.mean2, a.rstd2,
-		a.q, a.k, a.v, a.att, a.attOut, a.fc, a.act,
-		{a.lnf, a.meanf, a.rstdf, a.logits, a.logp, a.stats, a.dres, a.dln, a.dattOut, a.tmp, a.dq, a.dk, a.dv, a.dfc, a.dact}} {
-		for _, b := range group {
-			m.be.Free(b)
-		}
-	}
-	m.acts = nil
 }
 
 func (m *Model) checkTokens(name string, ids []int32, n int) error {

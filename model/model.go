@@ -16,7 +16,8 @@ type Model struct {
 	params, grads, m, v gpu.Buffer
 	step                int // optimizer steps taken
 
-	acts *activations // sized for the last (B, T)
+	acts  *activations // sized for the last (B, T)
+	arena gpu.Buffer   // the memory behind acts, kept across batches
 	// spare is the last KV cache freed, kept for the next of its shape.
 	spare *Cache
 	// invFreq are the rotary frequencies under rope_scaling (nil: none).
