@@ -52,18 +52,30 @@ func (m *Model) activationsFor(B, T int) *activations {
 	// differ in length, and allocating (and zeroing) their activations
 	// anew each time cost a tenth of an update. Every operation writes
 	// all of its outputs and Backward zeroes what it accumulates into, so
-	// a view's stale contents are never read.
-	sizes := []int{}
-	perLayer := []int{N * C, N * C, N * C, N * C, N, N, N, N, N * QD, N * KVD, N * KVD, B * c.Heads * T * T, N * QD, N * fcW, N * H}
-	for range L {
-		sizes = append(sizes, perLayer...)
+	// a view's stale contents are never read. carve lays the buffers out
+	// with take; run once to measure (take returns nil), then to cut.
+	carve := func(take func(n int) gpu.Buffer) {
+		many := func(n, size int) []gpu.Buffer {
+			s := make([]gpu.Buffer, n)
+			for i := range s {
+				s[i] = take(size)
+			}
+			return s
+		}
+		a.res, a.res2 = many(L+1, N*C), many(L, N*C)
+		a.ln1, a.ln2 = many(L, N*C), many(L, N*C)
+		a.mean1, a.rstd1, a.mean2, a.rstd2 = many(L, N), many(L, N), many(L, N), many(L, N)
+		a.q, a.k, a.v = many(L, N*QD), many(L, N*KVD), many(L, N*KVD)
+		a.att, a.attOut = many(L, B*c.Heads*T*T), many(L, N*QD)
+		a.fc, a.act = many(L, N*fcW), many(L, N*H)
+		a.lnf, a.meanf, a.rstdf = take(N*C), take(N), take(N)
+		a.logits, a.logp, a.stats = take(N*c.Vocab), take(N), take(2*N)
+		a.dres, a.dln, a.dattOut, a.tmp = take(N*C), take(N*C), take(N*QD), take(N*C)
+		a.dq, a.dk, a.dv = take(N*QD), take(N*KVD), take(N*KVD)
+		a.dfc, a.dact = take(N*fcW), take(N*H)
 	}
-	sizes = append(sizes, N*C) // the final residual stream
-	sizes = append(sizes, N*C, N, N, N*c.Vocab, N, 2*N, N*C, N*C, N*QD, N*C, N*QD, N*KVD, N*KVD, N*fcW, N*H)
 	total := 0
-	for _, n := range sizes {
-		total += n
-	}
+	carve(func(n int) gpu.Buffer { total += n; return nil })
 	if m.arena == nil || m.arena.Len() < total {
 		if m.arena != nil {
 			m.be.Free(m.arena)
@@ -71,29 +83,11 @@ func (m *Model) activationsFor(B, T int) *activations {
 		m.arena = m.be.Alloc(total + total/4) // room for somewhat longer batches
 	}
 	off := 0
-	take := func() gpu.Buffer {
-		n := sizes[0]
-		sizes = sizes[1:]
+	carve(func(n int) gpu.Buffer {
 		b := m.arena.Slice(off, n)
 		off += n
 		return b
-	}
-	a.res = make([]gpu.Buffer, L+1)
-	a.res2, a.ln1, a.ln2 = make([]gpu.Buffer, L), make([]gpu.Buffer, L), make([]gpu.Buffer, L)
-	a.mean1, a.rstd1, a.mean2, a.rstd2 = make([]gpu.Buffer, L), make([]gpu.Buffer, L), make([]gpu.Buffer, L), make([]gpu.Buffer, L)
-	a.q, a.k, a.v = make([]gpu.Buffer, L), make([]gpu.Buffer, L), make([]gpu.Buffer, L)
-	a.att, a.attOut, a.fc, a.act = make([]gpu.Buffer, L), make([]gpu.Buffer, L), make([]gpu.Buffer, L), make([]gpu.Buffer, L)
-	for l := range L {
-		a.res[l], a.res2[l], a.ln1[l], a.ln2[l] = take(), take(), take(), take()
-		a.mean1[l], a.rstd1[l], a.mean2[l], a.rstd2[l] = take(), take(), take(), take()
-		a.q[l], a.k[l], a.v[l], a.att[l], a.attOut[l], a.fc[l], a.act[l] = take(), take(), take(), take(), take(), take(), take()
-	}
-	a.res[L] = take()
-	a.lnf, a.meanf, a.rstdf = take(), take(), take()
-	a.logits, a.logp, a.stats = take(), take(), take()
-	a.dres, a.dln, a.dattOut, a.tmp = take(), take(), take(), take()
-	a.dq, a.dk, a.dv = take(), take(), take()
-	a.dfc, a.dact = take(), take()
+	})
 	m.acts = a
 	return a
 }

@@ -135,24 +135,11 @@ func (m *Model) PrefillMany(kc *Cache, slots []int, prompts [][]int32) ([][]floa
 	if sp, ok := m.be.(gpu.Splitter); ok && kc.parts > 1 && len(prompts) > 1 {
 		parts = sp.Split(min(kc.parts, len(prompts)))
 	}
-	run := func(p int, be gpu.Backend) {
+	onParts(parts, func(p int, be gpu.Backend) {
 		for i := p * len(prompts) / len(parts); i < (p+1)*len(prompts)/len(parts); i++ {
 			out[i] = m.prefillOn(be, kc, p, slots[i], prompts[i])
 		}
-	}
-	if len(parts) == 1 {
-		run(0, m.be)
-	} else {
-		var wg sync.WaitGroup
-		for p, be := range parts {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				run(p, be)
-			}()
-		}
-		wg.Wait()
-	}
+	})
 	for i, slot := range slots {
 		kc.Len[slot] = int32(len(prompts[i]))
 	}
@@ -250,22 +237,10 @@ func (m *Model) Decode(kc *Cache, tokens []int32, active []bool) ([]float32, err
 		})
 		m.inferHead(be, kc, s0, s0, s1-s0)
 	}
-	if parts := m.decodeParts(B); len(parts) > 1 {
-		// Each thread decodes its own slots through every layer: one
-		// synchronisation a step instead of one per operation.
-		var wg sync.WaitGroup
-		for i, be := range parts {
-			s0, s1 := i*B/len(parts), (i+1)*B/len(parts)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				decode(be, s0, s1)
-			}()
-		}
-		wg.Wait()
-	} else {
-		decode(m.be, 0, B)
-	}
+	// Each thread decodes its own slots through every layer: one
+	// synchronisation a step instead of one per operation.
+	parts := m.decodeParts(B)
+	onParts(parts, func(p int, be gpu.Backend) { decode(be, p*B/len(parts), (p+1)*B/len(parts)) })
 	for s := range active {
 		if active[s] {
 			kc.Len[s]++
@@ -274,20 +249,34 @@ func (m *Model) Decode(kc *Cache, tokens []int32, active []bool) ([]float32, err
 	return m.downloadLogits(kc, B)
 }
 
-// decodeParts are the one-thread backends a decoding step of B slots is
-// split over: one per thread when the backend splits (gpu.Splitter) and
-// every part gets at least minPartSlots slots, else none (the step runs
-// whole on the model's backend).
+// decodeParts are the backends a decoding step of B slots is split over:
+// one one-thread part per thread when the backend splits (gpu.Splitter)
+// and every part gets at least minPartSlots slots, else the model's
+// backend alone.
 func (m *Model) decodeParts(B int) []gpu.Backend {
 	sp, ok := m.be.(gpu.Splitter)
-	if !ok {
-		return nil
+	if n := min(m.be.Threads(), B/minPartSlots); ok && n >= 2 {
+		return sp.Split(n)
 	}
-	n := min(m.be.Threads(), B/minPartSlots)
-	if n < 2 {
-		return nil
+	return []gpu.Backend{m.be}
+}
+
+// onParts runs fn(p, parts[p]) for every part, concurrently when there
+// are several, and returns when all are done.
+func onParts(parts []gpu.Backend, fn func(p int, be gpu.Backend)) {
+	if len(parts) == 1 {
+		fn(0, parts[0])
+		return
 	}
-	return sp.Split(n)
+	var wg sync.WaitGroup
+	for p, be := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(p, be)
+		}()
+	}
+	wg.Wait()
 }
 
 // minPartSlots is the fewest slots a split decoding part takes: fewer rows
@@ -345,7 +334,7 @@ func (m *Model) inferLayers(be gpu.Backend, kc *Cache, first, attOff int, ids, p
 }
 
 // inferHead projects n rows of the final hidden state, from row src, to
-// logits in kc.logs from row dst (a prefill's last token to row 0; a
+// logits in kc.logs from row dst (prefill part p's last token to row p; a
 // decoding part's slots to their own rows).
 func (m *Model) inferHead(be gpu.Backend, kc *Cache, src, dst, n int) {
 	C, V := m.Cfg.Dim, m.Cfg.Vocab
