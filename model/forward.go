@@ -32,8 +32,9 @@ type activations struct {
 	temperature           float32 // the logits were divided by it before the log-softmax
 }
 
-func (m *Model) activationsFor(B, T int) *activations {
-	if a := m.acts; a != nil && a.B == B && a.T == T {
+func (p *Pass) activationsFor(B, T int) *activations {
+	m := p.m
+	if a := p.acts; a != nil && a.B == B && a.T == T {
 		return a
 	}
 	c := m.Cfg
@@ -76,19 +77,19 @@ func (m *Model) activationsFor(B, T int) *activations {
 	}
 	total := 0
 	carve(func(n int) gpu.Buffer { total += n; return nil })
-	if m.arena == nil || m.arena.Len() < total {
-		if m.arena != nil {
-			m.be.Free(m.arena)
+	if p.arena == nil || p.arena.Len() < total {
+		if p.arena != nil {
+			m.be.Free(p.arena)
 		}
-		m.arena = m.be.Alloc(total + total/4) // room for somewhat longer batches
+		p.arena = m.be.Alloc(total + total/4) // room for somewhat longer batches
 	}
 	off := 0
 	carve(func(n int) gpu.Buffer {
-		b := m.arena.Slice(off, n)
+		b := p.arena.Slice(off, n)
 		off += n
 		return b
 	})
-	m.acts = a
+	p.acts = a
 	return a
 }
 
@@ -104,12 +105,8 @@ func (m *Model) checkTokens(name string, ids []int32, n int) error {
 	return nil
 }
 
-// norm applies the family's normalisation.
-func (m *Model) norm(out, mean, rstd, inp gpu.Buffer, w, b int, N int) {
-	m.normOn(m.be, out, mean, rstd, inp, w, b, N)
-}
-
-// normOn is norm on be (a decoding part's backend).
+// normOn applies the family's normalisation on be (the model's backend or
+// one of its parts).
 func (m *Model) normOn(be gpu.Backend, out, mean, rstd, inp gpu.Buffer, w, b int, N int) {
 	if m.Cfg.Family == GPT2 {
 		be.LayerNormForward(out, mean, rstd, inp, m.view(m.params, w), m.view(m.params, b), N, m.Cfg.Dim, m.Cfg.NormEps)
@@ -118,11 +115,12 @@ func (m *Model) normOn(be gpu.Backend, out, mean, rstd, inp gpu.Buffer, w, b int
 	}
 }
 
-func (m *Model) normBackward(dinp, dout, inp, mean, rstd gpu.Buffer, w, b int, N int) {
+func (p *Pass) normBackward(dinp, dout, inp, mean, rstd gpu.Buffer, w, b int, N int) {
+	m := p.m
 	if m.Cfg.Family == GPT2 {
-		m.be.LayerNormBackward(dinp, m.view(m.grads, w), m.view(m.grads, b), dout, inp, m.view(m.params, w), mean, rstd, N, m.Cfg.Dim)
+		p.be.LayerNormBackward(dinp, m.view(p.grads, w), m.view(p.grads, b), dout, inp, m.view(m.params, w), mean, rstd, N, m.Cfg.Dim)
 	} else {
-		m.be.RMSNormBackward(dinp, m.view(m.grads, w), dout, inp, m.view(m.params, w), rstd, N, m.Cfg.Dim)
+		p.be.RMSNormBackward(dinp, m.view(p.grads, w), dout, inp, m.view(m.params, w), rstd, N, m.Cfg.Dim)
 	}
 }
 
@@ -139,7 +137,13 @@ func (m *Model) Forward(inputs, targets []int32, B, T int, withStats bool) (logp
 // and self-certainty are those of the distribution samples were drawn from,
 // and Backward differentiates through the division.
 func (m *Model) ForwardAt(inputs, targets []int32, B, T int, temperature float32, withStats bool) (logp []float32, stats []float32, err error) {
-	c, be := m.Cfg, m.be
+	return m.own.ForwardAt(inputs, targets, B, T, temperature, withStats)
+}
+
+// ForwardAt is Model.ForwardAt on p: its backend, its activations.
+func (p *Pass) ForwardAt(inputs, targets []int32, B, T int, temperature float32, withStats bool) (logp []float32, stats []float32, err error) {
+	m := p.m
+	c, be := m.Cfg, p.be
 	N := B * T
 	if B <= 0 || T <= 0 || T > c.MaxSeq {
 		return nil, nil, fmt.Errorf("forward: batch %d x %d outside 1..%d positions", B, T, c.MaxSeq)
@@ -153,7 +157,7 @@ func (m *Model) ForwardAt(inputs, targets []int32, B, T int, temperature float32
 	if err := m.checkTokens("targets", targets, N); err != nil {
 		return nil, nil, err
 	}
-	a := m.activationsFor(B, T)
+	a := p.activationsFor(B, T)
 	a.inputs, a.targets = inputs, targets
 	C, HS, H := c.Dim, c.HeadSize(), c.Hidden
 	QD, KVD := c.Heads*HS, c.KVHeads*HS
@@ -162,18 +166,18 @@ func (m *Model) ForwardAt(inputs, targets []int32, B, T int, temperature float32
 	shape := gpu.AttnShape{B: B, Tq: T, Tk: T, Tcap: T, NH: c.Heads, NKV: c.KVHeads, HS: HS}
 	for l, lp := range lo.layers {
 		P := func(i int) gpu.Buffer { return m.view(m.params, i) }
-		m.norm(a.ln1[l], a.mean1[l], a.rstd1[l], a.res[l], lp.norm1w, lp.norm1b, N)
+		m.normOn(be, a.ln1[l], a.mean1[l], a.rstd1[l], a.res[l], lp.norm1w, lp.norm1b, N)
 		be.MatMulForward(a.q[l], a.ln1[l], P(lp.wq), P(lp.bq), N, C, QD)
 		be.MatMulForward(a.k[l], a.ln1[l], P(lp.wk), P(lp.bk), N, C, KVD)
 		be.MatMulForward(a.v[l], a.ln1[l], P(lp.wv), P(lp.bv), N, C, KVD)
 		if c.Family == Llama {
-			m.rope(a.q[l], a.pos, N, c.Heads, true)
-			m.rope(a.k[l], a.pos, N, c.KVHeads, true)
+			m.ropeOn(be, a.q[l], a.pos, N, c.Heads, true)
+			m.ropeOn(be, a.k[l], a.pos, N, c.KVHeads, true)
 		}
 		be.AttentionForward(a.attOut[l], a.att[l], a.q[l], a.k[l], a.v[l], shape)
 		be.MatMulForward(a.tmp, a.attOut[l], P(lp.wo), P(lp.bo), N, QD, C)
 		be.Add(a.res2[l], a.res[l], a.tmp, N*C)
-		m.norm(a.ln2[l], a.mean2[l], a.rstd2[l], a.res2[l], lp.norm2w, lp.norm2b, N)
+		m.normOn(be, a.ln2[l], a.mean2[l], a.rstd2[l], a.res2[l], lp.norm2w, lp.norm2b, N)
 		if c.Family == GPT2 {
 			be.MatMulForward(a.fc[l], a.ln2[l], P(lp.wfc), P(lp.bfc), N, C, H)
 			be.GELUForward(a.act[l], a.fc[l], N*H)
@@ -184,7 +188,7 @@ func (m *Model) ForwardAt(inputs, targets []int32, B, T int, temperature float32
 		be.MatMulForward(a.tmp, a.act[l], P(lp.wproj), P(lp.bproj), N, H, C)
 		be.Add(a.res[l+1], a.res2[l], a.tmp, N*C)
 	}
-	m.norm(a.lnf, a.meanf, a.rstdf, a.res[c.Layers], lo.normfW, lo.normfB, N)
+	m.normOn(be, a.lnf, a.meanf, a.rstdf, a.res[c.Layers], lo.normfW, lo.normfB, N)
 	be.MatMulForward(a.logits, a.lnf, m.view(m.params, lo.lmHead), nil, N, C, c.Vocab)
 	a.temperature = temperature
 	if temperature != 1 {
@@ -210,19 +214,23 @@ func (m *Model) ForwardAt(inputs, targets []int32, B, T int, temperature float32
 // Backward accumulates into the gradients the effect of dlogp (B*T), the
 // derivative of the loss with respect to each target log-probability returned
 // by the last Forward. It consumes the logits of that pass.
-func (m *Model) Backward(dlogp []float32) error {
-	a := m.acts
+func (m *Model) Backward(dlogp []float32) error { return m.own.Backward(dlogp) }
+
+// Backward is Model.Backward on p: it differentiates p's last forward pass
+// and accumulates into p's gradients.
+func (p *Pass) Backward(dlogp []float32) error {
+	m, a := p.m, p.acts
 	if a == nil || a.inputs == nil {
 		return fmt.Errorf("backward: no forward pass to differentiate")
 	}
-	c, be, lo := m.Cfg, m.be, m.lo
+	c, be, lo := m.Cfg, p.be, m.lo
 	B, T := a.B, a.T
 	N, C, HS, H := B*T, c.Dim, c.HeadSize(), c.Hidden
 	QD, KVD := c.Heads*HS, c.KVHeads*HS
 	if len(dlogp) != N {
 		return fmt.Errorf("backward: got %d token weights, want %d", len(dlogp), N)
 	}
-	G := func(i int) gpu.Buffer { return m.view(m.grads, i) }
+	G := func(i int) gpu.Buffer { return m.view(p.grads, i) }
 	P := func(i int) gpu.Buffer { return m.view(m.params, i) }
 	dlogits := a.logits // the logits are dead after this: reuse their memory
 	be.TokenLogProbsBackward(dlogits, a.logits, a.targets, dlogp, N, c.Vocab)
@@ -232,7 +240,7 @@ func (m *Model) Backward(dlogp []float32) error {
 	be.Zero(a.dln)
 	be.MatMulBackward(a.dln, G(lo.lmHead), nil, dlogits, a.lnf, P(lo.lmHead), N, C, c.Vocab)
 	be.Zero(a.dres)
-	m.normBackward(a.dres, a.dln, a.res[c.Layers], a.meanf, a.rstdf, lo.normfW, lo.normfB, N)
+	p.normBackward(a.dres, a.dln, a.res[c.Layers], a.meanf, a.rstdf, lo.normfW, lo.normfB, N)
 	shape := gpu.AttnShape{B: B, Tq: T, Tk: T, Tcap: T, NH: c.Heads, NKV: c.KVHeads, HS: HS}
 	for l := c.Layers - 1; l >= 0; l-- {
 		lp := lo.layers[l]
@@ -249,7 +257,7 @@ func (m *Model) Backward(dlogp []float32) error {
 			be.Zero(a.dln)
 			be.MatMulBackward(a.dln, G(lp.wfc), nil, a.dfc, a.ln2[l], P(lp.wfc), N, C, 2*H)
 		}
-		m.normBackward(a.dres, a.dln, a.res2[l], a.mean2[l], a.rstd2[l], lp.norm2w, lp.norm2b, N)
+		p.normBackward(a.dres, a.dln, a.res2[l], a.mean2[l], a.rstd2[l], lp.norm2w, lp.norm2b, N)
 		// Attention: res2 = res + o(attn(q, k, v)).
 		be.Zero(a.dattOut)
 		be.MatMulBackward(a.dattOut, G(lp.wo), G(lp.bo), a.dres, a.attOut[l], P(lp.wo), N, QD, C)
@@ -258,16 +266,16 @@ func (m *Model) Backward(dlogp []float32) error {
 		be.Zero(a.dv)
 		be.AttentionBackward(a.dq, a.dk, a.dv, a.dattOut, a.att[l], a.q[l], a.k[l], a.v[l], shape)
 		if c.Family == Llama {
-			m.rope(a.dq, a.pos, N, c.Heads, false)
-			m.rope(a.dk, a.pos, N, c.KVHeads, false)
+			m.ropeOn(be, a.dq, a.pos, N, c.Heads, false)
+			m.ropeOn(be, a.dk, a.pos, N, c.KVHeads, false)
 		}
 		be.Zero(a.dln)
 		be.MatMulBackward(a.dln, G(lp.wq), G(lp.bq), a.dq, a.ln1[l], P(lp.wq), N, C, QD)
 		be.MatMulBackward(a.dln, G(lp.wk), G(lp.bk), a.dk, a.ln1[l], P(lp.wk), N, C, KVD)
 		be.MatMulBackward(a.dln, G(lp.wv), G(lp.bv), a.dv, a.ln1[l], P(lp.wv), N, C, KVD)
-		m.normBackward(a.dres, a.dln, a.res[l], a.mean1[l], a.rstd1[l], lp.norm1w, lp.norm1b, N)
+		p.normBackward(a.dres, a.dln, a.res[l], a.mean1[l], a.rstd1[l], lp.norm1w, lp.norm1b, N)
 	}
-	be.EmbeddingBackward(G(lo.wte), m.view(m.grads, lo.wpe), a.dres, a.inputs, a.pos, N, C)
+	be.EmbeddingBackward(G(lo.wte), G(lo.wpe), a.dres, a.inputs, a.pos, N, C)
 	a.inputs = nil // the logits were consumed
 	if err := be.Sync(); err != nil {
 		return fmt.Errorf("backward: %w", err)

@@ -359,7 +359,7 @@ func (m *Model) ForwardLogits(inputs []int32, B, T int) ([]float32, error) {
 		return nil, err
 	}
 	logits := make([]float32, B*T*m.Cfg.Vocab)
-	m.be.Download(logits, m.acts.logits)
-	m.acts.inputs = nil // nothing to differentiate: the caller asked for logits only
+	m.be.Download(logits, m.own.acts.logits)
+	m.own.acts.inputs = nil // nothing to differentiate: the caller asked for logits only
 	return logits, m.be.Sync()
 }

@@ -16,8 +16,9 @@ type Model struct {
 	params, grads, m, v gpu.Buffer
 	step                int // optimizer steps taken
 
-	acts  *activations // sized for the last (B, T)
-	arena gpu.Buffer   // the memory behind acts, kept across batches
+	own     Pass    // ForwardAt and Backward: the model's backend, into grads
+	scratch Pass    // Accumulate's pass on the model's backend, into its own gradient
+	parts   []*Pass // Accumulate's passes on one-thread parts (gpu.Splitter)
 	// spare is the last KV cache freed, kept for the next of its shape.
 	spare *Cache
 	// invFreq are the rotary frequencies under rope_scaling (nil: none).
@@ -38,16 +39,13 @@ func New(be gpu.Backend, cfg Config, seed uint64) (*Model, error) {
 	m := &Model{Cfg: c, be: be, lo: lo, invFreq: inv,
 		params: be.Alloc(lo.total), grads: be.Alloc(lo.total), m: be.Alloc(lo.total), v: be.Alloc(lo.total)}
 	be.Upload(m.params, initParams(c, lo, seed))
+	m.own = Pass{m: m, be: be, grads: m.grads}
+	m.scratch = Pass{m: m, be: be}
 	return m, nil
 }
 
-// rope rotates x (N, H, HS) by position, forward or back, with the
-// model's frequencies.
-func (m *Model) rope(x gpu.Buffer, pos []int32, N, H int, forward bool) {
-	m.ropeOn(m.be, x, pos, N, H, forward)
-}
-
-// ropeOn is rope on be (a decoding part's backend).
+// ropeOn rotates x (N, H, HS) by position, forward or back, with the
+// model's frequencies, on be (the model's backend or one of its parts).
 func (m *Model) ropeOn(be gpu.Backend, x gpu.Buffer, pos []int32, N, H int, forward bool) {
 	HS, theta := m.Cfg.HeadSize(), m.Cfg.RopeTheta
 	switch s, scaled := be.(gpu.ScaledRoPE); {

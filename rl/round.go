@@ -191,12 +191,15 @@ func buildBatch(cs []*Completion, pad int32) seqBatch {
 func completionStats(m *model.Model, cs []*Completion, pad int32, micro int, temp float32, withStats bool) (logp [][]float64, selfCert, entropy []float64, err error) {
 	logp = make([][]float64, len(cs))
 	selfCert, entropy = make([]float64, len(cs)), make([]float64, len(cs))
-	for lo := 0; lo < len(cs); lo += micro {
+	// Micro-batches on the model's threads, several at once when it
+	// splits; each writes only its own completions' entries.
+	err = m.Forwards((len(cs)+micro-1)/micro, func(j int, p *model.Pass) error {
+		lo := j * micro
 		part := cs[lo:min(lo+micro, len(cs))]
 		sb := buildBatch(part, pad)
-		lp, st, err := m.ForwardAt(sb.b.Inputs, sb.b.Targets, sb.b.B, sb.b.T, temp, withStats)
+		lp, st, err := p.ForwardAt(sb.b.Inputs, sb.b.Targets, sb.b.B, sb.b.T, temp, withStats)
 		if err != nil {
-			return nil, nil, nil, err
+			return err
 		}
 		for i := range part {
 			row := make([]float64, 0, sb.end[i]-sb.start[i])
@@ -213,6 +216,10 @@ func completionStats(m *model.Model, cs []*Completion, pad int32, micro int, tem
 			}
 			logp[lo+i] = row
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	return logp, selfCert, entropy, nil
 }
@@ -381,12 +388,16 @@ func Update(m *Member, ro Rollout, adv [][]float64, c Config, step int) (UpdateS
 		var lr float64
 		for _, mb := range batches {
 			m.Model.ZeroGrad()
-			for lo := 0; lo < len(mb.cs); lo += micro {
-				hi := min(lo+micro, len(mb.cs))
+			// Micro-batches run on the model's threads, several at once
+			// when it splits; their gradients add up in order, so the
+			// sum does not depend on how they ran.
+			parts := make([]LossStats, (len(mb.cs)+micro-1)/micro)
+			err := m.Model.Accumulate(len(parts), func(j int, p *model.Pass) error {
+				lo, hi := j*micro, min((j+1)*micro, len(mb.cs))
 				sb := buildBatch(mb.cs[lo:hi], pad)
-				lp, _, err := m.Model.ForwardAt(sb.b.Inputs, sb.b.Targets, sb.b.B, sb.b.T, temp, false)
+				lp, _, err := p.ForwardAt(sb.b.Inputs, sb.b.Targets, sb.b.B, sb.b.T, temp, false)
 				if err != nil {
-					return st, err
+					return err
 				}
 				seqs := make([]Seq, hi-lo)
 				for i := range seqs {
@@ -404,20 +415,24 @@ func Update(m *Member, ro Rollout, adv [][]float64, c Config, step int) (UpdateS
 				}
 				part, grads, err := g.LossPart(seqs, mb.totalTokens, mb.totalSeqs)
 				if err != nil {
-					return st, fmt.Errorf("%s: %w", m.Name, err)
+					return fmt.Errorf("%s: %w", m.Name, err)
 				}
-				ls.Loss += part.Loss / float64(nb)
-				ls.KL += part.KL / float64(nb)
-				ls.ClipFrac += part.ClipFrac / float64(nb)
+				parts[j] = part
 				dlogp := make([]float32, sb.b.B*sb.b.T)
 				for i := range seqs {
 					for t := range grads[i] {
 						dlogp[i*sb.b.T+sb.start[i]+t] = float32(grads[i][t])
 					}
 				}
-				if err := m.Model.Backward(dlogp); err != nil {
-					return st, err
-				}
+				return p.Backward(dlogp)
+			})
+			if err != nil {
+				return st, err
+			}
+			for _, part := range parts {
+				ls.Loss += part.Loss / float64(nb)
+				ls.KL += part.KL / float64(nb)
+				ls.ClipFrac += part.ClipFrac / float64(nb)
 			}
 			lr = LRAt(c.LearningRate, step+st.Steps+1, c.WarmupSteps, c.TotalSteps, c.MinLRRatio)
 			o := c.Optim
