@@ -2,6 +2,8 @@
 
 package cpu
 
+import "math"
+
 //go:noescape
 func geluFwdAVX512(out, inp *float32, n int)
 
@@ -166,4 +168,34 @@ func attnMix2(out, p0, p1, v []float32, hs, stride int) {
 	n := len(p0)
 	_, _, _ = out[2*hs-1], p1[n-1], v[(n-1)*stride+hs-1]
 	attnMix2AVX512(&out[0], &p0[0], &p1[0], &v[0], stride, hs, n)
+}
+
+//go:noescape
+func lseRowAVX512(row *float32, n int) (maxv float32, sum float64)
+
+//go:noescape
+func expScaleAVX512(dst, row *float32, n int, maxv, logsum, scale float32)
+
+// rowLSEVec is rowLSE at temperature 1 in one call: the maximum, then
+// exp(v - max) as the GELU kernels compute it, summed in float64 over 16
+// lanes; false without AVX-512.
+func rowLSEVec(row []float32) (maxv float32, lse float64, ok bool) {
+	if !useAVX512 || len(row) == 0 {
+		return 0, 0, false
+	}
+	maxv, sum := lseRowAVX512(&row[0], len(row))
+	return maxv, float64(maxv) + math.Log(sum), true
+}
+
+// expScaleVec sets dst = scale * exp((row - maxv) - logsum) (exp as the
+// GELU kernels compute it): scale times the softmax of a row whose maximum
+// and log-sum-exp are maxv and maxv+logsum, the shift kept in two parts so
+// that float32 loses nothing of a large maximum; false without AVX-512.
+func expScaleVec(dst, row []float32, maxv, logsum, scale float32) bool {
+	if !useAVX512 || len(row) == 0 {
+		return false
+	}
+	_ = dst[len(row)-1]
+	expScaleAVX512(&dst[0], &row[0], len(row), maxv, logsum, scale)
+	return true
 }

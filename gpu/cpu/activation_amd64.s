@@ -245,3 +245,121 @@ snormtail:
 sdone:
 	VZEROUPPER
 	RET
+
+// MASKTAIL: from n in BX, K1 masks the last n%16 lanes' tail, CX = n%16,
+// DX = n rounded down to whole vectors (AX clobbered).
+#define MASKTAIL \
+	MOVQ BX, CX; ANDQ $15, CX; MOVL $1, AX; SHLL CX, AX; DECL AX; KMOVW AX, K1; \
+	MOVQ BX, DX; ANDQ $-16, DX
+
+// ADDEXP64: Z10, Z11 += Z2's low and high eight lanes as float64 (Z3 scratch).
+#define ADDEXP64 \
+	VCVTPS2PD Y2, Z3; VADDPD Z3, Z10, Z10; \
+	VEXTRACTF32X8 $1, Z2, Y3; VCVTPS2PD Y3, Z3; VADDPD Z3, Z11, Z11
+
+// func lseRowAVX512(row *float32, n int) (maxv float32, sum float64)
+// maxv = max(row); sum = the sum of exp(row[j] - maxv), each exp as EXP
+// computes it, accumulated in float64 over 16 lanes.
+TEXT ·lseRowAVX512(SB), NOSPLIT, $0-32
+	MOVQ row+0(FP), DI
+	MOVQ n+8(FP), BX
+	CONSTS
+	MASKTAIL
+	MOVL $0xff800000, AX
+	VPBROADCASTD AX, Z8 // running maximum: -inf
+	MOVQ DI, SI
+	MOVQ DX, R8
+lmaxloop:
+	TESTQ R8, R8
+	JZ    lmaxtail
+	VMAXPS (SI), Z8, Z8
+	ADDQ $64, SI
+	SUBQ $16, R8
+	JMP  lmaxloop
+lmaxtail:
+	TESTQ CX, CX
+	JZ    lmaxreduce
+	VMOVUPS.Z (SI), K1, Z0
+	VMAXPS Z0, Z8, K1, Z8
+lmaxreduce:
+	VEXTRACTF32X8 $1, Z8, Y0
+	VMAXPS Y0, Y8, Y8
+	VEXTRACTF128 $1, Y8, X0
+	VMAXPS X0, X8, X8
+	VPERMILPS $0x4e, X8, X0
+	VMAXPS X0, X8, X8
+	VPERMILPS $0xb1, X8, X0
+	VMAXPS X0, X8, X8
+	VMOVSS X8, maxv+16(FP)
+	VBROADCASTSS X8, Z8
+
+	VXORPD Z10, Z10, Z10
+	VXORPD Z11, Z11, Z11
+	MOVQ DI, SI
+	MOVQ DX, R8
+lexploop:
+	TESTQ R8, R8
+	JZ    lexptail
+	VMOVUPS (SI), Z1
+	VSUBPS Z8, Z1, Z1
+	EXP
+	ADDEXP64
+	ADDQ $64, SI
+	SUBQ $16, R8
+	JMP  lexploop
+lexptail:
+	TESTQ CX, CX
+	JZ    lsum
+	VMOVUPS.Z (SI), K1, Z1
+	VSUBPS Z8, Z1, Z1
+	EXP
+	VMOVAPS.Z Z2, K1, Z2
+	ADDEXP64
+lsum:
+	VADDPD Z11, Z10, Z10
+	VEXTRACTF64X4 $1, Z10, Y0
+	VADDPD Y0, Y10, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPD X1, X0, X0
+	VHADDPD X0, X0, X0
+	VMOVSD X0, sum+24(FP)
+	VZEROUPPER
+	RET
+
+// func expScaleAVX512(dst, row *float32, n int, maxv, logsum, scale float32)
+// dst[j] = scale * exp((row[j] - maxv) - logsum), exp as EXP computes it.
+TEXT ·expScaleAVX512(SB), NOSPLIT, $0-36
+	MOVQ dst+0(FP), DI
+	MOVQ row+8(FP), SI
+	MOVQ n+16(FP), BX
+	VBROADCASTSS maxv+24(FP), Z8
+	VBROADCASTSS logsum+28(FP), Z7
+	VBROADCASTSS scale+32(FP), Z9
+	CONSTS
+	MASKTAIL
+	MOVQ DX, R8
+esloop:
+	TESTQ R8, R8
+	JZ    estail
+	VMOVUPS (SI), Z1
+	VSUBPS Z8, Z1, Z1
+	VSUBPS Z7, Z1, Z1
+	EXP
+	VMULPS Z9, Z2, Z2
+	VMOVUPS Z2, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	SUBQ $16, R8
+	JMP  esloop
+estail:
+	TESTQ CX, CX
+	JZ    esdone
+	VMOVUPS.Z (SI), K1, Z1
+	VSUBPS Z8, Z1, Z1
+	VSUBPS Z7, Z1, Z1
+	EXP
+	VMULPS Z9, Z2, Z2
+	VMOVUPS Z2, K1, (DI)
+esdone:
+	VZEROUPPER
+	RET

@@ -310,6 +310,63 @@ func TestSoftmaxRowKernelMatchesGo(t *testing.T) {
 	}
 }
 
+// TestLogSumExpKernelsMatchFloat64: the log-probability kernels (a row's
+// maximum and log-sum-exp; scale*exp(row - shift) for the backward) agree
+// with float64 math.Exp within float32 rounding, at every tail length, on
+// spreads from logits near zero to a vocabulary of 151,936, and write
+// nothing past the row.
+func TestLogSumExpKernelsMatchFloat64(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	const guard = float32(12345)
+	lengths := []int{151936, 50257, 257}
+	for n := 1; n <= 53; n++ {
+		lengths = append(lengths, n)
+	}
+	for _, n := range lengths {
+		for _, spread := range []float32{1, 40, 300} {
+			row := randSlice(r, n)
+			for i := range row {
+				row[i] = row[i]*spread + 3
+			}
+			maxv, lse, ok := rowLSEVec(row)
+			if !ok {
+				t.Skip("no log-sum-exp kernel on this CPU")
+			}
+			wantMax := float32(math.Inf(-1))
+			for _, v := range row {
+				wantMax = max(wantMax, v)
+			}
+			var s float64
+			for _, v := range row {
+				s += math.Exp(float64(v - wantMax))
+			}
+			wantLSE := float64(wantMax) + math.Log(s)
+			if maxv != wantMax || math.Abs(lse-wantLSE) > 1e-6*max(1, math.Abs(wantLSE)) {
+				t.Fatalf("n %d spread %v: max %v lse %v, want %v %v", n, spread, maxv, lse, wantMax, wantLSE)
+			}
+			dst := make([]float32, n+2)
+			dst[n], dst[n+1] = guard, guard
+			if !expScaleVec(dst[:n], row, maxv, float32(lse-float64(maxv)), -0.5) {
+				t.Fatal("expScaleVec refused where rowLSEVec ran")
+			}
+			var sum float64
+			for j, v := range row {
+				want := -0.5 * math.Exp(float64(v)-lse)
+				if d := math.Abs(float64(dst[j]) - want); d > 1e-30+4e-6*math.Abs(want) {
+					t.Fatalf("n %d spread %v element %d: kernel %v, float64 %v", n, spread, j, dst[j], want)
+				}
+				sum += float64(dst[j])
+			}
+			if math.Abs(sum+0.5) > 1e-5 {
+				t.Fatalf("n %d spread %v: scaled probabilities sum to %v, want -0.5", n, spread, sum)
+			}
+			if dst[n] != guard || dst[n+1] != guard {
+				t.Fatalf("n %d: wrote past the row: %v %v", n, dst[n], dst[n+1])
+			}
+		}
+	}
+}
+
 // TestPairedDecodeAttentionMatchesOneHeadAtATime: decoding attention with
 // two or four query heads per key/value head runs heads in pairs over the
 // shared cache rows; every output and probability has the bits of

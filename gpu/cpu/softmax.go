@@ -6,8 +6,14 @@ import (
 	"github.com/corl-project/corl/gpu"
 )
 
-// rowLSE returns the row's maximum and log-sum-exp (float64 accumulation).
+// rowLSE returns the row's maximum and log-sum-exp (float64 accumulation):
+// at temperature 1 the AVX-512 kernel where there is one.
 func rowLSE(row []float32, invTemp float32) (maxv float32, lse float64) {
+	if invTemp == 1 {
+		if maxv, lse, ok := rowLSEVec(row); ok {
+			return maxv, lse
+		}
+	}
 	maxv = float32(math.Inf(-1))
 	for _, v := range row {
 		maxv = max(maxv, v*invTemp)
@@ -91,9 +97,11 @@ func (be *Backend) TokenLogProbsBackward(dlogits, logits gpu.Buffer, targets []i
 				continue
 			}
 			row := x[i*V : (i+1)*V]
-			_, lse := rowLSE(row, 1)
-			for j, v := range row {
-				dst[j] = -w * float32(math.Exp(float64(v)-lse))
+			maxv, lse := rowLSE(row, 1)
+			if !expScaleVec(dst, row, maxv, float32(lse-float64(maxv)), -w) {
+				for j, v := range row {
+					dst[j] = -w * float32(math.Exp(float64(v)-lse))
+				}
 			}
 			dst[targets[i]] += w
 		}
