@@ -233,3 +233,48 @@ func TestStepsPerGenerationSplitsByPrompt(t *testing.T) {
 		}
 	}
 }
+
+// TestMicroBatchesCutByCountAndTokens: passes are consecutive, cover every
+// completion once, hold at most micro completions and, past the first, at
+// most passTokens padded positions.
+func TestMicroBatchesCutByCountAndTokens(t *testing.T) {
+	mk := func(prompt, completion int) *Completion {
+		return &Completion{Prompt: make([]int32, prompt), Tokens: make([]int32, completion)}
+	}
+	long := passTokens + 50
+	cs := []*Completion{mk(10, 91), mk(10, 41), mk(1, long), mk(10, 11), mk(10, 11), mk(10, 11), mk(10, 11), mk(10, 11)}
+	for i := 0; i < 40; i++ {
+		cs = append(cs, mk(5, 20+i%7))
+	}
+	for _, micro := range []int{1, 3, 32, 1000} {
+		got := microBatches(cs, micro)
+		next := 0
+		for _, p := range got {
+			lo, hi := p[0], p[1]
+			if lo != next || hi <= lo {
+				t.Fatalf("micro %d: pass %v after %d", micro, p, next)
+			}
+			next = hi
+			if hi-lo > micro {
+				t.Fatalf("micro %d: pass %v holds %d completions", micro, p, hi-lo)
+			}
+			T := 0
+			for _, c := range cs[lo:hi] {
+				T = max(T, len(c.Prompt)+len(c.Tokens)-1)
+			}
+			if hi-lo > 1 && (hi-lo)*T > passTokens {
+				t.Fatalf("micro %d: pass %v holds %d x %d positions", micro, p, hi-lo, T)
+			}
+			// Greedy: the next completion would not have fitted.
+			if hi < len(cs) && hi-lo < micro {
+				T2 := max(T, len(cs[hi].Prompt)+len(cs[hi].Tokens)-1)
+				if (hi-lo+1)*T2 <= passTokens {
+					t.Fatalf("micro %d: pass %v stopped before completion %d, which fits", micro, p, hi)
+				}
+			}
+		}
+		if next != len(cs) {
+			t.Fatalf("micro %d: passes end at %d of %d", micro, next, len(cs))
+		}
+	}
+}
