@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/tokenizer"
@@ -175,7 +176,7 @@ func (g *Generator) Run(reqs []Request) ([]Output, error) {
 	if err := start(all); err != nil {
 		return nil, err
 	}
-	tokens, active := make([]int32, slots), make([]bool, slots)
+	tokens, active, ended := make([]int32, slots), make([]bool, slots), make([]bool, slots)
 	for done < len(reqs) {
 		if g.Ctx != nil && g.Ctx.Err() != nil {
 			return nil, fmt.Errorf("generate: %w after %d of %d requests", g.Ctx.Err(), done, len(reqs))
@@ -191,12 +192,20 @@ func (g *Generator) Run(reqs []Request) ([]Output, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Every slot samples from its own stream and writes only its own
+		// state, so the slots are shared out among the threads; finished
+		// requests are then taken in slot order.
+		forSlots(slots, m.Backend().Threads(), func(s int) {
+			if st := state[s]; st != nil {
+				ended[s] = g.accept(st, logits[s*V:(s+1)*V], eos, reqs[st.req])
+			}
+		})
 		var free []int
 		for s, st := range state {
 			if st == nil {
 				continue
 			}
-			if g.accept(st, logits[s*V:(s+1)*V], eos, reqs[st.req]) {
+			if ended[s] {
 				outs[st.req], state[s] = st.out, nil
 				done++
 				g.report(done, len(reqs))
@@ -209,6 +218,32 @@ func (g *Generator) Run(reqs []Request) ([]Output, error) {
 	}
 	return outs, nil
 }
+
+// forSlots runs fn(s) for s in [0, n), on up to threads goroutines each
+// taking a contiguous range.
+func forSlots(n, threads int, fn func(s int)) {
+	parts := min(threads, n/minSlotsPerThread)
+	if parts < 2 {
+		for s := range n {
+			fn(s)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := p * n / parts; s < (p+1)*n/parts; s++ {
+				fn(s)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// minSlotsPerThread is the fewest slots worth a goroutine of their own.
+const minSlotsPerThread = 8
 
 func (g *Generator) report(done, total int) {
 	if g.Progress != nil {

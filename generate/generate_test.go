@@ -1,8 +1,10 @@
 package generate
 
 import (
+	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/corl-project/corl/gpu/cpu"
@@ -355,5 +357,35 @@ func TestWeightsChangedBetweenRunsAreSeen(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("after a weight change:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// TestManySlotsMatchOneSlot: with enough slots that sampling is shared out
+// among the threads, every output (tokens, log-probs, text, finish, kept
+// tokens) equals decoding the requests one at a time.
+func TestManySlotsMatchOneSlot(t *testing.T) {
+	tok := tokenizer.NewBytes()
+	m := tinyModel(t, model.Llama)
+	var reqs []Request
+	for i := range 40 {
+		ids, _ := tok.Encode(fmt.Sprintf("prompt %d: %s", i, strings.Repeat("ab", i%5)))
+		p := Params{MaxNewTokens: 3 + i%9, Temperature: []float32{1, 0.7, 0}[i%3], Seed: uint64(i)}
+		if i%4 == 1 {
+			p.Stop = []string{"a", "\n"}
+		}
+		reqs = append(reqs, Request{Prompt: ids, Params: p})
+	}
+	many, err := (&Generator{Model: m, Tok: tok, Slots: 32}).Run(reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := (&Generator{Model: m, Tok: tok, Slots: 1}).Run(reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range reqs {
+		if !reflect.DeepEqual(many[i], one[i]) {
+			t.Fatalf("request %d: 32 slots %+v, one slot %+v", i, many[i], one[i])
+		}
 	}
 }

@@ -26,7 +26,8 @@ type Tokenizer interface {
 	// Encode returns the token ids of text; special tokens written literally
 	// in text (e.g. "<|endoftext|>") become their ids.
 	Encode(text string) ([]int32, error)
-	// Decode returns the text of ids; special tokens are written out.
+	// Decode returns the text of ids; special tokens are written out. It
+	// must be safe for concurrent use (generation decodes slots in parallel).
 	Decode(ids []int32) string
 	// VocabSize is one more than the largest id.
 	VocabSize() int
