@@ -83,7 +83,12 @@ func (be *Backend) AttentionBackward(dq, dk, dv, dout, att, q, k, v gpu.Buffer, 
 	scale := float32(1 / math.Sqrt(float64(s.HS)))
 	be.parallelWorkers(s.B*s.NKV, func(w, lo, hi int) {
 		scr := be.workerScratch(w)
-		dp := make([]float32, s.Tq*s.Tk)
+		if len(scr.rows) < s.Tq*s.Tk {
+			scr.rows = make([]float32, s.Tq*s.Tk)
+		}
+		// Every row's first tk entries are written before they are read;
+		// the rest are never read.
+		dp := scr.rows[:s.Tq*s.Tk]
 		for bk := lo; bk < hi; bk++ {
 			b, kvh := bk/s.NKV, bk%s.NKV
 			kvo := b*s.Tcap*CKV + kvh*s.HS

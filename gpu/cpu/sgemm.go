@@ -21,6 +21,9 @@ var kernelName = "go"
 type gemmScratch struct {
 	a [][]float32
 	b []float32
+	// rows is attention backward's (Tq, Tk) score gradient, kept for the
+	// next call instead of allocated per call.
+	rows []float32
 }
 
 func newGemmScratch(threads int) *gemmScratch {
