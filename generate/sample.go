@@ -52,7 +52,9 @@ func (s *sampler) next(logits []float32) (int32, float32) {
 	maxv := math.Inf(-1)
 	for i, x := range logits {
 		lp[i] = float64(x) / temp
-		maxv = math.Max(maxv, lp[i])
+		if lp[i] > maxv { // math.Max's NaN and signed-zero cases cost a third of the loop
+			maxv = lp[i]
+		}
 	}
 	// prob holds exp(x - max) and, once summed, the probabilities: one exp
 	// per token.
@@ -63,29 +65,27 @@ func (s *sampler) next(logits []float32) (int32, float32) {
 		sum += prob[i]
 	}
 	lse := maxv + math.Log(sum)
-	for i := range lp {
-		lp[i] -= lse
-	}
 	if s.p.Temperature <= 0 {
 		best := 0
 		for i := range lp {
+			lp[i] -= lse
 			if lp[i] > lp[best] {
 				best = i
 			}
 		}
 		return int32(best), float32(lp[best])
 	}
+	// One pass: log-probabilities, probabilities and their total.
 	inv := 1 / sum
+	mass := 0.0
 	for i := range prob {
+		lp[i] -= lse
 		prob[i] *= inv
+		mass += prob[i]
 	}
 	truncate := (s.p.TopK > 0 && s.p.TopK < V) || (s.p.TopP > 0 && s.p.TopP < 1)
 	if !truncate {
 		// The whole distribution: inverse CDF in id order, no ordering needed.
-		mass := 0.0
-		for _, q := range prob {
-			mass += q
-		}
 		u := s.rng.Float64() * mass
 		acc := 0.0
 		for i, q := range prob {
@@ -109,7 +109,7 @@ func (s *sampler) next(logits []float32) (int32, float32) {
 		limit = s.p.TopK
 	}
 	top := s.top[:0]
-	mass := 0.0
+	mass = 0
 	for len(top) < limit {
 		id := h.pop()
 		top = append(top, id)
