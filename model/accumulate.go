@@ -90,19 +90,7 @@ func (m *Model) runPasses(n int, fn func(i int, p *Pass) error, sum bool) error 
 			mu.Unlock()
 		}
 	}
-	if len(passes) == 1 {
-		run(0, passes[0])
-	} else {
-		var wg sync.WaitGroup
-		for w, p := range passes {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				run(w, p)
-			}()
-		}
-		wg.Wait()
-	}
+	onParts(passes, run)
 	if err != nil {
 		return err
 	}

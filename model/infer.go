@@ -261,9 +261,10 @@ func (m *Model) decodeParts(B int) []gpu.Backend {
 	return []gpu.Backend{m.be}
 }
 
-// onParts runs fn(p, parts[p]) for every part, concurrently when there
-// are several, and returns when all are done.
-func onParts(parts []gpu.Backend, fn func(p int, be gpu.Backend)) {
+// onParts runs fn(p, parts[p]) for every part (a decoding or prefill
+// backend, an Accumulate pass), concurrently when there are several, and
+// returns when all are done.
+func onParts[P any](parts []P, fn func(p int, part P)) {
 	if len(parts) == 1 {
 		fn(0, parts[0])
 		return

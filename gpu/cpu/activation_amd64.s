@@ -36,6 +36,25 @@
 	EXP; \
 	VADDPS Z16, Z2, Z2; VDIVPS Z2, Z19, Z3
 
+// MASKTAIL: from n in BX: CX = n%16, the tail's length; K1 its lanes;
+// DX = n rounded down to whole vectors (AX clobbered).
+#define MASKTAIL \
+	MOVQ BX, CX; ANDQ $15, CX; MOVL $1, AX; SHLL CX, AX; DECL AX; KMOVW AX, K1; \
+	MOVQ BX, DX; ANDQ $-16, DX
+
+// ADDEXP64: Z10, Z11 += Z2's low and high eight lanes as float64 (Z3 scratch).
+#define ADDEXP64 \
+	VCVTPS2PD Y2, Z3; VADDPD Z3, Z10, Z10; \
+	VEXTRACTF32X8 $1, Z2, Y3; VCVTPS2PD Y3, Z3; VADDPD Z3, Z11, Z11
+
+// MAX16: every lane of X8 = the maximum of Z8's sixteen lanes (Z0 scratch;
+// Z8's upper lanes are left stale).
+#define MAX16 \
+	VEXTRACTF32X8 $1, Z8, Y0; VMAXPS Y0, Y8, Y8; \
+	VEXTRACTF128 $1, Y8, X0; VMAXPS X0, X8, X8; \
+	VPERMILPS $0x4e, X8, X0; VMAXPS X0, X8, X8; \
+	VPERMILPS $0xb1, X8, X0; VMAXPS X0, X8, X8
+
 // func geluFwdAVX512(out, inp *float32, n int)
 TEXT ·geluFwdAVX512(SB), NOSPLIT, $0-24
 	MOVQ out+0(FP), DI
@@ -158,14 +177,7 @@ TEXT ·softmaxRowAVX512(SB), NOSPLIT, $0-20
 	MOVQ n+8(FP), BX
 	VBROADCASTSS scale+16(FP), Z7
 	CONSTS
-	MOVQ BX, CX
-	ANDQ $15, CX // tail length
-	MOVL $1, AX
-	SHLL CX, AX
-	DECL AX
-	KMOVW AX, K1
-	MOVQ BX, DX
-	ANDQ $-16, DX // whole vectors
+	MASKTAIL
 	MOVL $0xff800000, AX
 	VPBROADCASTD AX, Z8 // running maximum: -inf
 
@@ -188,14 +200,7 @@ smaxtail:
 	VMOVUPS Z0, K1, (SI)
 	VMAXPS Z0, Z8, K1, Z8
 smaxreduce:
-	VEXTRACTF32X8 $1, Z8, Y0
-	VMAXPS Y0, Y8, Y8
-	VEXTRACTF128 $1, Y8, X0
-	VMAXPS X0, X8, X8
-	VPERMILPS $0x4e, X8, X0
-	VMAXPS X0, X8, X8
-	VPERMILPS $0xb1, X8, X0
-	VMAXPS X0, X8, X8
+	MAX16
 	VBROADCASTSS X8, Z8
 
 	VXORPS Z10, Z10, Z10
@@ -246,17 +251,6 @@ sdone:
 	VZEROUPPER
 	RET
 
-// MASKTAIL: from n in BX, K1 masks the last n%16 lanes' tail, CX = n%16,
-// DX = n rounded down to whole vectors (AX clobbered).
-#define MASKTAIL \
-	MOVQ BX, CX; ANDQ $15, CX; MOVL $1, AX; SHLL CX, AX; DECL AX; KMOVW AX, K1; \
-	MOVQ BX, DX; ANDQ $-16, DX
-
-// ADDEXP64: Z10, Z11 += Z2's low and high eight lanes as float64 (Z3 scratch).
-#define ADDEXP64 \
-	VCVTPS2PD Y2, Z3; VADDPD Z3, Z10, Z10; \
-	VEXTRACTF32X8 $1, Z2, Y3; VCVTPS2PD Y3, Z3; VADDPD Z3, Z11, Z11
-
 // func lseRowAVX512(row *float32, n int) (maxv float32, sum float64)
 // maxv = max(row); sum = the sum of exp(row[j] - maxv), each exp as EXP
 // computes it, accumulated in float64 over 16 lanes.
@@ -282,14 +276,7 @@ lmaxtail:
 	VMOVUPS.Z (SI), K1, Z0
 	VMAXPS Z0, Z8, K1, Z8
 lmaxreduce:
-	VEXTRACTF32X8 $1, Z8, Y0
-	VMAXPS Y0, Y8, Y8
-	VEXTRACTF128 $1, Y8, X0
-	VMAXPS X0, X8, X8
-	VPERMILPS $0x4e, X8, X0
-	VMAXPS X0, X8, X8
-	VPERMILPS $0xb1, X8, X0
-	VMAXPS X0, X8, X8
+	MAX16
 	VMOVSS X8, maxv+16(FP)
 	VBROADCASTSS X8, Z8
 
