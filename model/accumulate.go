@@ -27,8 +27,8 @@ type Pass struct {
 // splits (gpu.Splitter). A small model's update issues operations too
 // short for threads to share; whole micro-batches per thread keep them
 // busy. The weights are frozen (gpu.WeightFreezer) while the passes run:
-// fn must not step the optimizer. The first error stops the passes not yet
-// started and is returned.
+// fn must not step the optimizer. A failing pass stops the passes not yet
+// started; the error of the earliest failing pass is returned.
 func (m *Model) Accumulate(n int, fn func(i int, p *Pass) error) error {
 	return m.runPasses(n, fn, true)
 }
@@ -102,9 +102,6 @@ func (m *Model) runPasses(n int, fn func(i int, p *Pass) error, sum bool) error 
 // model (a pass holds a gradient and a micro-batch's activations), else
 // the model's backend alone. Their buffers are kept for the next call.
 func (m *Model) accumulateParts(n int) []*Pass {
-	if m.scratch.grads == nil {
-		m.scratch.grads = m.be.Alloc(m.lo.total)
-	}
 	sp, ok := m.be.(gpu.Splitter)
 	k := min(m.be.Threads(), n)
 	perPass := 4 * m.lo.total // the gradient, and its activations at least as large again
@@ -113,6 +110,9 @@ func (m *Model) accumulateParts(n int) []*Pass {
 	}
 	k = min(k, partsMemory/(4*perPass))
 	if !ok || k < 2 {
+		if m.scratch.grads == nil {
+			m.scratch.grads = m.be.Alloc(m.lo.total)
+		}
 		return []*Pass{&m.scratch}
 	}
 	bes := sp.Split(k)
