@@ -16,8 +16,8 @@ func attnScores(out, q, k []float32, stride int) bool { return false }
 func attnMix(out, p, v []float32, stride int) bool    { return false }
 func softmaxRowVec(row []float32, scale float32) bool { return false }
 
-func rowLSEVec(row []float32) (maxv float32, lse float64, ok bool) { return 0, 0, false }
-func expScaleVec(dst, row []float32, shift, scale float32) bool    { return false }
+func rowLSEVec(row []float32) (maxv float32, lse float64, ok bool)     { return 0, 0, false }
+func expScaleVec(dst, row []float32, maxv, logsum, scale float32) bool { return false }
 
 func attnPairs(hs int) bool { return false }
 func attnScores2(out0, out1, q, k []float32, hs, stride int) {
