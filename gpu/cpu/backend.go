@@ -64,6 +64,7 @@ type Backend struct {
 	rope          map[ropeKey]ropeTab
 	frozen        []*frozen  // FreezeWeights
 	parts         []*Backend // Split's one-thread views, kept for their scratch
+	owner         *Backend   // a Split part's backend, whose frozen weights it reads
 }
 
 // Split implements gpu.Splitter: n one-thread backends over the same
@@ -75,11 +76,10 @@ type Backend struct {
 func (be *Backend) Split(n int) []gpu.Backend {
 	for len(be.parts) < n {
 		be.parts = append(be.parts, &Backend{threads: 1, pool: newGemmScratch(1),
-			serialScratch: []*gemmScratch{newGemmScratch(1)}, rope: map[ropeKey]ropeTab{}})
+			serialScratch: []*gemmScratch{newGemmScratch(1)}, rope: map[ropeKey]ropeTab{}, owner: be})
 	}
 	out := make([]gpu.Backend, n)
 	for i, p := range be.parts[:n] {
-		p.frozen = be.frozen
 		out[i] = p
 	}
 	return out

@@ -46,12 +46,18 @@ func (be *Backend) FreezeWeights(w gpu.Buffer) (release func()) {
 
 // frozenPack returns the packed form of weight w (OC x C, used transposed)
 // when w lies in a frozen region, packing it on first use; nil otherwise.
+// A Split part looks in its backend's regions: it sees a freeze or a
+// release as soon as they happen, with no copy of the list to go stale.
 func (be *Backend) frozenPack(w []float32, C, OC int) *packedMat {
-	if len(be.frozen) == 0 || len(w) == 0 {
+	regions := be.frozen
+	if be.owner != nil {
+		regions = be.owner.frozen
+	}
+	if len(regions) == 0 || len(w) == 0 {
 		return nil
 	}
 	at := uintptr(unsafe.Pointer(&w[0]))
-	for _, f := range be.frozen {
+	for _, f := range regions {
 		if at < f.lo || at >= f.hi {
 			continue
 		}
