@@ -65,6 +65,9 @@ func (m *Model) runPasses(n int, fn func(i int, p *Pass) error, sum bool) error 
 				return
 			}
 			if sum {
+				if p.grads == nil { // forward-only passes need none
+					p.grads = m.be.Alloc(m.lo.total)
+				}
 				p.be.Zero(p.grads)
 			}
 			e := fn(i, p)
@@ -103,26 +106,35 @@ func (m *Model) runPasses(n int, fn func(i int, p *Pass) error, sum bool) error 
 // the model's backend alone. Their buffers are kept for the next call.
 func (m *Model) accumulateParts(n int) []*Pass {
 	sp, ok := m.be.(gpu.Splitter)
-	k := min(m.be.Threads(), n)
-	perPass := 4 * m.lo.total // the gradient, and its activations at least as large again
-	if m.own.arena != nil {
-		perPass = m.lo.total + m.own.arena.Len()
+	// A pass's activations: the largest arena a pass has needed so far,
+	// or until there is one, three times the parameters.
+	acts := 3 * m.lo.total
+	if known := m.arenaFloats(); known > 0 {
+		acts = known
 	}
-	k = min(k, partsMemory/(4*perPass))
+	k := min(m.be.Threads(), n, partsMemory/(4*(m.lo.total+acts)))
 	if !ok || k < 2 {
-		if m.scratch.grads == nil {
-			m.scratch.grads = m.be.Alloc(m.lo.total)
-		}
 		return []*Pass{&m.scratch}
 	}
 	bes := sp.Split(k)
 	for len(m.parts) < k {
-		m.parts = append(m.parts, &Pass{m: m, grads: m.be.Alloc(m.lo.total)})
+		m.parts = append(m.parts, &Pass{m: m})
 	}
 	for i, be := range bes {
 		m.parts[i].be = be
 	}
 	return m.parts[:k]
+}
+
+// arenaFloats is the largest activation arena of the model's passes.
+func (m *Model) arenaFloats() int {
+	n := 0
+	for _, p := range append([]*Pass{&m.own, &m.scratch}, m.parts...) {
+		if p.arena != nil {
+			n = max(n, p.arena.Len())
+		}
+	}
+	return n
 }
 
 // partsMemory bounds the bytes of Accumulate's one-thread passes.
