@@ -166,7 +166,7 @@ type seqBatch struct {
 func buildBatch(cs []*Completion, pad int32) seqBatch {
 	T := 0
 	for _, c := range cs {
-		T = max(T, len(c.Prompt)+len(c.Tokens)-1)
+		T = max(T, positions(c))
 	}
 	sb := seqBatch{b: model.Batch{B: len(cs), T: T, Inputs: make([]int32, len(cs)*T), Targets: make([]int32, len(cs)*T)},
 		start: make([]int, len(cs)), end: make([]int, len(cs))}
@@ -195,7 +195,7 @@ func microBatches(cs []*Completion, micro int) [][2]int {
 	for lo := 0; lo < len(cs); {
 		hi, T := lo, 0
 		for hi < len(cs) && hi-lo < max(micro, 1) {
-			t := max(T, len(cs[hi].Prompt)+len(cs[hi].Tokens)-1)
+			t := max(T, positions(cs[hi]))
 			if hi > lo && (hi-lo+1)*t > passTokens {
 				break
 			}
@@ -210,7 +210,11 @@ func microBatches(cs []*Completion, micro int) [][2]int {
 // passTokens bounds a pass's padded positions (sequences x longest):
 // 512 gave the fastest update of examples/local.yaml among 384-1024 and
 // no bound, on 2 threads.
-var passTokens = 512
+const passTokens = 512
+
+// positions is the completion's length in a batch: prompt and completion
+// less the last token, which is only a target.
+func positions(c *Completion) int { return len(c.Prompt) + len(c.Tokens) - 1 }
 
 // completionStats runs m over completions and returns, per completion, the
 // log-probability of each completion token and (with stats) the mean
