@@ -443,13 +443,18 @@ func collapseOf(r *Run, scored []string) *Collapse {
 		if i >= len(first) || i >= len(last) {
 			return nil
 		}
-		n := float64(len(scored))
-		c.EntropyFirst += first[i].AnswerEntropy / n
-		c.EntropyLast += last[i].AnswerEntropy / n
-		c.DistinctFirst += first[i].DistinctAnswers / n
-		c.DistinctLast += last[i].DistinctAnswers / n
+		c.addShare(Collapse{first[i].AnswerEntropy, last[i].AnswerEntropy, first[i].DistinctAnswers, last[i].DistinctAnswers},
+			float64(len(scored)))
 	}
 	return c
+}
+
+// addShare adds o/n to c, field by field: one of n terms of a mean.
+func (c *Collapse) addShare(o Collapse, n float64) {
+	c.EntropyFirst += o.EntropyFirst / n
+	c.EntropyLast += o.EntropyLast / n
+	c.DistinctFirst += o.DistinctFirst / n
+	c.DistinctLast += o.DistinctLast / n
 }
 
 // meanCollapse averages the seeds' collapse numbers; nil if any lacks them.
@@ -460,11 +465,7 @@ func meanCollapse[S any](ss []S, pick func(S) *Collapse) *Collapse {
 		if c == nil {
 			return nil
 		}
-		n := float64(len(ss))
-		out.EntropyFirst += c.EntropyFirst / n
-		out.EntropyLast += c.EntropyLast / n
-		out.DistinctFirst += c.DistinctFirst / n
-		out.DistinctLast += c.DistinctLast / n
+		out.addShare(*c, float64(len(ss)))
 	}
 	return out
 }
