@@ -145,29 +145,32 @@ func softmaxRowVec(row []float32, scale float32) bool {
 }
 
 //go:noescape
-func attnScores2AVX512(q, k *float32, kstride, hs, n int, out0, out1 *float32)
+func attnRowScoresAVX512(q, k *float32, kstride, hs, nkv, group, n int, p *float32, pstride int)
 
 //go:noescape
-func attnMix2AVX512(out, p0, p1, v *float32, vstride, hs, n int)
+func attnRowMixAVX512(out, p *float32, pstride int, v *float32, vstride, hs, nkv, group, n int)
 
-// attnPairs reports whether the paired-head kernels (attnScores2, attnMix2)
-// run for head size hs.
-func attnPairs(hs int) bool { return useAVX512 && hs > 0 && hs%16 == 0 }
+// attnRows reports whether the all-heads row kernels (attnRowScores,
+// attnRowMix) run for head size hs.
+func attnRows(hs int) bool { return useAVX512 && hs > 0 && hs%4 == 0 }
 
-// attnScores2 is attnScores for the two heads q[:hs], q[hs:2hs] sharing the
-// keys k (len(out0) == len(out1)); callers check attnPairs first.
-func attnScores2(out0, out1, q, k []float32, hs, stride int) {
-	n := len(out0)
-	_, _, _ = out1[n-1], q[2*hs-1], k[(n-1)*stride+hs-1]
-	attnScores2AVX512(&q[0], &k[0], stride, hs, n, &out0[0], &out1[0])
+// attnRowScores sets p[h*pstride+j] = dot(q[h*hs:][:hs], k[j*kstride+kvh*hs:][:hs])
+// for the nkv*group query heads h (kvh = h/group) and keys j < n, each with
+// dot's bits, reading each key row once for every head; callers check
+// attnRows first.
+func attnRowScores(p, q, k []float32, pstride, kstride, hs, nkv, group, n int) {
+	nh := nkv * group
+	_, _, _ = q[nh*hs-1], k[(n-1)*kstride+nkv*hs-1], p[(nh-1)*pstride+n-1]
+	attnRowScoresAVX512(&q[0], &k[0], kstride, hs, nkv, group, n, &p[0], pstride)
 }
 
-// attnMix2 is attnMix for two heads sharing the values v: out[:hs] gets p0's
-// mixture, out[hs:2hs] p1's; callers check attnPairs first.
-func attnMix2(out, p0, p1, v []float32, hs, stride int) {
-	n := len(p0)
-	_, _, _ = out[2*hs-1], p1[n-1], v[(n-1)*stride+hs-1]
-	attnMix2AVX512(&out[0], &p0[0], &p1[0], &v[0], stride, hs, n)
+// attnRowMix adds p[h*pstride+j]*v[j*vstride+kvh*hs:][:hs] to out[h*hs:][:hs]
+// for every query head h and j < n in order, with axpy's bits, reading each
+// value row once for every head; callers check attnRows first.
+func attnRowMix(out, p, v []float32, pstride, vstride, hs, nkv, group, n int) {
+	nh := nkv * group
+	_, _, _ = out[nh*hs-1], v[(n-1)*vstride+nkv*hs-1], p[(nh-1)*pstride+n-1]
+	attnRowMixAVX512(&out[0], &p[0], pstride, &v[0], vstride, hs, nkv, group, n)
 }
 
 //go:noescape

@@ -35,18 +35,14 @@ func (be *Backend) AttentionForward(out, att, q, k, v gpu.Buffer, s gpu.AttnShap
 	o, a, qd, kd, vd := Data(out), Data(att), Data(q), Data(k), Data(v)
 	C, CKV, group := s.NH*s.HS, s.NKV*s.HS, s.NH/s.NKV
 	scale := float32(1 / math.Sqrt(float64(s.HS)))
-	if s.Tq < decodeRows && group%2 == 0 && attnPairs(s.HS) {
-		// Decoding with an even number of query heads per key/value head:
-		// heads go in pairs, each pair in one pass over the cache rows it
-		// shares (half the key and value reads), with the bits of one head
-		// at a time.
-		be.parallelWorkers(s.B*s.NH/2, func(_, lo, hi int) {
-			for bp := lo; bp < hi; bp++ {
-				b, h := bp/(s.NH/2), 2*(bp%(s.NH/2))
-				qo, kvo := b*s.Tq*C+h*s.HS, b*s.Tcap*CKV+(h/group)*s.HS
-				p0 := a[(b*s.NH+h)*s.Tq*s.Tk:][:s.Tq*s.Tk]
-				p1 := a[(b*s.NH+h+1)*s.Tq*s.Tk:][:s.Tq*s.Tk]
-				attendRowsPair(o[qo:], p0, p1, qd[qo:], kd[kvo:], vd[kvo:], s, s.Keys(b), C, CKV, scale)
+	if s.Tq < decodeRows && attnRows(s.HS) && s.B >= be.threads {
+		// Decoding with a row per thread at least: a row's heads go
+		// together, each cache row read once front to back for all of
+		// them (not once per head at the row stride), with the bits of
+		// one head at a time.
+		be.parallelWorkers(s.B, func(_, lo, hi int) {
+			for b := lo; b < hi; b++ {
+				attendRowsAllHeads(o[b*s.Tq*C:], a[b*s.NH*s.Tq*s.Tk:][:s.NH*s.Tq*s.Tk], qd[b*s.Tq*C:], kd[b*s.Tcap*CKV:], vd[b*s.Tcap*CKV:], s, s.Keys(b), C, CKV, scale)
 			}
 		})
 		return
@@ -144,21 +140,22 @@ func attendRows(out, p, q, k, v []float32, s gpu.AttnShape, tk, C, CKV int, scal
 	}
 }
 
-// attendRowsPair is attendRows for the query heads at q[:HS] and q[HS:2HS]
-// (probabilities p0, p1; outputs likewise side by side), which read the same
-// keys and values; each head gets attendRows's bits.
-func attendRowsPair(out, p0, p1, q, k, v []float32, s gpu.AttnShape, tk, C, CKV int, scale float32) {
+// attendRowsAllHeads is attendRows for every head of one batch row at
+// once (p holds its NH heads' (Tq, Tk) probabilities back to back); each
+// head gets attendRows's bits.
+func attendRowsAllHeads(out, p, q, k, v []float32, s gpu.AttnShape, tk, C, CKV int, scale float32) {
+	group, ps := s.NH/s.NKV, s.Tq*s.Tk
 	for tq := 0; tq < s.Tq; tq++ {
-		pos := tk - s.Tq + tq
-		r0, r1 := p0[tq*s.Tk:(tq+1)*s.Tk], p1[tq*s.Tk:(tq+1)*s.Tk]
-		attnScores2(r0[:pos+1], r1[:pos+1], q[tq*C:], k, s.HS, CKV)
-		softmaxRow(r0[:pos+1], scale)
-		softmaxRow(r1[:pos+1], scale)
-		ov := out[tq*C:][:2*s.HS]
+		n := tk - s.Tq + tq + 1 // keys this query sees
+		attnRowScores(p[tq*s.Tk:], q[tq*C:], k, ps, CKV, s.HS, s.NKV, group, n)
+		for h := 0; h < s.NH; h++ {
+			row := p[h*ps+tq*s.Tk:][:s.Tk]
+			softmaxRow(row[:n], scale)
+			clear(row[n:])
+		}
+		ov := out[tq*C:][:C]
 		clear(ov)
-		attnMix2(ov, r0[:pos+1], r1[:pos+1], v, s.HS, CKV)
-		clear(r0[pos+1:])
-		clear(r1[pos+1:])
+		attnRowMix(ov, p[tq*s.Tk:], v, ps, CKV, s.HS, s.NKV, group, n)
 	}
 }
 

@@ -367,38 +367,45 @@ func TestLogSumExpKernelsMatchFloat64(t *testing.T) {
 	}
 }
 
-// TestPairedDecodeAttentionMatchesOneHeadAtATime: decoding attention with
-// two or four query heads per key/value head runs heads in pairs over the
-// shared cache rows; every output and probability has the bits of
-// attendRows run head by head, rows at different lengths included.
-func TestPairedDecodeAttentionMatchesOneHeadAtATime(t *testing.T) {
-	if !attnPairs(32) {
-		t.Skip("no paired attention kernel on this CPU")
+// TestAllHeadsDecodeAttentionMatchesOneHeadAtATime: decoding attention
+// (fewer than decodeRows query rows) runs a batch row's heads together over
+// each cache row; every output and probability has the bits of attendRows
+// run head by head, for head sizes with and without a 4-float tail, one to
+// four query heads per key/value head, one to three query rows, and rows at
+// different lengths.
+func TestAllHeadsDecodeAttentionMatchesOneHeadAtATime(t *testing.T) {
+	if !attnRows(16) {
+		t.Skip("no all-heads attention kernel on this CPU")
 	}
 	r := rand.New(rand.NewPCG(11, 12))
-	for _, heads := range [][2]int{{4, 2}, {8, 2}, {2, 1}} {
-		s := gpu.AttnShape{B: 3, Tq: 1, Tk: 21, Tcap: 24, NH: heads[0], NKV: heads[1], HS: 32, KLen: []int32{21, 5, 1}}
-		C, CKV := s.NH*s.HS, s.NKV*s.HS
-		q, k, v := randSlice(r, s.B*C), randSlice(r, s.B*s.Tcap*CKV), randSlice(r, s.B*s.Tcap*CKV)
-		be := New(2)
-		out, att := be.Alloc(s.B*C), be.Alloc(s.B*s.NH*s.Tk)
-		be.AttentionForward(out, att, &Buffer{q}, &Buffer{k}, &Buffer{v}, s)
-		wantOut, wantAtt := make([]float32, s.B*C), make([]float32, s.B*s.NH*s.Tk)
-		scale := float32(1 / math.Sqrt(float64(s.HS)))
-		for b := 0; b < s.B; b++ {
-			for h := 0; h < s.NH; h++ {
-				qo, kvo := b*C+h*s.HS, b*s.Tcap*CKV+(h/(s.NH/s.NKV))*s.HS
-				attendRows(wantOut[qo:], wantAtt[(b*s.NH+h)*s.Tk:][:s.Tk], q[qo:], k[kvo:], v[kvo:], s, s.Keys(b), C, CKV, scale)
-			}
-		}
-		for i, x := range Data(out) {
-			if math.Float32bits(x) != math.Float32bits(wantOut[i]) {
-				t.Fatalf("heads %v: output %d is %v, head by head %v", heads, i, x, wantOut[i])
-			}
-		}
-		for i, x := range Data(att) {
-			if math.Float32bits(x) != math.Float32bits(wantAtt[i]) {
-				t.Fatalf("heads %v: probability %d is %v, head by head %v", heads, i, x, wantAtt[i])
+	for _, hs := range []int{4, 12, 16, 24, 64} {
+		for _, heads := range [][2]int{{1, 1}, {4, 4}, {4, 2}, {8, 2}, {3, 1}} {
+			for tq := 1; tq < decodeRows; tq++ {
+				s := gpu.AttnShape{B: 3, Tq: tq, Tk: 21, Tcap: 24, NH: heads[0], NKV: heads[1], HS: hs, KLen: []int32{21, 5, int32(tq)}}
+				C, CKV := s.NH*s.HS, s.NKV*s.HS
+				q, k, v := randSlice(r, s.B*s.Tq*C), randSlice(r, s.B*s.Tcap*CKV), randSlice(r, s.B*s.Tcap*CKV)
+				be := New(2)
+				out, att := be.Alloc(s.B*s.Tq*C), be.Alloc(s.B*s.NH*s.Tq*s.Tk)
+				Data(att)[len(Data(att))-1] = 7 // a stale probability past the keys must be cleared
+				be.AttentionForward(out, att, &Buffer{q}, &Buffer{k}, &Buffer{v}, s)
+				wantOut, wantAtt := make([]float32, s.B*s.Tq*C), make([]float32, s.B*s.NH*s.Tq*s.Tk)
+				scale := float32(1 / math.Sqrt(float64(s.HS)))
+				for b := 0; b < s.B; b++ {
+					for h := 0; h < s.NH; h++ {
+						qo, kvo := b*s.Tq*C+h*s.HS, b*s.Tcap*CKV+(h/(s.NH/s.NKV))*s.HS
+						attendRows(wantOut[qo:], wantAtt[(b*s.NH+h)*s.Tq*s.Tk:][:s.Tq*s.Tk], q[qo:], k[kvo:], v[kvo:], s, s.Keys(b), C, CKV, scale)
+					}
+				}
+				for i, x := range Data(out) {
+					if math.Float32bits(x) != math.Float32bits(wantOut[i]) {
+						t.Fatalf("hs %d heads %v tq %d: output %d is %v, head by head %v", hs, heads, tq, i, x, wantOut[i])
+					}
+				}
+				for i, x := range Data(att) {
+					if math.Float32bits(x) != math.Float32bits(wantAtt[i]) {
+						t.Fatalf("hs %d heads %v tq %d: probability %d is %v, head by head %v", hs, heads, tq, i, x, wantAtt[i])
+					}
+				}
 			}
 		}
 	}

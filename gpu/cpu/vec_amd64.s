@@ -203,87 +203,149 @@ mixdone:
 	VZEROUPPER
 	RET
 
-// func attnScores2AVX512(q, k *float32, kstride, hs, n int, out0, out1 *float32)
-// attnScoresAVX512 for the two query heads q[:hs] and q[hs:2hs] that share
-// one key head (grouped-query attention): each key chunk is loaded once and
-// feeds both heads' accumulators (Z0, Z2), each summed in dotAVX512's order,
-// so out0 and out1 hold the bits of two separate calls.
-TEXT ·attnScores2AVX512(SB), NOSPLIT, $0-56
-	MOVQ q+0(FP), SI
+// func attnRowScoresAVX512(q, k *float32, kstride, hs, nkv, group, n int, p *float32, pstride int)
+// Every head's scores for one query row, key row by key row: for j < n, for
+// each key/value head kvh and each of its group query heads h,
+// p[h*pstride+j] = dot(q[h*hs:][:hs], k[j*kstride+kvh*hs:][:hs]), each
+// exactly as attnScoresAVX512 computes it. A key row is read once, front to
+// back, for all heads (the cache streams in order instead of once per head
+// at the row stride). hs is a positive multiple of 4; nkv, group, n positive.
+TEXT ·attnRowScoresAVX512(SB), NOSPLIT, $0-72
 	MOVQ k+8(FP), DI
 	MOVQ kstride+16(FP), R8
 	SHLQ $2, R8
 	MOVQ hs+24(FP), R9
-	MOVQ n+32(FP), CX
-	MOVQ out0+40(FP), DX
-	MOVQ out1+48(FP), BX
 	MOVQ R9, R13
-	SHLQ $2, R13 // bytes from head 0's query to head 1's
-score2j:
+	ANDQ $15, R13 // tail floats, a multiple of 4
+	ANDQ $-16, R9 // whole chunks' floats
+	MOVQ n+48(FP), CX
+	MOVQ p+56(FP), DX
+	MOVQ pstride+64(FP), BX
+	SHLQ $2, BX
+rsj:
+	MOVQ q+0(FP), R10 // head h's query; the heads lie back to back
+	MOVQ DI, R11      // key/value head kvh's keys in row j
+	MOVQ DX, R15      // p[h*pstride+j]
+	MOVQ nkv+32(FP), AX
+rskv:
+	MOVQ group+40(FP), R14
+rsg:
 	VXORPS Z0, Z0, Z0
-	VXORPS Z2, Z2, Z2
-	MOVQ SI, R10
-	MOVQ DI, R11
 	MOVQ R9, R12
-score2h:
-	VMOVUPS (R11), Z1
-	VFMADD231PS (R10), Z1, Z0
-	VFMADD231PS (R10)(R13*1), Z1, Z2
+rsh:
+	TESTQ R12, R12
+	JZ    rssum
+	VMOVUPS (R10), Z1
+	VFMADD231PS (R11), Z1, Z0
 	ADDQ $64, R10
 	ADDQ $64, R11
 	SUBQ $16, R12
-	JNZ  score2h
+	JMP  rsh
+rssum:
 	SUM16
-	MOVSS X0, (DX)
-	VMOVAPS Z2, Z0
-	SUM16
-	MOVSS X0, (BX)
-	ADDQ $4, DX
-	ADDQ $4, BX
+	VXORPS X2, X2, X2
+	MOVQ R13, R12
+rstail:
+	TESTQ R12, R12
+	JZ    rsdone
+	VMOVUPS (R10), X3
+	VMULPS (R11), X3, X3
+	VADDPS X3, X2, X2
+	ADDQ $16, R10
+	ADDQ $16, R11
+	SUBQ $4, R12
+	JMP  rstail
+rsdone:
+	VHADDPS X2, X2, X2
+	VHADDPS X2, X2, X2
+	VADDSS X2, X0, X0
+	MOVSS X0, (R15)
+	ADDQ BX, R15
+	DECQ R14
+	JZ   rsnextkv
+	// the group's next query head reads the same keys again (from L1)
+	MOVQ hs+24(FP), R12
+	SHLQ $2, R12
+	SUBQ R12, R11
+	JMP  rsg
+rsnextkv:
+	DECQ AX
+	JNZ  rskv
 	ADDQ R8, DI
+	ADDQ $4, DX
 	DECQ CX
-	JNZ  score2j
+	JNZ  rsj
 	VZEROUPPER
 	RET
 
-// func attnMix2AVX512(out, p0, p1, v *float32, vstride, hs, n int)
-// attnMixAVX512 for two heads sharing one value head: out[:hs] += p0[j]*v_j
-// and out[hs:2hs] += p1[j]*v_j for j in order, each value chunk loaded once;
-// the bits of two separate calls.
-TEXT ·attnMix2AVX512(SB), NOSPLIT, $0-56
-	MOVQ out+0(FP), DI
-	MOVQ p0+8(FP), SI
-	MOVQ p1+16(FP), DX
-	MOVQ v+24(FP), BX
+// func attnRowMixAVX512(out, p *float32, pstride int, v *float32, vstride, hs, nkv, group, n int)
+// Every head's mixture for one query row, value row by value row: for
+// j < n in order, for each key/value head kvh and each of its group query
+// heads h, out[h*hs:][:hs] += p[h*pstride+j] * v[j*vstride+kvh*hs:][:hs]:
+// a fused multiply-add on whole 16-float chunks, a multiply then an add on
+// the rest, so every element is summed over j as attnMixAVX512 sums it. A
+// value row is read once, front to back; the output row stays in L1. hs is
+// a positive multiple of 4; nkv, group, n positive.
+TEXT ·attnRowMixAVX512(SB), NOSPLIT, $0-72
+	MOVQ p+8(FP), DX
+	MOVQ pstride+16(FP), BX
+	SHLQ $2, BX
+	MOVQ v+24(FP), SI
 	MOVQ vstride+32(FP), R8
 	SHLQ $2, R8
 	MOVQ hs+40(FP), R9
-	MOVQ n+48(FP), R13
-	MOVQ R9, R14
-	SHLQ $2, R14 // bytes from head 0's output to head 1's
-mix2c:
-	VMOVUPS (DI), Z0
-	VMOVUPS (DI)(R14*1), Z2
-	MOVQ SI, R10
-	MOVQ DX, R12
-	MOVQ BX, R11
-	MOVQ R13, CX
-mix2j:
-	VMOVUPS (R11), Z1
-	VBROADCASTSS (R10), Z3
-	VFMADD231PS Z1, Z3, Z0
-	VBROADCASTSS (R12), Z4
-	VFMADD231PS Z1, Z4, Z2
-	ADDQ $4, R10
-	ADDQ $4, R12
-	ADDQ R8, R11
+	MOVQ R9, R13
+	ANDQ $15, R13 // tail floats
+	ANDQ $-16, R9
+	MOVQ n+64(FP), CX
+rmj:
+	MOVQ out+0(FP), R10 // head h's output; the heads lie back to back
+	MOVQ SI, R11        // key/value head kvh's values in row j
+	MOVQ DX, R15        // p[h*pstride+j]
+	MOVQ nkv+48(FP), AX
+rmkv:
+	MOVQ group+56(FP), R14
+rmg:
+	VBROADCASTSS (R15), Z1
+	MOVQ R9, R12
+rmc:
+	TESTQ R12, R12
+	JZ    rmtail
+	VMOVUPS (R10), Z0
+	VFMADD231PS (R11), Z1, Z0
+	VMOVUPS Z0, (R10)
+	ADDQ $64, R10
+	ADDQ $64, R11
+	SUBQ $16, R12
+	JMP  rmc
+rmtail:
+	MOVQ R13, R12
+rmt:
+	TESTQ R12, R12
+	JZ    rmdone
+	VMOVUPS (R10), X0
+	VMULPS (R11), X1, X3
+	VADDPS X3, X0, X0
+	VMOVUPS X0, (R10)
+	ADDQ $16, R10
+	ADDQ $16, R11
+	SUBQ $4, R12
+	JMP  rmt
+rmdone:
+	ADDQ BX, R15
+	DECQ R14
+	JZ   rmnextkv
+	// the group's next query head mixes the same values (from L1)
+	MOVQ hs+40(FP), R12
+	SHLQ $2, R12
+	SUBQ R12, R11
+	JMP  rmg
+rmnextkv:
+	DECQ AX
+	JNZ  rmkv
+	ADDQ R8, SI
+	ADDQ $4, DX
 	DECQ CX
-	JNZ  mix2j
-	VMOVUPS Z0, (DI)
-	VMOVUPS Z2, (DI)(R14*1)
-	ADDQ $64, DI
-	ADDQ $64, BX
-	SUBQ $16, R9
-	JNZ  mix2c
+	JNZ  rmj
 	VZEROUPPER
 	RET

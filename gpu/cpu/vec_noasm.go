@@ -19,8 +19,10 @@ func softmaxRowVec(row []float32, scale float32) bool { return false }
 func rowLSEVec(row []float32) (maxv float32, lse float64, ok bool)     { return 0, 0, false }
 func expScaleVec(dst, row []float32, maxv, logsum, scale float32) bool { return false }
 
-func attnPairs(hs int) bool { return false }
-func attnScores2(out0, out1, q, k []float32, hs, stride int) {
-	panic("cpu: no paired attention kernel")
+func attnRows(hs int) bool { return false }
+func attnRowScores(p, q, k []float32, pstride, kstride, hs, nkv, group, n int) {
+	panic("cpu: no all-heads attention kernel")
 }
-func attnMix2(out, p0, p1, v []float32, hs, stride int) { panic("cpu: no paired attention kernel") }
+func attnRowMix(out, p, v []float32, pstride, vstride, hs, nkv, group, n int) {
+	panic("cpu: no all-heads attention kernel")
+}
