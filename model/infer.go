@@ -63,7 +63,8 @@ func (m *Model) NewCache(slots, capacity int) (*Cache, error) {
 	}
 	kc.x, kc.x2, kc.ln, kc.tmp, kc.lnf = be.Alloc(n*C), be.Alloc(n*C), be.Alloc(n*C), be.Alloc(n*C), be.Alloc(n*C)
 	kc.mean, kc.rstd = be.Alloc(n), be.Alloc(n)
-	kc.q, kc.attOut, kc.kn, kc.vn = be.Alloc(n*QD), be.Alloc(n*QD), be.Alloc(n*KVD), be.Alloc(n*KVD)
+	kc.q, kc.attOut = be.Alloc(n*QD), be.Alloc(n*QD)
+	kc.kn, kc.vn = be.Alloc(slots*KVD), be.Alloc(slots*KVD) // decoding's new rows; a prefill projects into the cache
 	kc.att = be.Alloc(c.Heads * max(capacity*capacity*parts, slots*capacity))
 	kc.fc, kc.act = be.Alloc(n*fcW), be.Alloc(n*c.Hidden)
 	kc.logs = be.Alloc(max(slots, parts) * c.Vocab)
@@ -170,9 +171,11 @@ func (m *Model) prefillOn(be gpu.Backend, kc *Cache, p, slot int, tokens []int32
 	KVD := m.Cfg.KVHeads * m.Cfg.HeadSize()
 	off, first := slot*kc.Cap*KVD, p*kc.Cap
 	shape := gpu.AttnShape{B: 1, Tq: n, Tk: n, Tcap: kc.Cap, NH: m.Cfg.Heads, NKV: m.Cfg.KVHeads, HS: m.Cfg.HeadSize()}
+	// The prompt's keys and values lie together in the slot's cache rows:
+	// projected straight there, with nothing to copy.
 	m.inferLayers(be, kc, first, p*m.Cfg.Heads*kc.Cap*kc.Cap, tokens, pos, shape, func(l int) (gpu.Buffer, gpu.Buffer) {
-		be.Copy(kc.k[l].Slice(off, n*KVD), kc.kn.Slice(first*KVD, n*KVD))
-		be.Copy(kc.v[l].Slice(off, n*KVD), kc.vn.Slice(first*KVD, n*KVD))
+		return kc.k[l].Slice(off, n*KVD), kc.v[l].Slice(off, n*KVD)
+	}, func(l int) (gpu.Buffer, gpu.Buffer) {
 		return kc.k[l].Slice(off, kc.Cap*KVD), kc.v[l].Slice(off, kc.Cap*KVD)
 	})
 	V := m.Cfg.Vocab
@@ -227,7 +230,9 @@ func (m *Model) Decode(kc *Cache, tokens []int32, active []bool) ([]float32, err
 	decode := func(be gpu.Backend, s0, s1 int) {
 		shape := gpu.AttnShape{B: s1 - s0, Tq: 1, Tk: tk, Tcap: kc.Cap, NH: m.Cfg.Heads, NKV: m.Cfg.KVHeads, HS: m.Cfg.HeadSize(), KLen: klen[s0:s1]}
 		slab := kc.Cap * KVD // one slot's cache rows
-		m.inferLayers(be, kc, s0, s0*m.Cfg.Heads*tk, tokens[s0:s1], pos[s0:s1], shape, func(l int) (gpu.Buffer, gpu.Buffer) {
+		kn, vn := kc.kn.Slice(s0*KVD, (s1-s0)*KVD), kc.vn.Slice(s0*KVD, (s1-s0)*KVD)
+		scratch := func(int) (gpu.Buffer, gpu.Buffer) { return kn, vn }
+		m.inferLayers(be, kc, s0, s0*m.Cfg.Heads*tk, tokens[s0:s1], pos[s0:s1], shape, scratch, func(l int) (gpu.Buffer, gpu.Buffer) {
 			for s := s0; s < s1; s++ {
 				at := s*slab + int(pos[s])*KVD
 				be.Copy(kc.k[l].Slice(at, KVD), kc.kn.Slice(s*KVD, KVD))
@@ -287,9 +292,12 @@ const minPartSlots = 12
 // inferLayers runs the blocks over N = len(ids) tokens on be without saving
 // activations, in rows [first, first+N) of kc's scratch (a decoding part's
 // slots, a prefill part's rows) and its attention probabilities from
-// attOff. store writes layer l's new keys/values (those rows of kc.kn,
-// kc.vn) into the cache and returns the cache views attention reads.
-func (m *Model) inferLayers(be gpu.Backend, kc *Cache, first, attOff int, ids, pos []int32, shape gpu.AttnShape, store func(l int) (k, v gpu.Buffer)) {
+// attOff. Layer l's new keys/values are projected into the N rows newKV
+// gives (the cache itself when they lie together there, else scratch);
+// store then moves them into the cache if need be and returns the cache
+// views attention reads.
+func (m *Model) inferLayers(be gpu.Backend, kc *Cache, first, attOff int, ids, pos []int32, shape gpu.AttnShape,
+	newKV func(l int) (kn, vn gpu.Buffer), store func(l int) (k, v gpu.Buffer)) {
 	c, lo := m.Cfg, m.lo
 	N := len(ids)
 	C, HS, H := c.Dim, c.HeadSize(), c.Hidden
@@ -302,7 +310,8 @@ func (m *Model) inferLayers(be gpu.Backend, kc *Cache, first, attOff int, ids, p
 	for l, lp := range lo.layers {
 		ln := sl(kc.ln, C, N)
 		m.normOn(be, ln, sl(kc.mean, 1, N), sl(kc.rstd, 1, N), x, lp.norm1w, lp.norm1b, N)
-		q, kn, vn := sl(kc.q, QD, N), sl(kc.kn, KVD, N), sl(kc.vn, KVD, N)
+		q := sl(kc.q, QD, N)
+		kn, vn := newKV(l)
 		be.MatMulForward(q, ln, P(lp.wq), P(lp.bq), N, C, QD)
 		be.MatMulForward(kn, ln, P(lp.wk), P(lp.bk), N, C, KVD)
 		be.MatMulForward(vn, ln, P(lp.wv), P(lp.bv), N, C, KVD)
