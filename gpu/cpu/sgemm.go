@@ -108,9 +108,9 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 		}
 		return
 	}
-	// Without accumulate, each tile of c is cleared by the worker that owns
-	// it just before its first K block (in parallel, while it is in cache),
-	// not all of c up front on one thread.
+	// Without accumulate, each tile of c is set by its first K block (the
+	// kernel stores instead of adding; an edge tile is cleared first by the
+	// worker that owns it), not cleared up front on one thread.
 	zero := !accumulate
 	// Every size goes through the packed kernel (no small-matrix shortcut):
 	// an element's arithmetic must not depend on how many rows share the
@@ -156,17 +156,19 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 						for ip := 0; ip*mr < mb; ip++ {
 							ap := pa[ip*mr*kb : (ip+1)*mr*kb]
 							i0, mh := ic+ip*mr, min(mr, mb-ip*mr)
-							if zero && pc == 0 {
+							first := zero && pc == 0
+							if mh == mr && nw == nr {
+								// The first K block sets the tile, the rest add to it.
+								kern12x32(kb, ap, bp, c[i0*ldc+j0:], ldc, first)
+								continue
+							}
+							if first {
 								for i := i0; i < i0+mh; i++ {
 									clear(c[i*ldc+j0 : i*ldc+j0+nw])
 								}
 							}
-							if mh == mr && nw == nr {
-								kern12x32(kb, ap, bp, c[i0*ldc+j0:], ldc)
-								continue
-							}
 							clear(tile[:])
-							kern12x32(kb, ap, bp, tile[:], nr)
+							kernEdge(kb, mh, ap, bp, &tile)
 							for i := 0; i < mh; i++ {
 								row := c[(i0+i)*ldc+j0 : (i0+i)*ldc+j0+nw]
 								for j := range row {

@@ -10,7 +10,7 @@ import (
 )
 
 //go:noescape
-func kern12x32AVX512(kb int, a, b, c *float32, ldc int)
+func kern12x32AVX512(kb int, a, b, c *float32, ldc int, set bool)
 
 //go:noescape
 func kern6x16AVX2(kb int, a, b, c *float32, ldc int)
@@ -62,16 +62,22 @@ func SetKernel(name string) error {
 }
 
 // kern12x32 adds the product of a packed 12-row A panel and a packed 32-column
-// B panel to the 12x32 tile of c with row stride ldc.
-func kern12x32(kb int, a, b, c []float32, ldc int) {
+// B panel to the 12x32 tile of c with row stride ldc; with set, the tile is
+// set to the product instead (the bits of adding it to zeros).
+func kern12x32(kb int, a, b, c []float32, ldc int, set bool) {
 	if useAVX512 || useAVX2 {
 		_ = a[kb*mr-1]
 		_ = b[kb*nr-1]
 		_ = c[(mr-1)*ldc+nr-1]
 	}
+	if set && !useAVX512 {
+		for i := 0; i < mr; i++ {
+			clear(c[i*ldc : i*ldc+nr])
+		}
+	}
 	switch {
 	case useAVX512:
-		kern12x32AVX512(kb, &a[0], &b[0], &c[0], ldc)
+		kern12x32AVX512(kb, &a[0], &b[0], &c[0], ldc, set)
 	case useAVX2:
 		kern6x16AVX2(kb, &a[0], &b[0], &c[0], ldc)
 		kern6x16AVX2(kb, &a[0], &b[16], &c[16], ldc)
@@ -79,5 +85,30 @@ func kern12x32(kb int, a, b, c []float32, ldc int) {
 		kern6x16AVX2(kb, &a[6], &b[16], &c[6*ldc+16], ldc)
 	default:
 		kern12x32Go(kb, a, b, c, ldc)
+	}
+}
+
+//go:noescape
+func kern4x32AVX512(kb int, a, b, c *float32, ldc int)
+
+// kernEdge is kern12x32 for an edge panel whose first mh rows are real
+// (the rest zero padding) into the mr x nr tile: only the row groups
+// holding real rows run (four rows at a time with AVX-512, six with AVX2),
+// each row with the bits the whole kernel gives it.
+func kernEdge(kb, mh int, a, b []float32, tile *[mr * nr]float32) {
+	_ = a[kb*mr-1]
+	_ = b[kb*nr-1]
+	switch {
+	case useAVX512:
+		for i := 0; i < mh; i += 4 {
+			kern4x32AVX512(kb, &a[i], &b[0], &tile[i*nr], nr)
+		}
+	case useAVX2:
+		for i := 0; i < mh; i += 6 {
+			kern6x16AVX2(kb, &a[i], &b[0], &tile[i*nr], nr)
+			kern6x16AVX2(kb, &a[i], &b[16], &tile[i*nr+16], nr)
+		}
+	default:
+		kern12x32Go(kb, a, b, tile[:], nr)
 	}
 }

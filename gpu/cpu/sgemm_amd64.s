@@ -2,12 +2,14 @@
 
 #include "textflag.h"
 
-// func kern12x32AVX512(kb int, a, b, c *float32, ldc int)
+// func kern12x32AVX512(kb int, a, b, c *float32, ldc int, set bool)
 //
 // C[12][32] (row stride ldc) += A panel (kb x 12, a[p*12+i]) times B panel
-// (kb x 32, b[p*32+j]). Z0-Z23 hold the tile: row i in Z(2i) and Z(2i+1).
-// Per k step: two loads of B, twelve broadcasts of A, twenty-four FMAs.
-TEXT ·kern12x32AVX512(SB), NOSPLIT, $0-40
+// (kb x 32, b[p*32+j]); with set, C = the product (what adding it to a
+// cleared C gives: the sums start at +0, so none is -0). Z0-Z23 hold the
+// tile: row i in Z(2i) and Z(2i+1). Per k step: two loads of B, twelve
+// broadcasts of A, twenty-four FMAs.
+TEXT ·kern12x32AVX512(SB), NOSPLIT, $0-41
 	MOVQ kb+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -81,6 +83,8 @@ loop:
 	ADDQ $128, BX
 	DECQ CX
 	JNZ  loop
+	CMPB set+40(FP), $0
+	JNE  store
 	VADDPS (DX), Z0, Z0
 	VMOVUPS Z0, (DX)
 	VADDPS 64(DX), Z1, Z1
@@ -140,5 +144,106 @@ loop:
 	VMOVUPS Z22, (DX)
 	VADDPS 64(DX), Z23, Z23
 	VMOVUPS Z23, 64(DX)
+	VZEROUPPER
+	RET
+store:
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z2, (DX)
+	VMOVUPS Z3, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z4, (DX)
+	VMOVUPS Z5, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z6, (DX)
+	VMOVUPS Z7, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z8, (DX)
+	VMOVUPS Z9, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z10, (DX)
+	VMOVUPS Z11, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z12, (DX)
+	VMOVUPS Z13, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z14, (DX)
+	VMOVUPS Z15, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z16, (DX)
+	VMOVUPS Z17, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z18, (DX)
+	VMOVUPS Z19, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z20, (DX)
+	VMOVUPS Z21, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z22, (DX)
+	VMOVUPS Z23, 64(DX)
+	VZEROUPPER
+	RET
+
+// func kern4x32AVX512(kb int, a, b, c *float32, ldc int)
+//
+// kern12x32AVX512 for four rows of the A panel (a[p*12+i], i < 4; the
+// panel keeps its twelve-float stride): C[4][32] += their product with the B
+// panel, each element summed in the same order, so a row has the same bits
+// whichever kernel computes it. An edge panel of mh < 12 rows runs
+// ceil(mh/4) of these instead of the whole twelve.
+TEXT ·kern4x32AVX512(SB), NOSPLIT, $0-40
+	MOVQ kb+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ b+16(FP), BX
+	MOVQ c+24(FP), DX
+	MOVQ ldc+32(FP), R8
+	SHLQ $2, R8
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+loop4:
+	VMOVUPS (BX), Z24
+	VMOVUPS 64(BX), Z25
+	VBROADCASTSS 0(AX), Z26
+	VFMADD231PS Z24, Z26, Z0
+	VFMADD231PS Z25, Z26, Z1
+	VBROADCASTSS 4(AX), Z27
+	VFMADD231PS Z24, Z27, Z2
+	VFMADD231PS Z25, Z27, Z3
+	VBROADCASTSS 8(AX), Z28
+	VFMADD231PS Z24, Z28, Z4
+	VFMADD231PS Z25, Z28, Z5
+	VBROADCASTSS 12(AX), Z29
+	VFMADD231PS Z24, Z29, Z6
+	VFMADD231PS Z25, Z29, Z7
+	ADDQ $48, AX
+	ADDQ $128, BX
+	DECQ CX
+	JNZ  loop4
+	VADDPS (DX), Z0, Z0
+	VMOVUPS Z0, (DX)
+	VADDPS 64(DX), Z1, Z1
+	VMOVUPS Z1, 64(DX)
+	ADDQ R8, DX
+	VADDPS (DX), Z2, Z2
+	VMOVUPS Z2, (DX)
+	VADDPS 64(DX), Z3, Z3
+	VMOVUPS Z3, 64(DX)
+	ADDQ R8, DX
+	VADDPS (DX), Z4, Z4
+	VMOVUPS Z4, (DX)
+	VADDPS 64(DX), Z5, Z5
+	VMOVUPS Z5, 64(DX)
+	ADDQ R8, DX
+	VADDPS (DX), Z6, Z6
+	VMOVUPS Z6, (DX)
+	VADDPS 64(DX), Z7, Z7
+	VMOVUPS Z7, 64(DX)
 	VZEROUPPER
 	RET

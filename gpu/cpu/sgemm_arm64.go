@@ -34,8 +34,14 @@ func SetKernel(name string) error {
 }
 
 // kern12x32 adds the product of a packed 12-row A panel and a packed 32-column
-// B panel to the 12x32 tile of c with row stride ldc.
-func kern12x32(kb int, a, b, c []float32, ldc int) {
+// B panel to the 12x32 tile of c with row stride ldc; with set, the tile is
+// cleared first.
+func kern12x32(kb int, a, b, c []float32, ldc int, set bool) {
+	if set {
+		for i := 0; i < mr; i++ {
+			clear(c[i*ldc : i*ldc+nr])
+		}
+	}
 	if !useNEON {
 		kern12x32Go(kb, a, b, c, ldc)
 		return
@@ -47,4 +53,20 @@ func kern12x32(kb int, a, b, c []float32, ldc int) {
 	kern6x16NEON(kb, &a[0], &b[16], &c[16], ldc)
 	kern6x16NEON(kb, &a[6], &b[0], &c[6*ldc], ldc)
 	kern6x16NEON(kb, &a[6], &b[16], &c[6*ldc+16], ldc)
+}
+
+// kernEdge is kern12x32 for an edge panel whose first mh rows are real
+// (the rest zero padding) into the mr x nr tile: only the six-row halves
+// holding real rows run, each row with the bits the whole kernel gives it.
+func kernEdge(kb, mh int, a, b []float32, tile *[mr * nr]float32) {
+	if !useNEON {
+		kern12x32Go(kb, a, b, tile[:], nr)
+		return
+	}
+	_ = a[kb*mr-1]
+	_ = b[kb*nr-1]
+	for i := 0; i < mh; i += 6 {
+		kern6x16NEON(kb, &a[i], &b[0], &tile[i*nr], nr)
+		kern6x16NEON(kb, &a[i], &b[16], &tile[i*nr+16], nr)
+	}
 }

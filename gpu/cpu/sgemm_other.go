@@ -4,7 +4,16 @@ package cpu
 
 import "fmt"
 
-func kern12x32(kb int, a, b, c []float32, ldc int) { kern12x32Go(kb, a, b, c, ldc) }
+// kern12x32 adds the product of the panels to the tile of c (row stride
+// ldc); with set, the tile is cleared first.
+func kern12x32(kb int, a, b, c []float32, ldc int, set bool) {
+	if set {
+		for i := 0; i < mr; i++ {
+			clear(c[i*ldc : i*ldc+nr])
+		}
+	}
+	kern12x32Go(kb, a, b, c, ldc)
+}
 
 // SetKernel selects the micro-kernel; off amd64 (or with purego) there is
 // only "go".
@@ -13,4 +22,10 @@ func SetKernel(name string) error {
 		return fmt.Errorf("CORL_CPU_KERNEL=%q: only the portable go kernel exists on this build", name)
 	}
 	return nil
+}
+
+// kernEdge is kern12x32 for an edge panel (the portable kernel computes
+// every row).
+func kernEdge(kb, mh int, a, b []float32, tile *[mr * nr]float32) {
+	kern12x32Go(kb, a, b, tile[:], nr)
 }
