@@ -70,7 +70,7 @@ func (be *Backend) SwiGLUBackward(dgateup, dout, gateup gpu.Buffer, N, H int) {
 func (be *Backend) Add(out, a, b gpu.Buffer, n int) {
 	o, x, y := Data(out), Data(a), Data(b)
 	be.parallelFor(n, 8192, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
+		for i := lo + addVec(o[lo:hi], x[lo:hi], y[lo:hi]); i < hi; i++ {
 			o[i] = x[i] + y[i]
 		}
 	})

@@ -202,3 +202,47 @@ func expScaleVec(dst, row []float32, maxv, logsum, scale float32) bool {
 	expScaleAVX512(&dst[0], &row[0], len(row), maxv, logsum, scale)
 	return true
 }
+
+//go:noescape
+func sumSquaresAVX512(x *float32, n int, lanes *[8]float64)
+
+//go:noescape
+func scaleRowAVX512(dst, x, w *float32, r float32, n int)
+
+//go:noescape
+func addAVX512(out, a, b *float32, n int)
+
+// sumSquaresVec adds x's squares into the eight lanes over the largest
+// multiple of 8 (as sumSquares does) and returns how many it took.
+func sumSquaresVec(x []float32, lanes *[8]float64) int {
+	n := len(x) &^ 7
+	if !useAVX512 || n == 0 {
+		return 0
+	}
+	sumSquaresAVX512(&x[0], n, lanes)
+	return n
+}
+
+// scaleRowVec sets dst[i] = x[i]*r*w[i] over the largest multiple of 16
+// and returns how many it did.
+func scaleRowVec(dst, x, w []float32, r float32) int {
+	n := len(dst) &^ 15
+	if !useAVX512 || n == 0 {
+		return 0
+	}
+	_, _ = x[n-1], w[n-1]
+	scaleRowAVX512(&dst[0], &x[0], &w[0], r, n)
+	return n
+}
+
+// addVec sets out[i] = a[i]+b[i] over the largest multiple of 16 and
+// returns how many it did.
+func addVec(out, a, b []float32) int {
+	n := len(out) &^ 15
+	if !useAVX512 || n == 0 {
+		return 0
+	}
+	_, _ = a[n-1], b[n-1]
+	addAVX512(&out[0], &a[0], &b[0], n)
+	return n
+}

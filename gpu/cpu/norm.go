@@ -13,15 +13,11 @@ func (be *Backend) RMSNormForward(out, rstd, inp, w gpu.Buffer, N, C int, eps fl
 	be.parallelFor(N, 8, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			row := x[i*C : (i+1)*C]
-			var ss float64
-			for _, v := range row {
-				ss += float64(v) * float64(v)
-			}
-			r := float32(1 / math.Sqrt(ss/float64(C)+float64(eps)))
+			r := float32(1 / math.Sqrt(sumSquares(row)/float64(C)+float64(eps)))
 			rs[i] = r
 			dst := o[i*C : (i+1)*C]
-			for c, v := range row {
-				dst[c] = v * r * wd[c]
+			for c := scaleRowVec(dst, row, wd[:C], r); c < C; c++ {
+				dst[c] = row[c] * r * wd[c]
 			}
 		}
 	})
@@ -120,4 +116,31 @@ func (be *Backend) LayerNormBackward(dinp, dw, db, dout, inp, w, mean, rstd gpu.
 			}
 		}
 	})
+}
+
+// sumSquares returns the sum of x's squares in float64: eight lanes, lane j
+// summing x[j], x[j+8], ... in order, then added (l0+l4)+(l2+l6) and
+// (l1+l5)+(l3+l7), and those two. The vector kernel fills the lanes on
+// AVX-512 and this loop otherwise, so a norm has the same bits on every
+// machine (and eight chains instead of one).
+func sumSquares(x []float32) float64 {
+	var l [8]float64
+	i := sumSquaresVec(x, &l)
+	l0, l1, l2, l3, l4, l5, l6, l7 := l[0], l[1], l[2], l[3], l[4], l[5], l[6], l[7]
+	for ; i+8 <= len(x); i += 8 {
+		v := x[i : i+8 : i+8]
+		l0 += float64(v[0]) * float64(v[0])
+		l1 += float64(v[1]) * float64(v[1])
+		l2 += float64(v[2]) * float64(v[2])
+		l3 += float64(v[3]) * float64(v[3])
+		l4 += float64(v[4]) * float64(v[4])
+		l5 += float64(v[5]) * float64(v[5])
+		l6 += float64(v[6]) * float64(v[6])
+		l7 += float64(v[7]) * float64(v[7])
+	}
+	l = [8]float64{l0, l1, l2, l3, l4, l5, l6, l7}
+	for j := 0; i < len(x); i, j = i+1, j+1 {
+		l[j] += float64(x[i]) * float64(x[i])
+	}
+	return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))
 }

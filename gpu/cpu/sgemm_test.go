@@ -410,3 +410,50 @@ func TestAllHeadsDecodeAttentionMatchesOneHeadAtATime(t *testing.T) {
 		}
 	}
 }
+
+// TestNormAndAddKernelsMatchGo: the sum of squares, the norm's row scaling
+// and the add give the same bits from the AVX-512 kernels as from the Go
+// loops other machines run, at every tail length (so a norm is the same on
+// every machine), and the sum of squares is the float64 sum.
+func TestNormAndAddKernelsMatchGo(t *testing.T) {
+	if SetKernel("avx512") != nil {
+		t.Skip("this CPU lacks AVX-512")
+	}
+	defer SetKernel("")
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, n := range []int{1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 256, 1000} {
+		x, w, y := randSlice(r, n), randSlice(r, n), randSlice(r, n)
+		for i := range x {
+			x[i] *= float32(1 + i%5*100) // magnitudes far apart, so the order of the sum shows
+		}
+		var exact float64
+		for _, v := range x {
+			exact += float64(v) * float64(v)
+		}
+		SetKernel("avx512")
+		ss512 := sumSquares(x)
+		sc512, add512 := make([]float32, n), make([]float32, n)
+		for i := scaleRowVec(sc512, x, w, 0.37); i < n; i++ {
+			sc512[i] = x[i] * 0.37 * w[i]
+		}
+		for i := addVec(add512, x, y); i < n; i++ {
+			add512[i] = x[i] + y[i]
+		}
+		SetKernel("go")
+		ssGo := sumSquares(x)
+		if math.Float64bits(ss512) != math.Float64bits(ssGo) {
+			t.Errorf("n %d: sum of squares avx512 %v, go %v", n, ss512, ssGo)
+		}
+		if math.Abs(ss512-exact) > 1e-12*exact {
+			t.Errorf("n %d: sum of squares %v, float64 loop %v", n, ss512, exact)
+		}
+		for i := range x {
+			if sc := x[i] * 0.37 * w[i]; math.Float32bits(sc512[i]) != math.Float32bits(sc) {
+				t.Fatalf("n %d: scaled element %d: kernel %v, go %v", n, i, sc512[i], sc)
+			}
+			if a := x[i] + y[i]; math.Float32bits(add512[i]) != math.Float32bits(a) {
+				t.Fatalf("n %d: added element %d: kernel %v, go %v", n, i, add512[i], a)
+			}
+		}
+	}
+}

@@ -349,3 +349,62 @@ rmnextkv:
 	JNZ  rmj
 	VZEROUPPER
 	RET
+
+// func sumSquaresAVX512(x *float32, n int, lanes *[8]float64)
+// lanes[j] += x[i]*x[i] in float64 for i = j, j+8, ... < n in order (the
+// squares are exact in float64, so a fused multiply-add rounds as the add
+// alone would); n a positive multiple of 8. sumSquares does the same in Go.
+TEXT ·sumSquaresAVX512(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVQ lanes+16(FP), DI
+	VMOVUPD (DI), Z0
+ssloop:
+	VCVTPS2PD (SI), Z1
+	VFMADD231PD Z1, Z1, Z0
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JNZ  ssloop
+	VMOVUPD Z0, (DI)
+	VZEROUPPER
+	RET
+
+// func scaleRowAVX512(dst, x, w *float32, r float32, n int)
+// dst[i] = (x[i]*r)*w[i], each product rounded to float32 as Go rounds it;
+// n a positive multiple of 16.
+TEXT ·scaleRowAVX512(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ w+16(FP), DX
+	VBROADCASTSS r+24(FP), Z2
+	MOVQ n+32(FP), CX
+srloop:
+	VMULPS (SI), Z2, Z0
+	VMULPS (DX), Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DX
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JNZ  srloop
+	VZEROUPPER
+	RET
+
+// func addAVX512(out, a, b *float32, n int)
+// out[i] = a[i] + b[i]; n a positive multiple of 16.
+TEXT ·addAVX512(SB), NOSPLIT, $0-32
+	MOVQ out+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DX
+	MOVQ n+24(FP), CX
+addloop:
+	VMOVUPS (SI), Z0
+	VADDPS (DX), Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DX
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JNZ  addloop
+	VZEROUPPER
+	RET
