@@ -158,6 +158,14 @@ type Splitter interface {
 	Split(n int) []Backend
 }
 
+// RowScatterer is implemented by backends that copy many short rows in one
+// call (a decoding step's new key and value rows, one per slot, each to its
+// own place in the cache) cheaper than one Copy a row.
+type RowScatterer interface {
+	// ScatterRows copies src's row i (width floats) to dst from offset at[i].
+	ScatterRows(dst Buffer, at []int, src Buffer, width int)
+}
+
 // AdamWParams are the hyper-parameters of one AdamW step.
 type AdamWParams struct {
 	LR, Beta1, Beta2, Eps, WeightDecay float32

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/corl-project/corl/gpu"
 	"github.com/corl-project/corl/gpu/cpu"
 )
 
@@ -98,19 +99,33 @@ func TestCacheRejectsOverflow(t *testing.T) {
 	}
 }
 
+// plainBackend hides a backend's optional speed-ups (gpu.Splitter,
+// gpu.WeightFreezer, gpu.RowScatterer), so the model takes the paths every
+// backend has; scaled rotary embeddings, a capability, pass through.
+type plainBackend struct{ gpu.Backend }
+
+func (p plainBackend) RoPEForwardFreq(x gpu.Buffer, pos []int32, N, H, HS int, invFreq []float32) {
+	p.Backend.(gpu.ScaledRoPE).RoPEForwardFreq(x, pos, N, H, HS, invFreq)
+}
+
+func (p plainBackend) RoPEBackwardFreq(dx gpu.Buffer, pos []int32, N, H, HS int, invFreq []float32) {
+	p.Backend.(gpu.ScaledRoPE).RoPEBackwardFreq(dx, pos, N, H, HS, invFreq)
+}
+
 // TestSplitDecodingMatchesOneThread: on a backend that splits (three CPU
 // threads), prompts are prefilled a third on each thread and a decoding
 // step runs each third of the slots start to end on its own thread; the
 // logits must be bitwise those of one thread prefilling one prompt after
 // another and decoding the whole batch, with slots at different lengths
-// and some inactive.
+// and some inactive. The one thread also goes without the optional
+// interfaces (frozen weights, new cache rows scattered in one call).
 func TestSplitDecodingMatchesOneThread(t *testing.T) {
 	cfgs := tinyConfigs()
 	cfgs["llama-paired-heads"] = Config{Family: Llama, Layers: 2, Dim: 64, Heads: 4, KVHeads: 2, Hidden: 48, Vocab: 13, MaxSeq: 8}
 	for name, cfg := range cfgs {
 		t.Run(name, func(t *testing.T) {
 			const B = 40
-			one, err := New(cpu.New(1), cfg, 5)
+			one, err := New(plainBackend{cpu.New(1)}, cfg, 5)
 			if err != nil {
 				t.Fatal(err)
 			}

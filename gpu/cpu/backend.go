@@ -141,5 +141,16 @@ func (be *Backend) Copy(dst, src gpu.Buffer) {
 	copy(Data(dst), Data(src))
 }
 
+// ScatterRows implements gpu.RowScatterer.
+func (be *Backend) ScatterRows(dst gpu.Buffer, at []int, src gpu.Buffer, width int) {
+	d, s := Data(dst), Data(src)
+	if len(at)*width > len(s) {
+		panic("gpu: scatter of more rows than the source holds")
+	}
+	for i, o := range at {
+		copy(d[o:o+width], s[i*width:(i+1)*width])
+	}
+}
+
 // Sync implements gpu.Backend; the CPU backend is synchronous.
 func (be *Backend) Sync() error { return nil }
