@@ -193,11 +193,11 @@ Example, GPT-2 124M:
 
 func newBenchGenerateCmd(stdio IO) *cobra.Command {
 	var (
-		mf                          modelFlags
-		batch, prompt, newTok, reps int
-		threads                     int
-		backend                     string
-		noCache                     bool
+		mf                                  modelFlags
+		batch, prompt, newTok, reps, warmup int
+		threads                             int
+		backend                             string
+		noCache                             bool
 	)
 	cmd := &cobra.Command{
 		Use:   "generate",
@@ -233,6 +233,13 @@ Example, the small config at batch 64:
 				run = g.RunWithoutCache
 			}
 			fmt.Fprintf(stdio.Out, "model: %s, %.2fM parameters; backend %s; cache %v\n", m.Cfg.Family, float64(m.NumParams())/1e6, be.Name(), !noCache)
+			// Untimed runs first, as an RL round follows the last one: the
+			// model keeps its cache's memory, touched once.
+			for r := 0; r < warmup; r++ {
+				if _, err := run(reqs); err != nil {
+					return err
+				}
+			}
 			var total time.Duration
 			tokens := 0
 			var flops, genFlops float64 // forward FLOPs of every position; of generated ones
@@ -265,7 +272,8 @@ Example, the small config at batch 64:
 	fl.IntVar(&batch, "batch", 64, "sequences decoded together")
 	fl.IntVar(&prompt, "prompt-tokens", 128, "prompt length")
 	fl.IntVar(&newTok, "new", 32, "tokens to generate per sequence")
-	fl.IntVar(&reps, "reps", 2, "repetitions")
+	fl.IntVar(&reps, "reps", 2, "timed repetitions")
+	fl.IntVar(&warmup, "warmup", 1, "untimed repetitions first")
 	fl.IntVar(&threads, "threads", 0, "CPU threads (0 = all cores)")
 	fl.StringVar(&backend, "backend", "cpu", "compute backend: cpu or cuda")
 	fl.BoolVar(&noCache, "no-cache", false, "recompute the prefix every step instead of using the KV cache")
