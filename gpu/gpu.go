@@ -162,7 +162,8 @@ type Splitter interface {
 // call (a decoding step's new key and value rows, one per slot, each to its
 // own place in the cache) cheaper than one Copy a row.
 type RowScatterer interface {
-	// ScatterRows copies src's row i (width floats) to dst from offset at[i].
+	// ScatterRows copies src's row i (width floats) to dst from offset
+	// at[i]; a negative at[i] leaves row i out.
 	ScatterRows(dst Buffer, at []int, src Buffer, width int)
 }
 

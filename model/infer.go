@@ -232,9 +232,14 @@ func (m *Model) Decode(kc *Cache, tokens []int32, active []bool) ([]float32, err
 		slab := kc.Cap * KVD // one slot's cache rows
 		kn, vn := kc.kn.Slice(s0*KVD, (s1-s0)*KVD), kc.vn.Slice(s0*KVD, (s1-s0)*KVD)
 		scratch := func(int) (gpu.Buffer, gpu.Buffer) { return kn, vn }
-		at := make([]int, s1-s0) // where each slot's new row goes in a layer's cache
+		// Where each slot's new row goes in a layer's cache; an inactive
+		// slot's goes nowhere, so its cache stays as it was.
+		at := make([]int, s1-s0)
 		for s := s0; s < s1; s++ {
-			at[s-s0] = s*slab + int(pos[s])*KVD
+			at[s-s0] = -1
+			if active[s] {
+				at[s-s0] = s*slab + int(pos[s])*KVD
+			}
 		}
 		m.inferLayers(be, kc, s0, s0*m.Cfg.Heads*tk, tokens[s0:s1], pos[s0:s1], shape, scratch, func(l int) (gpu.Buffer, gpu.Buffer) {
 			if sc, ok := be.(gpu.RowScatterer); ok {
@@ -242,8 +247,10 @@ func (m *Model) Decode(kc *Cache, tokens []int32, active []bool) ([]float32, err
 				sc.ScatterRows(kc.v[l], at, vn, KVD)
 			} else {
 				for i, o := range at {
-					be.Copy(kc.k[l].Slice(o, KVD), kn.Slice(i*KVD, KVD))
-					be.Copy(kc.v[l].Slice(o, KVD), vn.Slice(i*KVD, KVD))
+					if o >= 0 {
+						be.Copy(kc.k[l].Slice(o, KVD), kn.Slice(i*KVD, KVD))
+						be.Copy(kc.v[l].Slice(o, KVD), vn.Slice(i*KVD, KVD))
+					}
 				}
 			}
 			return kc.k[l].Slice(s0*slab, (s1-s0)*slab), kc.v[l].Slice(s0*slab, (s1-s0)*slab)

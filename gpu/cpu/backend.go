@@ -148,7 +148,9 @@ func (be *Backend) ScatterRows(dst gpu.Buffer, at []int, src gpu.Buffer, width i
 		panic("gpu: scatter of more rows than the source holds")
 	}
 	for i, o := range at {
-		copy(d[o:o+width], s[i*width:(i+1)*width])
+		if o >= 0 {
+			copy(d[o:o+width], s[i*width:(i+1)*width])
+		}
 	}
 }
 
