@@ -246,3 +246,47 @@ func addVec(out, a, b []float32) int {
 	addAVX512(&out[0], &a[0], &b[0], n)
 	return n
 }
+
+//go:noescape
+func sumLanesAVX512(x *float32, n int, lanes *[8]float64)
+
+//go:noescape
+func sqDevLanesAVX512(x *float32, n int, m float64, lanes *[8]float64)
+
+//go:noescape
+func layerNormRowAVX512(dst, x, w, b *float32, m, r float32, n int)
+
+// sumLanesVec adds x's elements into the eight lanes over the largest
+// multiple of 8 (as sumLanes does) and returns how many it took.
+func sumLanesVec(x []float32, lanes *[8]float64) int {
+	n := len(x) &^ 7
+	if !useAVX512 || n == 0 {
+		return 0
+	}
+	sumLanesAVX512(&x[0], n, lanes)
+	return n
+}
+
+// sqDevLanesVec adds the squares of x's deviations from m into the eight
+// lanes over the largest multiple of 8 (as sqDevLanes does) and returns how
+// many it took.
+func sqDevLanesVec(x []float32, m float64, lanes *[8]float64) int {
+	n := len(x) &^ 7
+	if !useAVX512 || n == 0 {
+		return 0
+	}
+	sqDevLanesAVX512(&x[0], n, m, lanes)
+	return n
+}
+
+// layerNormRowVec sets dst[i] = (x[i]-m)*r*w[i] + b[i] over the largest
+// multiple of 16 and returns how many it did.
+func layerNormRowVec(dst, x, w, b []float32, m, r float32) int {
+	n := len(dst) &^ 15
+	if !useAVX512 || n == 0 {
+		return 0
+	}
+	_, _, _ = x[n-1], w[n-1], b[n-1]
+	layerNormRowAVX512(&dst[0], &x[0], &w[0], &b[0], m, r, n)
+	return n
+}

@@ -19,7 +19,7 @@ func (be *Backend) MatMulForward(out, inp, w, bias gpu.Buffer, N, C, OC int) {
 		be.parallelFor(N, 16, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				row := o[i*OC : (i+1)*OC]
-				for j := range row {
+				for j := addVec(row, row, bd[:OC]); j < OC; j++ {
 					row[j] += bd[j]
 				}
 			}

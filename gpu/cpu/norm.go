@@ -61,22 +61,13 @@ func (be *Backend) LayerNormForward(out, mean, rstd, inp, w, b gpu.Buffer, N, C 
 	be.parallelFor(N, 8, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			row := x[i*C : (i+1)*C]
-			var s float64
-			for _, v := range row {
-				s += float64(v)
-			}
-			m := s / float64(C)
-			var vs float64
-			for _, v := range row {
-				dv := float64(v) - m
-				vs += dv * dv
-			}
-			r := 1 / math.Sqrt(vs/float64(C)+float64(eps))
+			m := sumLanes(row) / float64(C)
+			r := 1 / math.Sqrt(sqDevLanes(row, m)/float64(C)+float64(eps))
 			mf, rf := float32(m), float32(r)
 			mu[i], rs[i] = mf, rf
 			dst := o[i*C : (i+1)*C]
-			for c, v := range row {
-				dst[c] = (v-mf)*rf*wd[c] + bd[c]
+			for c := layerNormRowVec(dst, row, wd[:C], bd[:C], mf, rf); c < C; c++ {
+				dst[c] = (row[c]-mf)*rf*wd[c] + bd[c]
 			}
 		}
 	})
@@ -118,29 +109,43 @@ func (be *Backend) LayerNormBackward(dinp, dw, db, dout, inp, w, mean, rstd gpu.
 	})
 }
 
-// sumSquares returns the sum of x's squares in float64: eight lanes, lane j
-// summing x[j], x[j+8], ... in order, then added (l0+l4)+(l2+l6) and
-// (l1+l5)+(l3+l7), and those two. The vector kernel fills the lanes on
-// AVX-512 and this loop otherwise, so a norm has the same bits on every
-// machine (and eight chains instead of one).
+// The norms' row sums run in eight float64 lanes, lane j summing the terms
+// of x[j], x[j+8], ... in order, then added (l0+l4)+(l2+l6) and
+// (l1+l5)+(l3+l7), and those two (reduce8). A vector kernel fills the lanes
+// on AVX-512 and a Go loop otherwise (the rest of the row always), so a
+// norm has the same bits on every machine, and eight chains instead of one.
+
+// reduce8 adds the eight lanes in their fixed order.
+func reduce8(l *[8]float64) float64 {
+	return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))
+}
+
+// sumSquares returns the sum of x's squares in float64 (each square exact).
 func sumSquares(x []float32) float64 {
 	var l [8]float64
-	i := sumSquaresVec(x, &l)
-	l0, l1, l2, l3, l4, l5, l6, l7 := l[0], l[1], l[2], l[3], l[4], l[5], l[6], l[7]
-	for ; i+8 <= len(x); i += 8 {
-		v := x[i : i+8 : i+8]
-		l0 += float64(v[0]) * float64(v[0])
-		l1 += float64(v[1]) * float64(v[1])
-		l2 += float64(v[2]) * float64(v[2])
-		l3 += float64(v[3]) * float64(v[3])
-		l4 += float64(v[4]) * float64(v[4])
-		l5 += float64(v[5]) * float64(v[5])
-		l6 += float64(v[6]) * float64(v[6])
-		l7 += float64(v[7]) * float64(v[7])
+	for i := sumSquaresVec(x, &l); i < len(x); i++ {
+		l[i%8] += float64(x[i]) * float64(x[i])
 	}
-	l = [8]float64{l0, l1, l2, l3, l4, l5, l6, l7}
-	for j := 0; i < len(x); i, j = i+1, j+1 {
-		l[j] += float64(x[i]) * float64(x[i])
+	return reduce8(&l)
+}
+
+// sumLanes returns the sum of x in float64.
+func sumLanes(x []float32) float64 {
+	var l [8]float64
+	for i := sumLanesVec(x, &l); i < len(x); i++ {
+		l[i%8] += float64(x[i])
 	}
-	return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))
+	return reduce8(&l)
+}
+
+// sqDevLanes returns the sum of (x-m)^2 in float64, each square rounded
+// before it is added (the explicit conversion keeps a compiler from fusing
+// the multiply and the add, as some targets would).
+func sqDevLanes(x []float32, m float64) float64 {
+	var l [8]float64
+	for i := sqDevLanesVec(x, m, &l); i < len(x); i++ {
+		d := float64(x[i]) - m
+		l[i%8] += float64(d * d)
+	}
+	return reduce8(&l)
 }

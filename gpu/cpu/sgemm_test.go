@@ -411,10 +411,11 @@ func TestAllHeadsDecodeAttentionMatchesOneHeadAtATime(t *testing.T) {
 	}
 }
 
-// TestNormAndAddKernelsMatchGo: the sum of squares, the norm's row scaling
-// and the add give the same bits from the AVX-512 kernels as from the Go
-// loops other machines run, at every tail length (so a norm is the same on
-// every machine), and the sum of squares is the float64 sum.
+// TestNormAndAddKernelsMatchGo: the norms' sums (of squares, of values, of
+// squared deviations), their row scalings and the add give the same bits
+// from the AVX-512 kernels as from the Go loops other machines run, at
+// every tail length (so a norm is the same on every machine), and the sum
+// of squares is the float64 sum.
 func TestNormAndAddKernelsMatchGo(t *testing.T) {
 	if SetKernel("avx512") != nil {
 		t.Skip("this CPU lacks AVX-512")
@@ -431,7 +432,11 @@ func TestNormAndAddKernelsMatchGo(t *testing.T) {
 			exact += float64(v) * float64(v)
 		}
 		SetKernel("avx512")
-		ss512 := sumSquares(x)
+		ss512, sum512, dev512 := sumSquares(x), sumLanes(x), sqDevLanes(x, 0.3)
+		ln512 := make([]float32, n)
+		for i := layerNormRowVec(ln512, x, w, y, 0.3, 1.7); i < n; i++ {
+			ln512[i] = (x[i]-0.3)*1.7*w[i] + y[i]
+		}
 		sc512, add512 := make([]float32, n), make([]float32, n)
 		for i := scaleRowVec(sc512, x, w, 0.37); i < n; i++ {
 			sc512[i] = x[i] * 0.37 * w[i]
@@ -440,9 +445,13 @@ func TestNormAndAddKernelsMatchGo(t *testing.T) {
 			add512[i] = x[i] + y[i]
 		}
 		SetKernel("go")
-		ssGo := sumSquares(x)
-		if math.Float64bits(ss512) != math.Float64bits(ssGo) {
-			t.Errorf("n %d: sum of squares avx512 %v, go %v", n, ss512, ssGo)
+		for _, c := range []struct {
+			what      string
+			avx, port float64
+		}{{"sum of squares", ss512, sumSquares(x)}, {"sum", sum512, sumLanes(x)}, {"squared deviations", dev512, sqDevLanes(x, 0.3)}} {
+			if math.Float64bits(c.avx) != math.Float64bits(c.port) {
+				t.Errorf("n %d: %s avx512 %v, go %v", n, c.what, c.avx, c.port)
+			}
 		}
 		if math.Abs(ss512-exact) > 1e-12*exact {
 			t.Errorf("n %d: sum of squares %v, float64 loop %v", n, ss512, exact)
@@ -450,6 +459,9 @@ func TestNormAndAddKernelsMatchGo(t *testing.T) {
 		for i := range x {
 			if sc := x[i] * 0.37 * w[i]; math.Float32bits(sc512[i]) != math.Float32bits(sc) {
 				t.Fatalf("n %d: scaled element %d: kernel %v, go %v", n, i, sc512[i], sc)
+			}
+			if ln := (x[i]-0.3)*1.7*w[i] + y[i]; math.Float32bits(ln512[i]) != math.Float32bits(ln) {
+				t.Fatalf("n %d: layer-normed element %d: kernel %v, go %v", n, i, ln512[i], ln)
 			}
 			if a := x[i] + y[i]; math.Float32bits(add512[i]) != math.Float32bits(a) {
 				t.Fatalf("n %d: added element %d: kernel %v, go %v", n, i, add512[i], a)

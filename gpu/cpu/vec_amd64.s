@@ -408,3 +408,70 @@ addloop:
 	JNZ  addloop
 	VZEROUPPER
 	RET
+
+// func sumLanesAVX512(x *float32, n int, lanes *[8]float64)
+// lanes[j] += x[i] in float64 for i = j, j+8, ... < n in order; n a
+// positive multiple of 8. sumLanes does the same in Go.
+TEXT ·sumLanesAVX512(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVQ lanes+16(FP), DI
+	VMOVUPD (DI), Z0
+slloop:
+	VCVTPS2PD (SI), Z1
+	VADDPD Z1, Z0, Z0
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JNZ  slloop
+	VMOVUPD Z0, (DI)
+	VZEROUPPER
+	RET
+
+// func sqDevLanesAVX512(x *float32, n int, m float64, lanes *[8]float64)
+// lanes[j] += (x[i]-m)*(x[i]-m) in float64, the product rounded before the
+// add (no fused multiply-add, as Go computes it), for i = j, j+8, ... < n
+// in order; n a positive multiple of 8.
+TEXT ·sqDevLanesAVX512(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSD m+16(FP), Z3
+	MOVQ lanes+24(FP), DI
+	VMOVUPD (DI), Z0
+sdloop:
+	VCVTPS2PD (SI), Z1
+	VSUBPD Z3, Z1, Z1
+	VMULPD Z1, Z1, Z1
+	VADDPD Z1, Z0, Z0
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JNZ  sdloop
+	VMOVUPD Z0, (DI)
+	VZEROUPPER
+	RET
+
+// func layerNormRowAVX512(dst, x, w, b *float32, m, r float32, n int)
+// dst[i] = ((x[i]-m)*r)*w[i] + b[i], each step rounded to float32 as Go
+// rounds it; n a positive multiple of 16.
+TEXT ·layerNormRowAVX512(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ w+16(FP), DX
+	MOVQ b+24(FP), BX
+	VBROADCASTSS m+32(FP), Z2
+	VBROADCASTSS r+36(FP), Z3
+	MOVQ n+40(FP), CX
+lnloop:
+	VMOVUPS (SI), Z0
+	VSUBPS Z2, Z0, Z0
+	VMULPS Z3, Z0, Z0
+	VMULPS (DX), Z0, Z0
+	VADDPS (BX), Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DX
+	ADDQ $64, BX
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JNZ  lnloop
+	VZEROUPPER
+	RET
