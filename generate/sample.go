@@ -8,6 +8,8 @@ package generate
 import (
 	"math"
 	"math/rand/v2"
+
+	"github.com/corl-project/corl/internal/fastexp"
 )
 
 // Params control sampling for one request.
@@ -59,10 +61,10 @@ func (s *sampler) next(logits []float32) (int32, float32) {
 	// prob holds exp(x - max) and, once summed, the probabilities: one exp
 	// per token.
 	prob := s.prob[:V]
+	fastexp.ShiftedExp(prob, lp, maxv) // math.Exp's bits, eight at a time
 	var sum float64
-	for i, v := range lp {
-		prob[i] = math.Exp(v - maxv)
-		sum += prob[i]
+	for _, q := range prob {
+		sum += q
 	}
 	lse := maxv + math.Log(sum)
 	if s.p.Temperature <= 0 {
