@@ -154,14 +154,24 @@ func attnRowMixAVX512(out, p *float32, pstride int, v *float32, vstride, hs, nkv
 // attnRowMix) run for head size hs.
 func attnRows(hs int) bool { return useAVX512 && hs > 0 && hs%4 == 0 }
 
+//go:noescape
+func attnRowScores16AVX512(q, k *float32, kstride, hs, nkv, group, n int, p *float32, pstride int)
+
 // attnRowScores sets p[h*pstride+j] = dot(q[h*hs:][:hs], k[j*kstride+kvh*hs:][:hs])
 // for the nkv*group query heads h (kvh = h/group) and keys j < n, each with
-// dot's bits, reading each key row once for every head; callers check
-// attnRows first.
+// dot's bits, reading each key row once for every head (sixteen keys at a
+// time when hs is a multiple of 16); callers check attnRows first.
 func attnRowScores(p, q, k []float32, pstride, kstride, hs, nkv, group, n int) {
 	nh := nkv * group
 	_, _, _ = q[nh*hs-1], k[(n-1)*kstride+nkv*hs-1], p[(nh-1)*pstride+n-1]
-	attnRowScoresAVX512(&q[0], &k[0], kstride, hs, nkv, group, n, &p[0], pstride)
+	j := 0
+	if hs%16 == 0 && n >= 16 {
+		j = n &^ 15
+		attnRowScores16AVX512(&q[0], &k[0], kstride, hs, nkv, group, j, &p[0], pstride)
+	}
+	if j < n {
+		attnRowScoresAVX512(&q[0], &k[j*kstride], kstride, hs, nkv, group, n-j, &p[j], pstride)
+	}
 }
 
 // attnRowMix adds p[h*pstride+j]*v[j*vstride+kvh*hs:][:hs] to out[h*hs:][:hs]

@@ -475,3 +475,142 @@ lnloop:
 	JNZ  lnloop
 	VZEROUPPER
 	RET
+
+// func attnRowScores16AVX512(q, k *float32, kstride, hs, nkv, group, n int, p *float32, pstride int)
+// attnRowScoresAVX512 sixteen keys at a time, for head sizes that are a
+// multiple of 16: each head's sixteen dot products accumulate side by side
+// (Z0-Z15, chunk by chunk in dot's order), then one transposing network of
+// 128-bit lane and element shuffles adds their lanes in SUM16's pairs, so
+// every score has the bits of one dot, and the sixteen land in one register
+// (accumulator 4t+L holds key 4L+t, which puts key i in lane i). Plus +0 at
+// the end, as dot adds its empty tail. hs a positive multiple of 16; nkv,
+// group positive; n a positive multiple of 16.
+TEXT ·attnRowScores16AVX512(SB), NOSPLIT, $0-72
+	MOVQ k+8(FP), DI
+	MOVQ kstride+16(FP), R8
+	SHLQ $2, R8
+	LEAQ (R8)(R8*2), R9 // three rows
+	MOVQ p+56(FP), DX
+	MOVQ pstride+64(FP), BX
+	SHLQ $2, BX
+	SHRQ $4, n+48(FP) // blocks left
+r16blk:
+	MOVQ q+0(FP), R10 // head h's query; the heads lie back to back
+	MOVQ DX, R15      // p[h*pstride+j0]
+	MOVQ DI, R11      // key/value head kvh's keys in the block's row 0
+	MOVQ nkv+32(FP), AX
+r16kv:
+	MOVQ group+40(FP), SI
+r16g:
+	LEAQ (R11)(R8*4), R12 // rows 4, 8, 12
+	LEAQ (R12)(R8*4), R13
+	LEAQ (R13)(R8*4), R14
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	MOVQ hs+24(FP), CX
+	SHRQ $4, CX
+r16c:
+	VMOVUPS (R10), Z16
+	VFMADD231PS (R11), Z16, Z0
+	VFMADD231PS (R12), Z16, Z1
+	VFMADD231PS (R13), Z16, Z2
+	VFMADD231PS (R14), Z16, Z3
+	VFMADD231PS (R11)(R8*1), Z16, Z4
+	VFMADD231PS (R12)(R8*1), Z16, Z5
+	VFMADD231PS (R13)(R8*1), Z16, Z6
+	VFMADD231PS (R14)(R8*1), Z16, Z7
+	VFMADD231PS (R11)(R8*2), Z16, Z8
+	VFMADD231PS (R12)(R8*2), Z16, Z9
+	VFMADD231PS (R13)(R8*2), Z16, Z10
+	VFMADD231PS (R14)(R8*2), Z16, Z11
+	VFMADD231PS (R11)(R9*1), Z16, Z12
+	VFMADD231PS (R12)(R9*1), Z16, Z13
+	VFMADD231PS (R13)(R9*1), Z16, Z14
+	VFMADD231PS (R14)(R9*1), Z16, Z15
+	ADDQ $64, R10
+	ADDQ $64, R11
+	ADDQ $64, R12
+	ADDQ $64, R13
+	ADDQ $64, R14
+	DECQ CX
+	JNZ  r16c
+	VSHUFF32X4 $0x44, Z1, Z0, Z16
+	VSHUFF32X4 $0xEE, Z1, Z0, Z17
+	VADDPS Z17, Z16, Z0
+	VSHUFF32X4 $0x44, Z3, Z2, Z16
+	VSHUFF32X4 $0xEE, Z3, Z2, Z17
+	VADDPS Z17, Z16, Z1
+	VSHUFF32X4 $0x44, Z5, Z4, Z16
+	VSHUFF32X4 $0xEE, Z5, Z4, Z17
+	VADDPS Z17, Z16, Z2
+	VSHUFF32X4 $0x44, Z7, Z6, Z16
+	VSHUFF32X4 $0xEE, Z7, Z6, Z17
+	VADDPS Z17, Z16, Z3
+	VSHUFF32X4 $0x44, Z9, Z8, Z16
+	VSHUFF32X4 $0xEE, Z9, Z8, Z17
+	VADDPS Z17, Z16, Z4
+	VSHUFF32X4 $0x44, Z11, Z10, Z16
+	VSHUFF32X4 $0xEE, Z11, Z10, Z17
+	VADDPS Z17, Z16, Z5
+	VSHUFF32X4 $0x44, Z13, Z12, Z16
+	VSHUFF32X4 $0xEE, Z13, Z12, Z17
+	VADDPS Z17, Z16, Z6
+	VSHUFF32X4 $0x44, Z15, Z14, Z16
+	VSHUFF32X4 $0xEE, Z15, Z14, Z17
+	VADDPS Z17, Z16, Z7
+	VSHUFF32X4 $0x88, Z1, Z0, Z16
+	VSHUFF32X4 $0xDD, Z1, Z0, Z17
+	VADDPS Z17, Z16, Z0
+	VSHUFF32X4 $0x88, Z3, Z2, Z16
+	VSHUFF32X4 $0xDD, Z3, Z2, Z17
+	VADDPS Z17, Z16, Z1
+	VSHUFF32X4 $0x88, Z5, Z4, Z16
+	VSHUFF32X4 $0xDD, Z5, Z4, Z17
+	VADDPS Z17, Z16, Z2
+	VSHUFF32X4 $0x88, Z7, Z6, Z16
+	VSHUFF32X4 $0xDD, Z7, Z6, Z17
+	VADDPS Z17, Z16, Z3
+	VSHUFPS $0x88, Z1, Z0, Z16
+	VSHUFPS $0xDD, Z1, Z0, Z17
+	VADDPS Z17, Z16, Z0
+	VSHUFPS $0x88, Z3, Z2, Z16
+	VSHUFPS $0xDD, Z3, Z2, Z17
+	VADDPS Z17, Z16, Z1
+	VSHUFPS $0x88, Z1, Z0, Z16
+	VSHUFPS $0xDD, Z1, Z0, Z17
+	VADDPS Z17, Z16, Z0
+	VXORPS Z17, Z17, Z17
+	VADDPS Z17, Z0, Z0
+	VMOVUPS Z0, (R15)
+	ADDQ BX, R15
+	DECQ SI
+	JZ   r16nextkv
+	// the group's next query head reads the same keys again
+	MOVQ hs+24(FP), CX
+	SHLQ $2, CX
+	SUBQ CX, R11
+	JMP  r16g
+r16nextkv:
+	DECQ AX
+	JNZ  r16kv
+	LEAQ (DI)(R8*8), DI // the next sixteen rows
+	LEAQ (DI)(R8*8), DI
+	ADDQ $64, DX
+	DECQ n+48(FP)
+	JNZ  r16blk
+	VZEROUPPER
+	RET
