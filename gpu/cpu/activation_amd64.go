@@ -160,12 +160,12 @@ func attnRowScores16AVX512(q, k *float32, kstride, hs, nkv, group, n int, p *flo
 // attnRowScores sets p[h*pstride+j] = dot(q[h*hs:][:hs], k[j*kstride+kvh*hs:][:hs])
 // for the nkv*group query heads h (kvh = h/group) and keys j < n, each with
 // dot's bits, reading each key row once for every head (sixteen keys at a
-// time when hs is a multiple of 16); callers check attnRows first.
+// time, the rest one by one); callers check attnRows first.
 func attnRowScores(p, q, k []float32, pstride, kstride, hs, nkv, group, n int) {
 	nh := nkv * group
 	_, _, _ = q[nh*hs-1], k[(n-1)*kstride+nkv*hs-1], p[(nh-1)*pstride+n-1]
 	j := 0
-	if hs%16 == 0 && n >= 16 {
+	if n >= 16 {
 		j = n &^ 15
 		attnRowScores16AVX512(&q[0], &k[0], kstride, hs, nkv, group, j, &p[0], pstride)
 	}

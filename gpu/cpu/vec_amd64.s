@@ -477,14 +477,16 @@ lnloop:
 	RET
 
 // func attnRowScores16AVX512(q, k *float32, kstride, hs, nkv, group, n int, p *float32, pstride int)
-// attnRowScoresAVX512 sixteen keys at a time, for head sizes that are a
-// multiple of 16: each head's sixteen dot products accumulate side by side
-// (Z0-Z15, chunk by chunk in dot's order), then one transposing network of
-// 128-bit lane and element shuffles adds their lanes in SUM16's pairs, so
-// every score has the bits of one dot, and the sixteen land in one register
-// (accumulator 4t+L holds key 4L+t, which puts key i in lane i). Plus +0 at
-// the end, as dot adds its empty tail. hs a positive multiple of 16; nkv,
-// group positive; n a positive multiple of 16.
+// attnRowScoresAVX512 sixteen keys at a time: each head's sixteen dot
+// products accumulate side by side (Z0-Z15, whole chunks in dot's order;
+// the 4-float tail groups, multiplied then added as dot does, four keys to a
+// register in Z18-Z21), then shuffle networks of 128-bit lanes and elements
+// add the chunk lanes in SUM16's pairs and the tail lanes in its last two
+// steps' pairs, and the tail sum is added last: every score has the bits of
+// one dot, and the sixteen land in one register (chunk accumulator 4t+L
+// holds key 4L+t, tail register m's lane L key 4L+m, which puts key i in
+// lane i). hs a positive multiple of 4; nkv, group positive; n a positive
+// multiple of 16.
 TEXT ·attnRowScores16AVX512(SB), NOSPLIT, $0-72
 	MOVQ k+8(FP), DI
 	MOVQ kstride+16(FP), R8
@@ -523,6 +525,8 @@ r16g:
 	VXORPS Z15, Z15, Z15
 	MOVQ hs+24(FP), CX
 	SHRQ $4, CX
+	TESTQ CX, CX
+	JZ    r16tail
 r16c:
 	VMOVUPS (R10), Z16
 	VFMADD231PS (R11), Z16, Z0
@@ -548,6 +552,50 @@ r16c:
 	ADDQ $64, R14
 	DECQ CX
 	JNZ  r16c
+r16tail:
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	VXORPS Z20, Z20, Z20
+	VXORPS Z21, Z21, Z21
+	MOVQ hs+24(FP), CX
+	ANDQ $15, CX
+	SHRQ $2, CX // tail groups of four
+	TESTQ CX, CX
+	JZ    r16red
+r16t:
+	VBROADCASTF32X4 (R10), Z22
+	VMOVUPS (R11), X23
+	VINSERTF32X4 $1, (R12), Z23, Z23
+	VINSERTF32X4 $2, (R13), Z23, Z23
+	VINSERTF32X4 $3, (R14), Z23, Z23
+	VMULPS Z22, Z23, Z23
+	VADDPS Z23, Z18, Z18
+	VMOVUPS (R11)(R8*1), X23
+	VINSERTF32X4 $1, (R12)(R8*1), Z23, Z23
+	VINSERTF32X4 $2, (R13)(R8*1), Z23, Z23
+	VINSERTF32X4 $3, (R14)(R8*1), Z23, Z23
+	VMULPS Z22, Z23, Z23
+	VADDPS Z23, Z19, Z19
+	VMOVUPS (R11)(R8*2), X23
+	VINSERTF32X4 $1, (R12)(R8*2), Z23, Z23
+	VINSERTF32X4 $2, (R13)(R8*2), Z23, Z23
+	VINSERTF32X4 $3, (R14)(R8*2), Z23, Z23
+	VMULPS Z22, Z23, Z23
+	VADDPS Z23, Z20, Z20
+	VMOVUPS (R11)(R9*1), X23
+	VINSERTF32X4 $1, (R12)(R9*1), Z23, Z23
+	VINSERTF32X4 $2, (R13)(R9*1), Z23, Z23
+	VINSERTF32X4 $3, (R14)(R9*1), Z23, Z23
+	VMULPS Z22, Z23, Z23
+	VADDPS Z23, Z21, Z21
+	ADDQ $16, R10
+	ADDQ $16, R11
+	ADDQ $16, R12
+	ADDQ $16, R13
+	ADDQ $16, R14
+	DECQ CX
+	JNZ  r16t
+r16red:
 	VSHUFF32X4 $0x44, Z1, Z0, Z16
 	VSHUFF32X4 $0xEE, Z1, Z0, Z17
 	VADDPS Z17, Z16, Z0
@@ -593,8 +641,16 @@ r16c:
 	VSHUFPS $0x88, Z1, Z0, Z16
 	VSHUFPS $0xDD, Z1, Z0, Z17
 	VADDPS Z17, Z16, Z0
-	VXORPS Z17, Z17, Z17
-	VADDPS Z17, Z0, Z0
+	VSHUFPS $0x88, Z19, Z18, Z16
+	VSHUFPS $0xDD, Z19, Z18, Z17
+	VADDPS Z17, Z16, Z18
+	VSHUFPS $0x88, Z21, Z20, Z16
+	VSHUFPS $0xDD, Z21, Z20, Z17
+	VADDPS Z17, Z16, Z19
+	VSHUFPS $0x88, Z19, Z18, Z16
+	VSHUFPS $0xDD, Z19, Z18, Z17
+	VADDPS Z17, Z16, Z18
+	VADDPS Z18, Z0, Z0 // the tail sum last (+0 without one), as dot adds it
 	VMOVUPS Z0, (R15)
 	ADDQ BX, R15
 	DECQ SI
