@@ -206,7 +206,7 @@ func packA(trans bool, a []float32, lda, i0, mh, p0, kb int, dst []float32) {
 		for i := range rows {
 			rows[i] = a[(i0+i)*lda+p0 : (i0+i)*lda+p0+kb]
 		}
-		for p := 0; p < kb; p++ {
+		for p := packA12Vec(a[i0*lda+p0:], lda, kb, dst); p < kb; p++ {
 			d := dst[p*mr : p*mr+mr : p*mr+mr]
 			d[0], d[1], d[2], d[3] = rows[0][p], rows[1][p], rows[2][p], rows[3][p]
 			d[4], d[5], d[6], d[7] = rows[4][p], rows[5][p], rows[6][p], rows[7][p]

@@ -112,3 +112,19 @@ func kernEdge(kb, mh int, a, b []float32, tile *[mr * nr]float32) {
 		kern12x32Go(kb, a, b, tile[:], nr)
 	}
 }
+
+//go:noescape
+func packA12AVX512(a *float32, lda, kb int, dst *float32)
+
+// packA12Vec packs a full twelve-row panel's first columns (the largest
+// multiple of 16 of kb) as packA does, from a (row 0 of the panel, column
+// 0 of the block) with row stride lda, and returns how many columns it did.
+func packA12Vec(a []float32, lda, kb int, dst []float32) int {
+	n := kb &^ 15
+	if !useAVX512 || n == 0 {
+		return 0
+	}
+	_, _ = a[(mr-1)*lda+n-1], dst[n*mr-1]
+	packA12AVX512(&a[0], lda, n, &dst[0])
+	return n
+}

@@ -175,3 +175,63 @@ loop4:
 	ADDROW(Z6, Z7)
 	VZEROUPPER
 	RET
+
+// func packA12AVX512(a *float32, lda, kb int, dst *float32)
+//
+// packA's full panel of twelve rows, sixteen columns at a time:
+// dst[p*12+i] = a[i*lda+p] for i < 12, p < kb. Each group of four rows is
+// transposed in 4x4 blocks within the 128-bit lanes (unpacks of floats,
+// then of pairs), so lane L of u_k holds the four rows' column 4L+k, which
+// is stored where column 4L+k's twelve values go. kb a positive multiple
+// of 16.
+TEXT ·packA12AVX512(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), R8
+	SHLQ $2, R8
+	MOVQ kb+16(FP), CX
+	SHRQ $4, CX
+	MOVQ dst+24(FP), DI
+	LEAQ (R8)(R8*2), R9 // three rows
+pa16:
+	MOVQ SI, R10 // row group g's first row
+	MOVQ DI, R11 // where row group g's four values of column 0 go
+	MOVQ $3, DX
+pag:
+	VMOVUPS (R10), Z0
+	VMOVUPS (R10)(R8*1), Z1
+	VMOVUPS (R10)(R8*2), Z2
+	VMOVUPS (R10)(R9*1), Z3
+	VUNPCKLPS Z1, Z0, Z4 // per lane: r0[0] r1[0] r0[1] r1[1]
+	VUNPCKHPS Z1, Z0, Z5 // r0[2] r1[2] r0[3] r1[3]
+	VUNPCKLPS Z3, Z2, Z6
+	VUNPCKHPS Z3, Z2, Z7
+	VUNPCKLPD Z6, Z4, Z8 // column 4L+0
+	VUNPCKHPD Z6, Z4, Z9 // 4L+1
+	VUNPCKLPD Z7, Z5, Z10 // 4L+2
+	VUNPCKHPD Z7, Z5, Z11 // 4L+3
+	VEXTRACTF32X4 $0, Z8, 0(R11)
+	VEXTRACTF32X4 $0, Z9, 48(R11)
+	VEXTRACTF32X4 $0, Z10, 96(R11)
+	VEXTRACTF32X4 $0, Z11, 144(R11)
+	VEXTRACTF32X4 $1, Z8, 192(R11)
+	VEXTRACTF32X4 $1, Z9, 240(R11)
+	VEXTRACTF32X4 $1, Z10, 288(R11)
+	VEXTRACTF32X4 $1, Z11, 336(R11)
+	VEXTRACTF32X4 $2, Z8, 384(R11)
+	VEXTRACTF32X4 $2, Z9, 432(R11)
+	VEXTRACTF32X4 $2, Z10, 480(R11)
+	VEXTRACTF32X4 $2, Z11, 528(R11)
+	VEXTRACTF32X4 $3, Z8, 576(R11)
+	VEXTRACTF32X4 $3, Z9, 624(R11)
+	VEXTRACTF32X4 $3, Z10, 672(R11)
+	VEXTRACTF32X4 $3, Z11, 720(R11)
+	LEAQ (R10)(R8*4), R10
+	ADDQ $16, R11
+	DECQ DX
+	JNZ  pag
+	ADDQ $64, SI  // the next sixteen columns
+	ADDQ $768, DI // sixteen columns of twelve
+	DECQ CX
+	JNZ  pa16
+	VZEROUPPER
+	RET

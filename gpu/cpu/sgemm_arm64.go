@@ -70,3 +70,6 @@ func kernEdge(kb, mh int, a, b []float32, tile *[mr * nr]float32) {
 		kern6x16NEON(kb, &a[i], &b[16], &tile[i*nr+16], nr)
 	}
 }
+
+// packA12Vec: no vector packing here (packA's loop does it all).
+func packA12Vec(a []float32, lda, kb int, dst []float32) int { return 0 }

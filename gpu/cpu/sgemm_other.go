@@ -29,3 +29,6 @@ func SetKernel(name string) error {
 func kernEdge(kb, mh int, a, b []float32, tile *[mr * nr]float32) {
 	kern12x32Go(kb, a, b, tile[:], nr)
 }
+
+// packA12Vec: no vector packing here (packA's loop does it all).
+func packA12Vec(a []float32, lda, kb int, dst []float32) int { return 0 }
