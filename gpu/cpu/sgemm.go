@@ -190,14 +190,21 @@ func packA(trans bool, a []float32, lda, i0, mh, p0, kb int, dst []float32) {
 		clear(dst[:kb*mr])
 	}
 	if trans { // op(a)[i][p] = a[p*lda+i]: each p reads mh contiguous values
-		if mh == mr { // fixed-size array copies: inline moves, no memmove call per row
+		if mh == mr {
+			// Through a local array: inline moves. A direct array copy
+			// between the slices is a memmove call per row (they might
+			// overlap, as far as the compiler knows).
 			for p := 0; p < kb; p++ {
-				*(*[mr]float32)(dst[p*mr:]) = *(*[mr]float32)(a[(p0+p)*lda+i0:])
+				t := *(*[mr]float32)(a[(p0+p)*lda+i0:])
+				*(*[mr]float32)(dst[p*mr:]) = t
 			}
 			return
 		}
-		for p := 0; p < kb; p++ {
-			copy(dst[p*mr:p*mr+mh], a[(p0+p)*lda+i0:(p0+p)*lda+i0+mh])
+		for p := 0; p < kb; p++ { // a few values a row: a loop, not a memmove call
+			d, s := dst[p*mr:p*mr+mh], a[(p0+p)*lda+i0:(p0+p)*lda+i0+mh]
+			for i := range d {
+				d[i] = s[i]
+			}
 		}
 		return
 	}
@@ -230,13 +237,19 @@ func packB(trans bool, b []float32, ldb, p0, kb, j0, nw int, dst []float32) {
 	}
 	if !trans { // op(b)[p][j] = b[p*ldb+j]: each p reads nw contiguous values
 		if nw == nr {
+			// Through a local array: inline moves, not a memmove call per
+			// row (see packA).
 			for p := 0; p < kb; p++ {
-				*(*[nr]float32)(dst[p*nr:]) = *(*[nr]float32)(b[(p0+p)*ldb+j0:])
+				t := *(*[nr]float32)(b[(p0+p)*ldb+j0:])
+				*(*[nr]float32)(dst[p*nr:]) = t
 			}
 			return
 		}
-		for p := 0; p < kb; p++ {
-			copy(dst[p*nr:p*nr+nw], b[(p0+p)*ldb+j0:(p0+p)*ldb+j0+nw])
+		for p := 0; p < kb; p++ { // under 32 values a row: a loop, not a memmove call
+			d, s := dst[p*nr:p*nr+nw], b[(p0+p)*ldb+j0:(p0+p)*ldb+j0+nw]
+			for j := range d {
+				d[j] = s[j]
+			}
 		}
 		return
 	}
