@@ -174,13 +174,34 @@ func attnRowScores(p, q, k []float32, pstride, kstride, hs, nkv, group, n int) {
 	}
 }
 
+//go:noescape
+func attnMix4AVX512(out, p *float32, pstride int, v *float32, vstride, hs, n int, kvoff *[4]int)
+
+// mixKeys is how many keys attnRowMix's four-head kernel takes at a time:
+// their value rows stay in cache while it goes through the chunk columns.
+const mixKeys = 32
+
 // attnRowMix adds p[h*pstride+j]*v[j*vstride+kvh*hs:][:hs] to out[h*hs:][:hs]
 // for every query head h and j < n in order, with axpy's bits, reading each
-// value row once for every head; callers check attnRows first.
+// value row once for every head; callers check attnRows first. With a head
+// size that is a multiple of 16 and heads in fours, four heads' chunks stay
+// in registers across a block of keys.
 func attnRowMix(out, p, v []float32, pstride, vstride, hs, nkv, group, n int) {
 	nh := nkv * group
 	_, _, _ = out[nh*hs-1], v[(n-1)*vstride+nkv*hs-1], p[(nh-1)*pstride+n-1]
-	attnRowMixAVX512(&out[0], &p[0], pstride, &v[0], vstride, hs, nkv, group, n)
+	if hs%16 != 0 || nh%4 != 0 {
+		attnRowMixAVX512(&out[0], &p[0], pstride, &v[0], vstride, hs, nkv, group, n)
+		return
+	}
+	for h := 0; h < nh; h += 4 {
+		var kvoff [4]int
+		for i := range kvoff {
+			kvoff[i] = (h + i) / group * hs
+		}
+		for j := 0; j < n; j += mixKeys {
+			attnMix4AVX512(&out[h*hs], &p[h*pstride+j], pstride, &v[j*vstride], vstride, hs, min(mixKeys, n-j), &kvoff)
+		}
+	}
 }
 
 //go:noescape

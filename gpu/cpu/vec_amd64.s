@@ -635,3 +635,72 @@ r16nextkv:
 	JNZ  r16blk
 	VZEROUPPER
 	RET
+
+// func attnMix4AVX512(out, p *float32, pstride int, v *float32, vstride, hs, n int, kvoff *[4]int)
+// attnRowMix for four query heads whose outputs lie back to back from out
+// (head i's probabilities at p+i*pstride, its values at offset kvoff[i]
+// floats in each value row), for keys j < n, hs a positive multiple of 16:
+// each 16-float chunk column of the four heads is held in Z0-Z3 across the
+// keys (four independent chains instead of a load and a store a key),
+// added in j order as attnRowMixAVX512 adds it. The caller blocks the keys
+// so that their value rows stay in cache across the chunk columns.
+TEXT ·attnMix4AVX512(SB), NOSPLIT, $0-64
+	MOVQ out+0(FP), DI
+	MOVQ p+8(FP), SI
+	MOVQ pstride+16(FP), BX
+	SHLQ $2, BX
+	LEAQ (BX)(BX*2), R9 // three heads' probabilities on
+	MOVQ v+24(FP), DX
+	MOVQ vstride+32(FP), R8
+	SHLQ $2, R8
+	MOVQ kvoff+56(FP), AX
+	MOVQ 0(AX), R10
+	MOVQ 8(AX), R11
+	MOVQ 16(AX), R12
+	MOVQ 24(AX), R13
+	SHLQ $2, R10
+	SHLQ $2, R11
+	SHLQ $2, R12
+	SHLQ $2, R13
+	MOVQ hs+40(FP), AX
+	SHRQ $4, AX // chunk columns
+m4c:
+	MOVQ hs+40(FP), CX
+	SHLQ $2, CX // bytes from one head's output to the next
+	VMOVUPS (DI), Z0
+	VMOVUPS (DI)(CX*1), Z1
+	VMOVUPS (DI)(CX*2), Z2
+	LEAQ (DI)(CX*2), R14
+	VMOVUPS (R14)(CX*1), Z3
+	MOVQ SI, R14 // p for key j
+	MOVQ DX, R15 // value row j
+	MOVQ n+48(FP), CX
+m4j:
+	VBROADCASTSS (R14), Z4
+	VFMADD231PS (R15)(R10*1), Z4, Z0
+	VBROADCASTSS (R14)(BX*1), Z5
+	VFMADD231PS (R15)(R11*1), Z5, Z1
+	VBROADCASTSS (R14)(BX*2), Z6
+	VFMADD231PS (R15)(R12*1), Z6, Z2
+	VBROADCASTSS (R14)(R9*1), Z7
+	VFMADD231PS (R15)(R13*1), Z7, Z3
+	ADDQ $4, R14
+	ADDQ R8, R15
+	DECQ CX
+	JNZ  m4j
+	MOVQ hs+40(FP), CX
+	SHLQ $2, CX
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, (DI)(CX*1)
+	VMOVUPS Z2, (DI)(CX*2)
+	LEAQ (DI)(CX*2), R14
+	VMOVUPS Z3, (R14)(CX*1)
+	ADDQ $64, DI // the next chunk column
+	ADDQ $64, R10
+	ADDQ $64, R11
+	ADDQ $64, R12
+	ADDQ $64, R13
+	DECQ AX
+	JNZ  m4c
+	VZEROUPPER
+	RET
