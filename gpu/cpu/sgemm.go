@@ -102,9 +102,7 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 	}
 	if K == 0 {
 		if !accumulate {
-			for i := 0; i < M; i++ {
-				clear(c[i*ldc : i*ldc+N])
-			}
+			clearRows(c, ldc, M, N)
 		}
 		return
 	}
@@ -163,9 +161,7 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 								continue
 							}
 							if first {
-								for i := i0; i < i0+mh; i++ {
-									clear(c[i*ldc+j0 : i*ldc+j0+nw])
-								}
+								clearRows(c[i0*ldc+j0:], ldc, mh, nw)
 							}
 							clear(tile[:])
 							kernEdge(kb, mh, ap, bp, &tile)
@@ -180,6 +176,14 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 				}
 			})
 		}
+	}
+}
+
+// clearRows zeroes the first n values of each of c's first m rows (row
+// stride ldc).
+func clearRows(c []float32, ldc, m, n int) {
+	for i := 0; i < m; i++ {
+		clear(c[i*ldc : i*ldc+n])
 	}
 }
 

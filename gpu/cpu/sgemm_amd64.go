@@ -71,9 +71,7 @@ func kern12x32(kb int, a, b, c []float32, ldc int, set bool) {
 		_ = c[(mr-1)*ldc+nr-1]
 	}
 	if set && !useAVX512 {
-		for i := 0; i < mr; i++ {
-			clear(c[i*ldc : i*ldc+nr])
-		}
+		clearRows(c, ldc, mr, nr)
 	}
 	switch {
 	case useAVX512:

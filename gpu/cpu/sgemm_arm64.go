@@ -38,9 +38,7 @@ func SetKernel(name string) error {
 // cleared first.
 func kern12x32(kb int, a, b, c []float32, ldc int, set bool) {
 	if set {
-		for i := 0; i < mr; i++ {
-			clear(c[i*ldc : i*ldc+nr])
-		}
+		clearRows(c, ldc, mr, nr)
 	}
 	if !useNEON {
 		kern12x32Go(kb, a, b, c, ldc)

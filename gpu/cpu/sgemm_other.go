@@ -8,9 +8,7 @@ import "fmt"
 // ldc); with set, the tile is cleared first.
 func kern12x32(kb int, a, b, c []float32, ldc int, set bool) {
 	if set {
-		for i := 0; i < mr; i++ {
-			clear(c[i*ldc : i*ldc+nr])
-		}
+		clearRows(c, ldc, mr, nr)
 	}
 	kern12x32Go(kb, a, b, c, ldc)
 }
