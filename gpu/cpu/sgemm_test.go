@@ -413,14 +413,35 @@ func TestAllHeadsDecodeAttentionMatchesOneHeadAtATime(t *testing.T) {
 
 // TestNormAndAddKernelsMatchGo: the norms' sums (of squares, of values, of
 // squared deviations), their row scalings and the add give the same bits
-// from the AVX-512 kernels as from the Go loops other machines run, at
-// every tail length (so a norm is the same on every machine), and the sum
-// of squares is the float64 sum.
+// from the AVX-512 and the AVX2 kernels as from the Go loops other machines
+// run, at every tail length (so a norm is the same on every machine), and
+// the sum of squares is the float64 sum.
 func TestNormAndAddKernelsMatchGo(t *testing.T) {
-	if SetKernel("avx512") != nil {
-		t.Skip("this CPU lacks AVX-512")
-	}
 	defer SetKernel("")
+	for _, kern := range vectorKernels(t) {
+		testNormAndAddKernels(t, kern)
+	}
+}
+
+// vectorKernels returns the vector kernels this CPU can run ("avx512",
+// "avx2"), skipping the test when it has none.
+func vectorKernels(t *testing.T) []string {
+	var ks []string
+	for _, k := range []string{"avx512", "avx2"} {
+		if SetKernel(k) == nil {
+			ks = append(ks, k)
+		} else {
+			t.Logf("%s: %v", k, SetKernel(k))
+		}
+	}
+	SetKernel("")
+	if len(ks) == 0 {
+		t.Skip("this CPU has no vector kernels")
+	}
+	return ks
+}
+
+func testNormAndAddKernels(t *testing.T, kern string) {
 	r := rand.New(rand.NewPCG(15, 16))
 	for _, n := range []int{1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 256, 1000} {
 		x, w, y := randSlice(r, n), randSlice(r, n), randSlice(r, n)
@@ -431,7 +452,7 @@ func TestNormAndAddKernelsMatchGo(t *testing.T) {
 		for _, v := range x {
 			exact += float64(v) * float64(v)
 		}
-		SetKernel("avx512")
+		SetKernel(kern)
 		ss512, sum512, dev512 := sumSquares(x), sumLanes(x), sqDevLanes(x, 0.3)
 		ln512 := make([]float32, n)
 		for i := layerNormRowVec(ln512, x, w, y, 0.3, 1.7); i < n; i++ {
@@ -450,7 +471,7 @@ func TestNormAndAddKernelsMatchGo(t *testing.T) {
 			avx, port float64
 		}{{"sum of squares", ss512, sumSquares(x)}, {"sum", sum512, sumLanes(x)}, {"squared deviations", dev512, sqDevLanes(x, 0.3)}} {
 			if math.Float64bits(c.avx) != math.Float64bits(c.port) {
-				t.Errorf("n %d: %s avx512 %v, go %v", n, c.what, c.avx, c.port)
+				t.Errorf("%s n %d: %s vector %v, go %v", kern, n, c.what, c.avx, c.port)
 			}
 		}
 		if math.Abs(ss512-exact) > 1e-12*exact {
