@@ -13,7 +13,7 @@ import (
 func kern12x32AVX512(kb int, a, b, c *float32, ldc int, set bool)
 
 //go:noescape
-func kern6x16AVX2(kb int, a, b, c *float32, ldc int)
+func kern6x16AVX2(kb int, a, b, c *float32, ldc int, set bool)
 
 // The micro-kernel in use: AVX-512 where the CPU has it, else AVX2 with
 // FMA (most other x86 machines and cloud instances), else portable Go.
@@ -70,17 +70,17 @@ func kern12x32(kb int, a, b, c []float32, ldc int, set bool) {
 		_ = b[kb*nr-1]
 		_ = c[(mr-1)*ldc+nr-1]
 	}
-	if set && !useAVX512 {
+	if set && !useAVX512 && !useAVX2 {
 		clearRows(c, ldc, mr, nr)
 	}
 	switch {
 	case useAVX512:
 		kern12x32AVX512(kb, &a[0], &b[0], &c[0], ldc, set)
 	case useAVX2:
-		kern6x16AVX2(kb, &a[0], &b[0], &c[0], ldc)
-		kern6x16AVX2(kb, &a[0], &b[16], &c[16], ldc)
-		kern6x16AVX2(kb, &a[6], &b[0], &c[6*ldc], ldc)
-		kern6x16AVX2(kb, &a[6], &b[16], &c[6*ldc+16], ldc)
+		kern6x16AVX2(kb, &a[0], &b[0], &c[0], ldc, set)
+		kern6x16AVX2(kb, &a[0], &b[16], &c[16], ldc, set)
+		kern6x16AVX2(kb, &a[6], &b[0], &c[6*ldc], ldc, set)
+		kern6x16AVX2(kb, &a[6], &b[16], &c[6*ldc+16], ldc, set)
 	default:
 		kern12x32Go(kb, a, b, c, ldc)
 	}
@@ -103,8 +103,8 @@ func kernEdge(kb, mh int, a, b []float32, tile *[mr * nr]float32) {
 		}
 	case useAVX2:
 		for i := 0; i < mh; i += 6 {
-			kern6x16AVX2(kb, &a[i], &b[0], &tile[i*nr], nr)
-			kern6x16AVX2(kb, &a[i], &b[16], &tile[i*nr+16], nr)
+			kern6x16AVX2(kb, &a[i], &b[0], &tile[i*nr], nr, false)
+			kern6x16AVX2(kb, &a[i], &b[16], &tile[i*nr+16], nr, false)
 		}
 	default:
 		kern12x32Go(kb, a, b, tile[:], nr)

@@ -2,15 +2,29 @@
 
 #include "textflag.h"
 
-// func kern6x16AVX2(kb int, a, b, c *float32, ldc int)
+// ADDROW2 adds a sub-tile row (halves lo, hi) to C's row at DX; SETROW2
+// stores it there.
+#define ADDROW2(lo, hi) \
+	VADDPS (DX), lo, lo; \
+	VMOVUPS lo, (DX); \
+	VADDPS 32(DX), hi, hi; \
+	VMOVUPS hi, 32(DX)
+
+#define SETROW2(lo, hi) \
+	VMOVUPS lo, (DX); \
+	VMOVUPS hi, 32(DX)
+
+// func kern6x16AVX2(kb int, a, b, c *float32, ldc int, set bool)
 //
 // C[6][16] (row stride ldc) += six rows of a packed A panel (a[p*12+i],
 // i < 6) times sixteen columns of a packed B panel (b[p*32+j], j < 16):
 // a quarter of the 12x32 tile, for CPUs with AVX2 and FMA but not
 // AVX-512. Y0-Y11 hold the sub-tile, row i in Y(2i) and Y(2i+1). Every
 // element accumulates its products in the AVX-512 kernel's order (from
-// zero, p ascending, fused multiply-add), then adds C: the same bits.
-TEXT ·kern6x16AVX2(SB), NOSPLIT, $0-40
+// zero, p ascending, fused multiply-add), then adds C: the same bits. With
+// set, C is set to the sums instead (they start at +0, so none is -0 and
+// storing them gives the bits of adding them to a cleared C).
+TEXT ·kern6x16AVX2(SB), NOSPLIT, $0-41
 	MOVQ kb+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -54,34 +68,33 @@ loop:
 	ADDQ $128, BX
 	DECQ CX
 	JNZ  loop
-	VADDPS (DX), Y0, Y0
-	VMOVUPS Y0, (DX)
-	VADDPS 32(DX), Y1, Y1
-	VMOVUPS Y1, 32(DX)
+	MOVBLZX set+40(FP), R9
+	TESTQ R9, R9
+	JNZ   setc
+	ADDROW2(Y0, Y1)
 	ADDQ R8, DX
-	VADDPS (DX), Y2, Y2
-	VMOVUPS Y2, (DX)
-	VADDPS 32(DX), Y3, Y3
-	VMOVUPS Y3, 32(DX)
+	ADDROW2(Y2, Y3)
 	ADDQ R8, DX
-	VADDPS (DX), Y4, Y4
-	VMOVUPS Y4, (DX)
-	VADDPS 32(DX), Y5, Y5
-	VMOVUPS Y5, 32(DX)
+	ADDROW2(Y4, Y5)
 	ADDQ R8, DX
-	VADDPS (DX), Y6, Y6
-	VMOVUPS Y6, (DX)
-	VADDPS 32(DX), Y7, Y7
-	VMOVUPS Y7, 32(DX)
+	ADDROW2(Y6, Y7)
 	ADDQ R8, DX
-	VADDPS (DX), Y8, Y8
-	VMOVUPS Y8, (DX)
-	VADDPS 32(DX), Y9, Y9
-	VMOVUPS Y9, 32(DX)
+	ADDROW2(Y8, Y9)
 	ADDQ R8, DX
-	VADDPS (DX), Y10, Y10
-	VMOVUPS Y10, (DX)
-	VADDPS 32(DX), Y11, Y11
-	VMOVUPS Y11, 32(DX)
+	ADDROW2(Y10, Y11)
+	VZEROUPPER
+	RET
+setc:
+	SETROW2(Y0, Y1)
+	ADDQ R8, DX
+	SETROW2(Y2, Y3)
+	ADDQ R8, DX
+	SETROW2(Y4, Y5)
+	ADDQ R8, DX
+	SETROW2(Y6, Y7)
+	ADDQ R8, DX
+	SETROW2(Y8, Y9)
+	ADDQ R8, DX
+	SETROW2(Y10, Y11)
 	VZEROUPPER
 	RET

@@ -94,3 +94,74 @@ done:
 	MOVQ AX, ret+32(FP)
 	VZEROUPPER
 	RET
+
+// func shiftedExpAVX2(dst, src *float64, shift float64, n int) int
+// shiftedExpAVX512 four lanes at a time, for CPUs with AVX2 and FMA but not
+// AVX-512: the same operations on every lane, so the same bits (math.Exp's).
+// Stops before the first chunk of four with an argument outside [-708, 709]
+// (or not a number) and returns how many it did; n a positive multiple of 4.
+TEXT ·shiftedExpAVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	VBROADCASTSD shift+16(FP), Y15
+	MOVQ n+24(FP), CX
+	XORQ AX, AX
+	VBROADCASTSD expc<>+104(SB), Y13
+	VBROADCASTSD expc<>+112(SB), Y14
+	VPBROADCASTD expc<>+120(SB), X12
+	VBROADCASTSD expc<>+0(SB), Y4
+	VBROADCASTSD expc<>+8(SB), Y5
+	VBROADCASTSD expc<>+16(SB), Y6
+	VBROADCASTSD expc<>+72(SB), Y7
+	VBROADCASTSD expc<>+80(SB), Y8
+	VBROADCASTSD expc<>+88(SB), Y9
+	VBROADCASTSD expc<>+96(SB), Y10
+chunk2:
+	VMOVUPD (SI)(AX*8), Y0
+	VSUBPD Y15, Y0, Y0
+	VCMPPD $0x1D, Y13, Y0, Y1 // x >= -708, false for NaN
+	VCMPPD $0x12, Y14, Y0, Y2 // x <= 709
+	VANDPD Y2, Y1, Y1
+	VMOVMSKPD Y1, BX
+	CMPQ BX, $0x0F
+	JNE  done2
+	VMULPD Y7, Y0, Y1
+	VCVTPD2DQY Y1, X2           // k, rounded to nearest even
+	VCVTDQ2PD X2, Y1
+	VFNMADD231PD Y8, Y1, Y0     // x -= k*ln2 (upper)
+	VFNMADD231PD Y9, Y1, Y0     // x -= k*ln2 (lower)
+	VMULPD Y10, Y0, Y0
+	VBROADCASTSD expc<>+64(SB), Y1
+	VBROADCASTSD expc<>+56(SB), Y3
+	VFMADD213PD Y3, Y0, Y1
+	VBROADCASTSD expc<>+48(SB), Y3
+	VFMADD213PD Y3, Y0, Y1
+	VBROADCASTSD expc<>+40(SB), Y3
+	VFMADD213PD Y3, Y0, Y1
+	VBROADCASTSD expc<>+32(SB), Y3
+	VFMADD213PD Y3, Y0, Y1
+	VBROADCASTSD expc<>+24(SB), Y3
+	VFMADD213PD Y3, Y0, Y1
+	VFMADD213PD Y4, Y0, Y1
+	VFMADD213PD Y5, Y0, Y1
+	VMULPD Y1, Y0, Y0
+	VADDPD Y6, Y0, Y1
+	VMULPD Y1, Y0, Y0
+	VADDPD Y6, Y0, Y1
+	VMULPD Y1, Y0, Y0
+	VADDPD Y6, Y0, Y1
+	VMULPD Y1, Y0, Y0
+	VADDPD Y6, Y0, Y1
+	VFMADD213PD Y5, Y1, Y0
+	VPADDD X12, X2, X2          // k + 1023, the biased exponent
+	VPMOVSXDQ X2, Y3
+	VPSLLQ $52, Y3, Y3          // 2^k
+	VMULPD Y3, Y0, Y0
+	VMOVUPD Y0, (DI)(AX*8)
+	ADDQ $4, AX
+	CMPQ AX, CX
+	JLT  chunk2
+done2:
+	MOVQ AX, ret+32(FP)
+	VZEROUPPER
+	RET
