@@ -114,15 +114,26 @@ func kernEdge(kb, mh int, a, b []float32, tile *[mr * nr]float32) {
 //go:noescape
 func packA12AVX512(a *float32, lda, kb int, dst *float32)
 
+//go:noescape
+func packA12AVX2(a *float32, lda, kb int, dst *float32)
+
 // packA12Vec packs a full twelve-row panel's first columns (the largest
-// multiple of 16 of kb) as packA does, from a (row 0 of the panel, column
-// 0 of the block) with row stride lda, and returns how many columns it did.
+// multiple of 16 of kb with AVX-512, of 8 with AVX2) as packA does, from a
+// (row 0 of the panel, column 0 of the block) with row stride lda, and
+// returns how many columns it did.
 func packA12Vec(a []float32, lda, kb int, dst []float32) int {
 	n := kb &^ 15
-	if !useAVX512 || n == 0 {
+	if !useAVX512 {
+		n = kb &^ 7
+	}
+	if !(useAVX512 || useAVX2) || n == 0 {
 		return 0
 	}
 	_, _ = a[(mr-1)*lda+n-1], dst[n*mr-1]
+	if !useAVX512 {
+		packA12AVX2(&a[0], lda, n, &dst[0])
+		return n
+	}
 	packA12AVX512(&a[0], lda, n, &dst[0])
 	return n
 }

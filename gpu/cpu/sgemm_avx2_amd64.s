@@ -98,3 +98,42 @@ setc:
 	SETROW2(Y10, Y11)
 	VZEROUPPER
 	RET
+
+// PACK4 transposes four rows of eight floats (at b, b+R8, b+2*R8, b+R9) into
+// eight columns of four and stores column q's four at q*48(d): a 4x4
+// transpose within each 128-bit lane, then the lower lanes (columns 0-3)
+// and the upper lanes (4-7).
+#define PACK4(b, d) \
+	VMOVUPS (b), Y0; VMOVUPS (b)(R8*1), Y1; VMOVUPS (b)(R8*2), Y2; VMOVUPS (b)(R9*1), Y3; \
+	VUNPCKLPS Y1, Y0, Y4; VUNPCKHPS Y1, Y0, Y5; VUNPCKLPS Y3, Y2, Y6; VUNPCKHPS Y3, Y2, Y7; \
+	VUNPCKLPD Y6, Y4, Y0; VUNPCKHPD Y6, Y4, Y1; VUNPCKLPD Y7, Y5, Y2; VUNPCKHPD Y7, Y5, Y3; \
+	VMOVUPS X0, 0(d); VMOVUPS X1, 48(d); VMOVUPS X2, 96(d); VMOVUPS X3, 144(d); \
+	VEXTRACTF128 $1, Y0, 192(d); VEXTRACTF128 $1, Y1, 240(d); VEXTRACTF128 $1, Y2, 288(d); VEXTRACTF128 $1, Y3, 336(d)
+
+// func packA12AVX2(a *float32, lda, kb int, dst *float32)
+// packA for a full twelve-row panel, eight columns at a time: dst[p*12+i] =
+// a[i*lda+p] for p < kb, i < 12, as three four-row groups; kb a positive
+// multiple of 8.
+TEXT ·packA12AVX2(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), R8
+	SHLQ $2, R8
+	LEAQ (R8)(R8*2), R9 // three rows
+	MOVQ kb+16(FP), CX
+	MOVQ dst+24(FP), DI
+	LEAQ (SI)(R8*4), R10 // rows 4 and 8
+	LEAQ (R10)(R8*4), R11
+pa2loop:
+	LEAQ 16(DI), R12
+	LEAQ 32(DI), R13
+	PACK4(SI, DI)
+	PACK4(R10, R12)
+	PACK4(R11, R13)
+	ADDQ $32, SI
+	ADDQ $32, R10
+	ADDQ $32, R11
+	ADDQ $384, DI
+	SUBQ $8, CX
+	JNZ  pa2loop
+	VZEROUPPER
+	RET
