@@ -11,8 +11,12 @@
 // from a library: gonum's pure-Go Sgemm reaches about a tenth of this machine's
 // peak, and cgo BLAS would break the single static binary. sgemm.go holds a
 // blocked, packed GEMM whose inner 12x32 tile runs in AVX-512 assembly
-// (sgemm_amd64.s) when the CPU has it, with a portable Go kernel otherwise, and
-// the naive triple loop kept beside it as the reference the tests compare against.
+// (sgemm_amd64.s) when the CPU has it, as four 6x16 AVX2 tiles on x86 without
+// it, in NEON on arm64, with a portable Go kernel otherwise, and the naive
+// triple loop kept beside it as the reference the tests compare against. The
+// other hot loops (decoding attention, the activations, softmax rows, norms)
+// have AVX-512 kernels and AVX2 twins that give the same bits, so a run moves
+// between such machines bitwise.
 package cpu
 
 import (
