@@ -154,7 +154,8 @@ func attnScores(out, q, k []float32, stride int) bool {
 }
 
 // attnMix adds p[j]*v[j*stride:][:len(out)] to out for j in order, with
-// axpy's bits; false when there is no fused kernel for this shape.
+// axpy's bits; false when there is no fused kernel for this shape. With
+// AVX2 it is the all-heads row kernel for one head.
 func attnMix(out, p, v []float32, stride int) bool {
 	hs, n := len(out), len(p)
 	if !attnRows(hs) || n == 0 {
@@ -162,7 +163,7 @@ func attnMix(out, p, v []float32, stride int) bool {
 	}
 	_ = v[(n-1)*stride+hs-1]
 	if !useAVX512 {
-		attnRowMixAVX2(&out[0], &p[0], 0, &v[0], stride, hs, 1, 1, n)
+		attnRowMix(out, p, v, 0, stride, hs, 1, 1, n)
 		return true
 	}
 	attnMixAVX512(&out[0], &p[0], &v[0], stride, hs, n)

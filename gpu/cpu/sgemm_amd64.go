@@ -70,9 +70,6 @@ func kern12x32(kb int, a, b, c []float32, ldc int, set bool) {
 		_ = b[kb*nr-1]
 		_ = c[(mr-1)*ldc+nr-1]
 	}
-	if set && !useAVX512 && !useAVX2 {
-		clearRows(c, ldc, mr, nr)
-	}
 	switch {
 	case useAVX512:
 		kern12x32AVX512(kb, &a[0], &b[0], &c[0], ldc, set)
@@ -82,6 +79,9 @@ func kern12x32(kb int, a, b, c []float32, ldc int, set bool) {
 		kern6x16AVX2(kb, &a[6], &b[0], &c[6*ldc], ldc, set)
 		kern6x16AVX2(kb, &a[6], &b[16], &c[6*ldc+16], ldc, set)
 	default:
+		if set { // the portable kernel only adds
+			clearRows(c, ldc, mr, nr)
+		}
 		kern12x32Go(kb, a, b, c, ldc)
 	}
 }

@@ -428,11 +428,11 @@ func TestNormAndAddKernelsMatchGo(t *testing.T) {
 func vectorKernels(t *testing.T) []string {
 	var ks []string
 	for _, k := range []string{"avx512", "avx2"} {
-		if SetKernel(k) == nil {
-			ks = append(ks, k)
-		} else {
-			t.Logf("%s: %v", k, SetKernel(k))
+		if err := SetKernel(k); err != nil {
+			t.Logf("%s: %v", k, err)
+			continue
 		}
+		ks = append(ks, k)
 	}
 	SetKernel("")
 	if len(ks) == 0 {
@@ -453,39 +453,39 @@ func testNormAndAddKernels(t *testing.T, kern string) {
 			exact += float64(v) * float64(v)
 		}
 		SetKernel(kern)
-		ss512, sum512, dev512 := sumSquares(x), sumLanes(x), sqDevLanes(x, 0.3)
-		ln512 := make([]float32, n)
-		for i := layerNormRowVec(ln512, x, w, y, 0.3, 1.7); i < n; i++ {
-			ln512[i] = (x[i]-0.3)*1.7*w[i] + y[i]
+		ssVec, sumVec, devVec := sumSquares(x), sumLanes(x), sqDevLanes(x, 0.3)
+		lnVec := make([]float32, n)
+		for i := layerNormRowVec(lnVec, x, w, y, 0.3, 1.7); i < n; i++ {
+			lnVec[i] = (x[i]-0.3)*1.7*w[i] + y[i]
 		}
-		sc512, add512 := make([]float32, n), make([]float32, n)
-		for i := scaleRowVec(sc512, x, w, 0.37); i < n; i++ {
-			sc512[i] = x[i] * 0.37 * w[i]
+		scVec, addVecOut := make([]float32, n), make([]float32, n)
+		for i := scaleRowVec(scVec, x, w, 0.37); i < n; i++ {
+			scVec[i] = x[i] * 0.37 * w[i]
 		}
-		for i := addVec(add512, x, y); i < n; i++ {
-			add512[i] = x[i] + y[i]
+		for i := addVec(addVecOut, x, y); i < n; i++ {
+			addVecOut[i] = x[i] + y[i]
 		}
 		SetKernel("go")
 		for _, c := range []struct {
 			what      string
 			avx, port float64
-		}{{"sum of squares", ss512, sumSquares(x)}, {"sum", sum512, sumLanes(x)}, {"squared deviations", dev512, sqDevLanes(x, 0.3)}} {
+		}{{"sum of squares", ssVec, sumSquares(x)}, {"sum", sumVec, sumLanes(x)}, {"squared deviations", devVec, sqDevLanes(x, 0.3)}} {
 			if math.Float64bits(c.avx) != math.Float64bits(c.port) {
 				t.Errorf("%s n %d: %s vector %v, go %v", kern, n, c.what, c.avx, c.port)
 			}
 		}
-		if math.Abs(ss512-exact) > 1e-12*exact {
-			t.Errorf("n %d: sum of squares %v, float64 loop %v", n, ss512, exact)
+		if math.Abs(ssVec-exact) > 1e-12*exact {
+			t.Errorf("%s n %d: sum of squares %v, float64 loop %v", kern, n, ssVec, exact)
 		}
 		for i := range x {
-			if sc := x[i] * 0.37 * w[i]; math.Float32bits(sc512[i]) != math.Float32bits(sc) {
-				t.Fatalf("n %d: scaled element %d: kernel %v, go %v", n, i, sc512[i], sc)
+			if sc := x[i] * 0.37 * w[i]; math.Float32bits(scVec[i]) != math.Float32bits(sc) {
+				t.Fatalf("%s n %d: scaled element %d: kernel %v, go %v", kern, n, i, scVec[i], sc)
 			}
-			if ln := (x[i]-0.3)*1.7*w[i] + y[i]; math.Float32bits(ln512[i]) != math.Float32bits(ln) {
-				t.Fatalf("n %d: layer-normed element %d: kernel %v, go %v", n, i, ln512[i], ln)
+			if ln := (x[i]-0.3)*1.7*w[i] + y[i]; math.Float32bits(lnVec[i]) != math.Float32bits(ln) {
+				t.Fatalf("%s n %d: layer-normed element %d: kernel %v, go %v", kern, n, i, lnVec[i], ln)
 			}
-			if a := x[i] + y[i]; math.Float32bits(add512[i]) != math.Float32bits(a) {
-				t.Fatalf("n %d: added element %d: kernel %v, go %v", n, i, add512[i], a)
+			if a := x[i] + y[i]; math.Float32bits(addVecOut[i]) != math.Float32bits(a) {
+				t.Fatalf("%s n %d: added element %d: kernel %v, go %v", kern, n, i, addVecOut[i], a)
 			}
 		}
 	}
