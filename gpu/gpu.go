@@ -167,6 +167,25 @@ type RowScatterer interface {
 	ScatterRows(dst Buffer, at []int, src Buffer, width int)
 }
 
+// HalfKV is implemented by backends that can keep a decoding key/value
+// cache in IEEE binary16: half the bytes of float32, and decoding attention
+// is bound by reading the cache (every step reads every slot's keys and
+// values once). A half cache buffer holds two binary16 values per float32
+// element, head-major: slot b's key/value head h at position t starts at
+// value ((b*NKV+h)*Tcap+t)*HS. Attention over it has the bits of
+// AttentionForward over float32 keys and values equal to the stored ones.
+type HalfKV interface {
+	// StoreHalf rounds row i of src (NKV*HS floats) to binary16 (nearest,
+	// ties to even) and writes head h of it at value at[i]+h*Tcap*HS of
+	// dst; a negative at[i] leaves row i out. Each stored row of src is
+	// left holding the rounded values, so float32 attention over src (a
+	// prefill's) sees what the cache holds.
+	StoreHalf(dst Buffer, at []int, src Buffer, nkv, hs, tcap int)
+	// AttentionForwardHalf is AttentionForward with Tq == 1 over a half
+	// cache: k and v hold s.B slots of s.NKV heads of s.Tcap positions.
+	AttentionForwardHalf(out, att, q, k, v Buffer, s AttnShape)
+}
+
 // AdamWParams are the hyper-parameters of one AdamW step.
 type AdamWParams struct {
 	LR, Beta1, Beta2, Eps, WeightDecay float32

@@ -1,0 +1,209 @@
+package cpu
+
+import (
+	"math"
+	"unsafe"
+
+	"github.com/corl-project/corl/gpu"
+)
+
+// The binary16 key/value cache (gpu.HalfKV). Decoding reads every slot's
+// keys and values once a step, so with a float32 cache the step is bound
+// by memory bandwidth, not arithmetic; binary16 halves those bytes. Values
+// are rounded once, when stored, and widened exactly when read, so
+// attention has the bits of float32 attention over the stored values: the
+// scores dot's, the mixed outputs axpy's. A slot's heads lie apart
+// (head-major), each head's keys back to back, so the score kernel reads
+// one stream per head, front to back.
+
+// f32ToF16 rounds f to binary16, nearest with ties to even, as VCVTPS2PH
+// does with rounding mode 0: magnitudes past the largest finite value
+// become infinities, a NaN stays a NaN (quiet, its payload's top bits
+// kept), and binary16's subnormals are produced exactly.
+func f32ToF16(f float32) uint16 {
+	b := math.Float32bits(f)
+	sign := uint16(b>>16) & 0x8000
+	exp, man := int(b>>23)&0xff, b&0x7fffff
+	if exp == 0xff {
+		if man == 0 {
+			return sign | 0x7c00
+		}
+		return sign | 0x7e00 | uint16(man>>13)
+	}
+	e := exp - 127 + 15 // binary16's biased exponent
+	if e >= 1 {
+		// Normal: drop 13 mantissa bits, rounding; a carry moves into the
+		// exponent (up to infinity), as the encoding is ordered.
+		h := uint32(e)<<10 | man>>13
+		if rem := man & 0x1fff; rem > 0x1000 || rem == 0x1000 && h&1 == 1 {
+			h++
+		}
+		if h >= 0x7c00 {
+			return sign | 0x7c00
+		}
+		return sign | uint16(h)
+	}
+	// Subnormal or zero in binary16: units of 2^-24.
+	if exp == 0 {
+		return sign // a float32 subnormal is below 2^-126
+	}
+	shift := uint(14 - e) // m * 2^(exp-150) in units of 2^-24 is m >> (14-e)
+	if shift > 24 {
+		return sign // below half the smallest subnormal
+	}
+	m := man | 0x800000
+	h := m >> shift
+	half := uint32(1) << (shift - 1)
+	if rem := m & (half<<1 - 1); rem > half || rem == half && h&1 == 1 {
+		h++ // may become the smallest normal, which is the next encoding
+	}
+	return sign | uint16(h)
+}
+
+// f16ToF32 widens a binary16 value exactly.
+func f16ToF32(h uint16) float32 {
+	sign := uint32(h&0x8000) << 16
+	exp, man := uint32(h>>10)&0x1f, uint32(h&0x3ff)
+	switch {
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0x7f800000 | man<<13)
+	case exp != 0:
+		return math.Float32frombits(sign | (exp+127-15)<<23 | man<<13)
+	case man == 0:
+		return math.Float32frombits(sign)
+	}
+	// Subnormal: man * 2^-24, normalised.
+	e := uint32(127 - 15 + 1)
+	for man&0x400 == 0 {
+		man <<= 1
+		e--
+	}
+	return math.Float32frombits(sign | e<<23 | (man&0x3ff)<<13)
+}
+
+// halves views a float32 buffer's memory as binary16 values, two per
+// element.
+func halves(d []float32) []uint16 {
+	if len(d) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(&d[0])), 2*len(d))
+}
+
+// storeHalfRow sets dst[i] = f32ToF16(src[i]) and src[i] to its widened
+// value.
+func storeHalfRow(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	for i := storeHalfVec(dst, src); i < len(src); i++ {
+		dst[i] = f32ToF16(src[i])
+		src[i] = f16ToF32(dst[i])
+	}
+}
+
+// widenHalf sets dst[i] = f16ToF32(src[i]).
+func widenHalf(dst []float32, src []uint16) {
+	src = src[:len(dst)]
+	for i := widenHalfVec(dst, src); i < len(dst); i++ {
+		dst[i] = f16ToF32(src[i])
+	}
+}
+
+// StoreHalf implements gpu.HalfKV.
+func (be *Backend) StoreHalf(dst gpu.Buffer, at []int, src gpu.Buffer, nkv, hs, tcap int) {
+	d, s := halves(Data(dst)), Data(src)
+	w := nkv * hs
+	if len(at)*w > len(s) {
+		panic("gpu: half store of more rows than the source holds")
+	}
+	for i, o := range at {
+		if o < 0 {
+			continue
+		}
+		if o+(nkv-1)*tcap*hs+hs > len(d) {
+			panic("gpu: half store past the cache")
+		}
+		for h := 0; h < nkv; h++ {
+			storeHalfRow(d[o+h*tcap*hs:][:hs], s[i*w+h*hs:][:hs])
+		}
+	}
+}
+
+// AttentionForwardHalf implements gpu.HalfKV.
+func (be *Backend) AttentionForwardHalf(out, att, q, k, v gpu.Buffer, s gpu.AttnShape) {
+	checkAttn(s)
+	if s.Tq != 1 || s.HS%2 != 0 {
+		panic("gpu: half-cache attention takes one query row and an even head size")
+	}
+	o, a, qd := Data(out), Data(att), Data(q)
+	kd, vd := halves(Data(k)), halves(Data(v))
+	C, slab := s.NH*s.HS, s.NKV*s.Tcap*s.HS
+	if len(kd) < s.B*slab || len(vd) < s.B*slab {
+		panic("gpu: half cache smaller than its shape")
+	}
+	scale := float32(1 / math.Sqrt(float64(s.HS)))
+	be.parallelWorkers(s.B, func(w, lo, hi int) {
+		scr := be.workerScratch(w)
+		if len(scr.rows) < s.HS {
+			scr.rows = make([]float32, s.HS)
+		}
+		for b := lo; b < hi; b++ {
+			attendHalf(o[b*C:][:C], a[b*s.NH*s.Tk:][:s.NH*s.Tk], qd[b*C:][:C], kd[b*slab:][:slab], vd[b*slab:][:slab], s, s.Keys(b), scale, scr.rows[:s.HS])
+		}
+	})
+}
+
+// halfMixKeys is how many keys the four-head mix takes at a time: their
+// value rows (four heads' of them) stay in L1 across the chunk columns.
+const halfMixKeys = 32
+
+// attendHalf is one slot's decoding attention over its half cache k, v
+// (NKV heads of Tcap rows of HS values): p holds the NH heads' Tk
+// probabilities back to back; row is HS floats of scratch.
+func attendHalf(out, p, q []float32, k, v []uint16, s gpu.AttnShape, n int, scale float32, row []float32) {
+	hs, group, ts := s.HS, s.NH/s.NKV, s.Tcap*s.HS
+	vec := halfRows(hs)
+	for kvh := 0; kvh < s.NKV; kvh++ {
+		kh, qh, ph := k[kvh*ts:][:ts], q[kvh*group*hs:][:group*hs], p[kvh*group*s.Tk:][:group*s.Tk]
+		j := 0
+		if vec {
+			j = halfScores4(ph, qh, kh, s.Tk, hs, group, n)
+		}
+		for ; j < n; j++ {
+			widenHalf(row, kh[j*hs:])
+			for g := 0; g < group; g++ {
+				ph[g*s.Tk+j] = dot(qh[g*hs:][:hs], row)
+			}
+		}
+	}
+	for h := 0; h < s.NH; h++ {
+		r := p[h*s.Tk:][:s.Tk]
+		softmaxRow(r[:n], scale)
+		clear(r[n:])
+	}
+	clear(out)
+	if vec && s.NH%4 == 0 {
+		for h := 0; h < s.NH; h += 4 {
+			var kvoff [4]int
+			for i := range kvoff {
+				kvoff[i] = (h + i) / group * ts
+			}
+			for j := 0; j < n; j += halfMixKeys {
+				var off [4]int
+				for i, o := range kvoff {
+					off[i] = o + j*hs
+				}
+				halfMix4(out[h*hs:], p[h*s.Tk+j:], v, s.Tk, hs, min(halfMixKeys, n-j), &off)
+			}
+		}
+		return
+	}
+	for kvh := 0; kvh < s.NKV; kvh++ {
+		vh := v[kvh*ts:][:ts]
+		for j := 0; j < n; j++ {
+			widenHalf(row, vh[j*hs:])
+			for g := kvh * group; g < (kvh+1)*group; g++ {
+				axpy(out[g*hs:][:hs], p[g*s.Tk+j], row)
+			}
+		}
+	}
+}
