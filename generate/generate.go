@@ -36,6 +36,9 @@ type Generator struct {
 	Tok   tokenizer.Tokenizer
 	// Slots bounds the decoding batch (0: 64).
 	Slots int
+	// KV is how the cache stores keys and values ("": float32); see
+	// model.KVType.
+	KV model.KVType
 	// Progress, if set, is called after each finished request.
 	Progress func(done, total int)
 	// Ctx, if set, is checked at every decoding step: cancelling it (Ctrl-C,
@@ -79,7 +82,11 @@ func (g *Generator) Run(reqs []Request) ([]Output, error) {
 	slots = min(slots, len(reqs))
 	// Capacity in steps of 64 positions, so that consecutive calls (an RL
 	// round's prompts of slightly different lengths) reuse one cache.
-	kc, err := m.NewCache(slots, min(m.Cfg.MaxSeq, (capNeeded+63)/64*64))
+	kv := g.KV
+	if kv == "" {
+		kv = model.KVFloat32
+	}
+	kc, err := m.NewCacheOf(slots, min(m.Cfg.MaxSeq, (capNeeded+63)/64*64), kv)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,14 @@ import (
 
 func tinyModel(t testing.TB, family string) *model.Model {
 	t.Helper()
-	cfg := model.Config{Family: family, Layers: 2, Dim: 32, Heads: 4, KVHeads: 2, Vocab: 257, MaxSeq: 64}
+	return tinyModelDim(t, family, 32)
+}
+
+// tinyModelDim is tinyModel of width dim (64: a head size the binary16
+// cache's vector kernels take).
+func tinyModelDim(t testing.TB, family string, dim int) *model.Model {
+	t.Helper()
+	cfg := model.Config{Family: family, Layers: 2, Dim: dim, Heads: 4, KVHeads: 2, Vocab: 257, MaxSeq: 64}
 	if family == model.GPT2 {
 		cfg.KVHeads = 0
 	}
@@ -266,8 +273,25 @@ func TestTruncatedSamplingFollowsTheRenormalisedDistribution(t *testing.T) {
 // TestSharedPromptsMatchSeparateRuns: samples of one prompt share its
 // prefill (copied cache rows); each must equal the same request run alone.
 func TestSharedPromptsMatchSeparateRuns(t *testing.T) {
+	for _, kv := range kvTypes(t) {
+		testSharedPrompts(t, kv.m, kv.typ)
+	}
+}
+
+// kvTypes are the cache types the generator tests run with, each on its
+// model: float32 on tinyModel, binary16 on a width its kernels take.
+func kvTypes(t *testing.T) []struct {
+	typ model.KVType
+	m   *model.Model
+} {
+	return []struct {
+		typ model.KVType
+		m   *model.Model
+	}{{model.KVFloat32, tinyModel(t, model.Llama)}, {model.KVHalf, tinyModelDim(t, model.Llama, 64)}}
+}
+
+func testSharedPrompts(t *testing.T, m *model.Model, kv model.KVType) {
 	tok := tokenizer.NewBytes()
-	m := tinyModel(t, model.Llama)
 	ids, _ := tok.Encode("shared prompt for every sample")
 	other, _ := tok.Encode("another")
 	var reqs []Request
@@ -278,17 +302,17 @@ func TestSharedPromptsMatchSeparateRuns(t *testing.T) {
 		}
 		reqs = append(reqs, Request{Prompt: p, Params: Params{MaxNewTokens: 5 + k, Temperature: 1, Seed: uint64(k)}})
 	}
-	together, err := (&Generator{Model: m, Tok: tok, Slots: 4}).Run(reqs)
+	together, err := (&Generator{Model: m, Tok: tok, Slots: 4, KV: kv}).Run(reqs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, r := range reqs {
-		alone, err := (&Generator{Model: m, Tok: tok}).Run([]Request{r})
+		alone, err := (&Generator{Model: m, Tok: tok, KV: kv}).Run([]Request{r})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(alone[0].Tokens, together[i].Tokens) || !reflect.DeepEqual(alone[0].LogProbs, together[i].LogProbs) {
-			t.Fatalf("request %d: %v with a shared prefill, %v alone", i, together[i].Tokens, alone[0].Tokens)
+			t.Fatalf("%s cache, request %d: %v with a shared prefill, %v alone", kv, i, together[i].Tokens, alone[0].Tokens)
 		}
 	}
 }
@@ -364,8 +388,13 @@ func TestWeightsChangedBetweenRunsAreSeen(t *testing.T) {
 // among the threads, every output (tokens, log-probs, text, finish, kept
 // tokens) equals decoding the requests one at a time.
 func TestManySlotsMatchOneSlot(t *testing.T) {
+	for _, kv := range kvTypes(t) {
+		testManySlots(t, kv.m, kv.typ)
+	}
+}
+
+func testManySlots(t *testing.T, m *model.Model, kv model.KVType) {
 	tok := tokenizer.NewBytes()
-	m := tinyModel(t, model.Llama)
 	var reqs []Request
 	for i := range 40 {
 		ids, _ := tok.Encode(fmt.Sprintf("prompt %d: %s", i, strings.Repeat("ab", i%5)))
@@ -375,17 +404,17 @@ func TestManySlotsMatchOneSlot(t *testing.T) {
 		}
 		reqs = append(reqs, Request{Prompt: ids, Params: p})
 	}
-	many, err := (&Generator{Model: m, Tok: tok, Slots: 32}).Run(reqs)
+	many, err := (&Generator{Model: m, Tok: tok, Slots: 32, KV: kv}).Run(reqs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	one, err := (&Generator{Model: m, Tok: tok, Slots: 1}).Run(reqs)
+	one, err := (&Generator{Model: m, Tok: tok, Slots: 1, KV: kv}).Run(reqs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range reqs {
 		if !reflect.DeepEqual(many[i], one[i]) {
-			t.Fatalf("request %d: 32 slots %+v, one slot %+v", i, many[i], one[i])
+			t.Fatalf("%s cache, request %d: 32 slots %+v, one slot %+v", kv, i, many[i], one[i])
 		}
 	}
 }

@@ -14,7 +14,9 @@ type Cache struct {
 	Slots, Cap int
 	Len        []int32 // positions held per slot
 
-	k, v []gpu.Buffer // per layer (Slots, Cap, NKV*HS)
+	Type KVType // how keys and values are stored
+
+	k, v []gpu.Buffer // per layer (Slots, Cap, NKV*HS); binary16 (Slots, NKV, Cap, HS) for KVHalf
 	// scratch for up to maxN tokens at once
 	maxN                                 int
 	x, x2, ln, mean, rstd, q, kn, vn     gpu.Buffer
@@ -25,16 +27,62 @@ type Cache struct {
 	release func() // ends the weights' freeze (gpu.WeightFreezer)
 }
 
-// NewCache allocates a cache of slots x capacity positions (capacity at most
-// max_position_embeddings).
+// KVType is how a Cache stores keys and values.
+type KVType string
+
+const (
+	// KVFloat32 keeps them as computed: decoding has the bits of the
+	// training forward's keys and values.
+	KVFloat32 KVType = "f32"
+	// KVHalf rounds them to IEEE binary16 when stored: half the bytes,
+	// which decoding attention is bound by, for a rounding of each key and
+	// value (a relative error up to 2^-11; magnitudes past 65504 become
+	// infinite). Attention computes as over float32 keys and values equal
+	// to the stored ones, so results still do not depend on threads or on
+	// the batch. Backends with gpu.HalfKV only (the CPU's).
+	KVHalf KVType = "f16"
+)
+
+// ParseKVType reads a KVType's name; "" is KVFloat32.
+func ParseKVType(s string) (KVType, error) {
+	switch KVType(s) {
+	case "", KVFloat32:
+		return KVFloat32, nil
+	case KVHalf:
+		return KVHalf, nil
+	}
+	return "", fmt.Errorf("kv cache type %q: want f32 or f16", s)
+}
+
+// NewCache allocates a float32 cache of slots x capacity positions
+// (capacity at most max_position_embeddings).
 func (m *Model) NewCache(slots, capacity int) (*Cache, error) {
+	return m.NewCacheOf(slots, capacity, KVFloat32)
+}
+
+// NewCacheOf is NewCache storing keys and values as typ says.
+func (m *Model) NewCacheOf(slots, capacity int, typ KVType) (*Cache, error) {
 	c := m.Cfg
 	if slots <= 0 || capacity <= 0 || capacity > c.MaxSeq {
 		return nil, fmt.Errorf("kv cache: %d slots x %d positions; want positive, at most %d positions", slots, capacity, c.MaxSeq)
 	}
+	half := false
+	switch typ {
+	case KVFloat32:
+	case KVHalf:
+		if _, ok := m.be.(gpu.HalfKV); !ok {
+			return nil, fmt.Errorf("kv cache f16: backend %s has no binary16 attention; use f32", m.be.Name())
+		}
+		if c.HeadSize()%2 != 0 {
+			return nil, fmt.Errorf("kv cache f16: head size %d is odd; want even", c.HeadSize())
+		}
+		half = true
+	default:
+		return nil, fmt.Errorf("kv cache type %q: want f32 or f16", typ)
+	}
 	if sp := m.spare; sp != nil {
 		m.spare = nil
-		if sp.Slots == slots && sp.Cap == capacity {
+		if sp.Slots == slots && sp.Cap == capacity && sp.Type == typ {
 			// The last cache freed, reused: its pages are already mapped, and
 			// stale rows past Len are never read.
 			clear(sp.Len)
@@ -56,15 +104,21 @@ func (m *Model) NewCache(slots, capacity int) (*Cache, error) {
 		parts = max(1, be.Threads())
 	}
 	n := max(slots, capacity*parts)
-	kc := &Cache{Slots: slots, Cap: capacity, Len: make([]int32, slots), maxN: n, parts: parts,
+	kc := &Cache{Slots: slots, Cap: capacity, Len: make([]int32, slots), Type: typ, maxN: n, parts: parts,
 		k: make([]gpu.Buffer, c.Layers), v: make([]gpu.Buffer, c.Layers)}
+	perLayer, newRows := slots*capacity*KVD, slots
+	if half {
+		// Two binary16 values an element; a prefill projects into scratch
+		// rows too, then stores them rounded.
+		perLayer, newRows = perLayer/2, n
+	}
 	for l := range kc.k {
-		kc.k[l], kc.v[l] = be.Alloc(slots*capacity*KVD), be.Alloc(slots*capacity*KVD)
+		kc.k[l], kc.v[l] = be.Alloc(perLayer), be.Alloc(perLayer)
 	}
 	kc.x, kc.x2, kc.ln, kc.tmp, kc.lnf = be.Alloc(n*C), be.Alloc(n*C), be.Alloc(n*C), be.Alloc(n*C), be.Alloc(n*C)
 	kc.mean, kc.rstd = be.Alloc(n), be.Alloc(n)
 	kc.q, kc.attOut = be.Alloc(n*QD), be.Alloc(n*QD)
-	kc.kn, kc.vn = be.Alloc(slots*KVD), be.Alloc(slots*KVD) // decoding's new rows; a prefill projects into the cache
+	kc.kn, kc.vn = be.Alloc(newRows*KVD), be.Alloc(newRows*KVD) // decoding's new rows; a float32 prefill projects into the cache
 	kc.att = be.Alloc(c.Heads * max(capacity*capacity*parts, slots*capacity))
 	kc.fc, kc.act = be.Alloc(n*fcW), be.Alloc(n*c.Hidden)
 	kc.logs = be.Alloc(max(slots, parts) * c.Vocab)
@@ -168,16 +222,35 @@ func (m *Model) prefillOn(be gpu.Backend, kc *Cache, p, slot int, tokens []int32
 	for i := range pos {
 		pos[i] = int32(i)
 	}
-	KVD := m.Cfg.KVHeads * m.Cfg.HeadSize()
+	HS := m.Cfg.HeadSize()
+	KVD := m.Cfg.KVHeads * HS
 	off, first := slot*kc.Cap*KVD, p*kc.Cap
-	shape := gpu.AttnShape{B: 1, Tq: n, Tk: n, Tcap: kc.Cap, NH: m.Cfg.Heads, NKV: m.Cfg.KVHeads, HS: m.Cfg.HeadSize()}
-	// The prompt's keys and values lie together in the slot's cache rows:
-	// projected straight there, with nothing to copy.
-	m.inferLayers(be, kc, first, p*m.Cfg.Heads*kc.Cap*kc.Cap, tokens, pos, shape, func(l int) (gpu.Buffer, gpu.Buffer) {
+	shape := gpu.AttnShape{B: 1, Tq: n, Tk: n, Tcap: kc.Cap, NH: m.Cfg.Heads, NKV: m.Cfg.KVHeads, HS: HS}
+	newKV := func(l int) (gpu.Buffer, gpu.Buffer) {
+		// The prompt's keys and values lie together in the slot's cache
+		// rows: projected straight there, with nothing to copy.
 		return kc.k[l].Slice(off, n*KVD), kc.v[l].Slice(off, n*KVD)
-	}, func(l int) (gpu.Buffer, gpu.Buffer) {
-		return kc.k[l].Slice(off, kc.Cap*KVD), kc.v[l].Slice(off, kc.Cap*KVD)
-	})
+	}
+	store := func(l int) (gpu.Buffer, gpu.Buffer, bool) {
+		return kc.k[l].Slice(off, kc.Cap*KVD), kc.v[l].Slice(off, kc.Cap*KVD), false
+	}
+	if kc.Type == KVHalf {
+		// Projected into this part's scratch rows, stored rounded, and
+		// attended over in float32 there: the values the cache holds.
+		kn, vn := kc.kn.Slice(first*KVD, n*KVD), kc.vn.Slice(first*KVD, n*KVD)
+		at := make([]int, n)
+		for i := range at {
+			at[i] = off + i*HS
+		}
+		hk := be.(gpu.HalfKV)
+		newKV = func(int) (gpu.Buffer, gpu.Buffer) { return kn, vn }
+		store = func(l int) (gpu.Buffer, gpu.Buffer, bool) {
+			hk.StoreHalf(kc.k[l], at, kn, m.Cfg.KVHeads, HS, kc.Cap)
+			hk.StoreHalf(kc.v[l], at, vn, m.Cfg.KVHeads, HS, kc.Cap)
+			return kn, vn, false
+		}
+	}
+	m.inferLayers(be, kc, first, p*m.Cfg.Heads*kc.Cap*kc.Cap, tokens, pos, shape, newKV, store)
 	V := m.Cfg.Vocab
 	m.inferHead(be, kc, first+n-1, p, 1)
 	logits := make([]float32, V)
@@ -192,8 +265,18 @@ func (m *Model) CopyPrefix(kc *Cache, src, dst, n int) error {
 		return fmt.Errorf("copy prefix: %d positions from slot %d (holding %d) to slot %d", n, src, kc.Len[src], dst)
 	}
 	if src != dst {
-		KVD := m.Cfg.KVHeads * m.Cfg.HeadSize()
+		HS := m.Cfg.HeadSize()
+		KVD := m.Cfg.KVHeads * HS
 		for l := range kc.k {
+			if kc.Type == KVHalf {
+				// Each head's first n rows, two values an element.
+				for h := 0; h < m.Cfg.KVHeads; h++ {
+					from, to, w := (src*kc.Cap*KVD+h*kc.Cap*HS)/2, (dst*kc.Cap*KVD+h*kc.Cap*HS)/2, n*HS/2
+					m.be.Copy(kc.k[l].Slice(to, w), kc.k[l].Slice(from, w))
+					m.be.Copy(kc.v[l].Slice(to, w), kc.v[l].Slice(from, w))
+				}
+				continue
+			}
 			m.be.Copy(kc.k[l].Slice(dst*kc.Cap*KVD, n*KVD), kc.k[l].Slice(src*kc.Cap*KVD, n*KVD))
 			m.be.Copy(kc.v[l].Slice(dst*kc.Cap*KVD, n*KVD), kc.v[l].Slice(src*kc.Cap*KVD, n*KVD))
 		}
@@ -225,7 +308,8 @@ func (m *Model) Decode(kc *Cache, tokens []int32, active []bool) ([]float32, err
 		klen[s] = pos[s] + 1
 		tk = max(tk, int(klen[s]))
 	}
-	KVD := m.Cfg.KVHeads * m.Cfg.HeadSize()
+	HS := m.Cfg.HeadSize()
+	KVD := m.Cfg.KVHeads * HS
 	// decode runs slots [s0, s1) start to end on be.
 	decode := func(be gpu.Backend, s0, s1 int) {
 		shape := gpu.AttnShape{B: s1 - s0, Tq: 1, Tk: tk, Tcap: kc.Cap, NH: m.Cfg.Heads, NKV: m.Cfg.KVHeads, HS: m.Cfg.HeadSize(), KLen: klen[s0:s1]}
@@ -241,7 +325,22 @@ func (m *Model) Decode(kc *Cache, tokens []int32, active []bool) ([]float32, err
 				at[s-s0] = s*slab + int(pos[s])*KVD
 			}
 		}
-		m.inferLayers(be, kc, s0, s0*m.Cfg.Heads*tk, tokens[s0:s1], pos[s0:s1], shape, scratch, func(l int) (gpu.Buffer, gpu.Buffer) {
+		m.inferLayers(be, kc, s0, s0*m.Cfg.Heads*tk, tokens[s0:s1], pos[s0:s1], shape, scratch, func(l int) (gpu.Buffer, gpu.Buffer, bool) {
+			if kc.Type == KVHalf {
+				// Head-major: a slot's head h at position t is value
+				// s*slab + h*Cap*HS + t*HS.
+				hat := make([]int, len(at))
+				for i, o := range at {
+					hat[i] = -1
+					if s := s0 + i; o >= 0 {
+						hat[i] = s*slab + int(pos[s])*HS
+					}
+				}
+				hk := be.(gpu.HalfKV)
+				hk.StoreHalf(kc.k[l], hat, kn, m.Cfg.KVHeads, HS, kc.Cap)
+				hk.StoreHalf(kc.v[l], hat, vn, m.Cfg.KVHeads, HS, kc.Cap)
+				return kc.k[l].Slice(s0*slab/2, (s1-s0)*slab/2), kc.v[l].Slice(s0*slab/2, (s1-s0)*slab/2), true
+			}
 			if sc, ok := be.(gpu.RowScatterer); ok {
 				sc.ScatterRows(kc.k[l], at, kn, KVD)
 				sc.ScatterRows(kc.v[l], at, vn, KVD)
@@ -253,7 +352,7 @@ func (m *Model) Decode(kc *Cache, tokens []int32, active []bool) ([]float32, err
 					}
 				}
 			}
-			return kc.k[l].Slice(s0*slab, (s1-s0)*slab), kc.v[l].Slice(s0*slab, (s1-s0)*slab)
+			return kc.k[l].Slice(s0*slab, (s1-s0)*slab), kc.v[l].Slice(s0*slab, (s1-s0)*slab), false
 		})
 		m.inferHead(be, kc, s0, s0, s1-s0)
 	}
@@ -310,9 +409,10 @@ const minPartSlots = 12
 // attOff. Layer l's new keys/values are projected into the N rows newKV
 // gives (the cache itself when they lie together there, else scratch);
 // store then moves them into the cache if need be and returns the cache
-// views attention reads.
+// views attention reads, with half set when they are a binary16 cache
+// (gpu.HalfKV).
 func (m *Model) inferLayers(be gpu.Backend, kc *Cache, first, attOff int, ids, pos []int32, shape gpu.AttnShape,
-	newKV func(l int) (kn, vn gpu.Buffer), store func(l int) (k, v gpu.Buffer)) {
+	newKV func(l int) (kn, vn gpu.Buffer), store func(l int) (k, v gpu.Buffer, half bool)) {
 	c, lo := m.Cfg, m.lo
 	N := len(ids)
 	C, HS, H := c.Dim, c.HeadSize(), c.Hidden
@@ -334,10 +434,14 @@ func (m *Model) inferLayers(be gpu.Backend, kc *Cache, first, attOff int, ids, p
 			m.ropeOn(be, q, pos, N, c.Heads, true)
 			m.ropeOn(be, kn, pos, N, c.KVHeads, true)
 		}
-		k, v := store(l)
+		k, v, half := store(l)
 		attOut := sl(kc.attOut, QD, N)
 		att := kc.att.Slice(attOff, shape.B*c.Heads*shape.Tq*shape.Tk)
-		be.AttentionForward(attOut, att, q, k, v, shape)
+		if half {
+			be.(gpu.HalfKV).AttentionForwardHalf(attOut, att, q, k, v, shape)
+		} else {
+			be.AttentionForward(attOut, att, q, k, v, shape)
+		}
 		tmp := sl(kc.tmp, C, N)
 		be.MatMulForward(tmp, attOut, P(lp.wo), P(lp.bo), N, QD, C)
 		be.Add(x2, x, tmp, N*C)

@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/corl-project/corl/gpu"
@@ -12,10 +13,24 @@ import (
 // TestCachedLogitsMatchFullForward: prefill a prefix, then decode the rest one
 // token at a time, several sequences of different lengths in one batch, one
 // of them inactive every other step; every position's logits must equal the
-// full forward pass's.
+// full forward pass's. With a binary16 cache they must agree within what
+// rounding the keys and values moves them (a key or value at the wrong
+// position or head moves them by far more under the sharpened attention).
 func TestCachedLogitsMatchFullForward(t *testing.T) {
 	for name, cfg := range tinyConfigs() {
-		t.Run(name, func(t *testing.T) {
+		for _, typ := range []KVType{KVFloat32, KVHalf} {
+			t.Run(name+"/"+string(typ), func(t *testing.T) { testCachedLogits(t, cfg, typ) })
+		}
+	}
+}
+
+func testCachedLogits(t *testing.T, cfg Config, typ KVType) {
+	tol := 1e-4
+	if typ == KVHalf {
+		tol = halfTol
+	}
+	{
+		{
 			cfg.MaxSeq = 16
 			m, err := New(cpu.New(2), cfg, 11)
 			if err != nil {
@@ -38,15 +53,20 @@ func TestCachedLogitsMatchFullForward(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			kc, err := m.NewCache(len(seqs), cfg.MaxSeq)
+			kc, err := m.NewCacheOf(len(seqs), cfg.MaxSeq, typ)
 			if err != nil {
 				t.Fatal(err)
 			}
+			worst := 0.0
+			defer func() { t.Logf("largest difference %.3g", worst) }()
 			check := func(i, pos int, got []float32) {
 				t.Helper()
 				want := full[i][pos*V : (pos+1)*V]
 				for j := range want {
-					if math.Abs(float64(got[j]-want[j])) > 1e-4*(1+math.Abs(float64(want[j]))) {
+					if d := math.Abs(float64(got[j] - want[j])); d > worst {
+						worst = d
+					}
+					if math.Abs(float64(got[j]-want[j])) > tol*(1+math.Abs(float64(want[j]))) {
 						t.Fatalf("sequence %d position %d logit %d: cached %v, full %v", i, pos, j, got[j], want[j])
 					}
 				}
@@ -82,9 +102,13 @@ func TestCachedLogitsMatchFullForward(t *testing.T) {
 					}
 				}
 			}
-		})
+		}
 	}
 }
+
+// halfTol bounds a binary16 cache's logits' difference from float32's,
+// relative to 1+|logit|.
+const halfTol = 5e-3
 
 func TestCacheRejectsOverflow(t *testing.T) {
 	m, _ := New(cpu.New(1), tinyConfigs()["gpt2"], 1)
@@ -116,20 +140,45 @@ func (p plainBackend) RoPEBackwardFreq(dx gpu.Buffer, pos []int32, N, H, HS int,
 	p.Backend.(gpu.ScaledRoPE).RoPEBackwardFreq(dx, pos, N, H, HS, invFreq)
 }
 
+// halfPlainBackend is plainBackend keeping the binary16 cache.
+type halfPlainBackend struct{ plainBackend }
+
+func (p halfPlainBackend) StoreHalf(dst gpu.Buffer, at []int, src gpu.Buffer, nkv, hs, tcap int) {
+	p.Backend.(gpu.HalfKV).StoreHalf(dst, at, src, nkv, hs, tcap)
+}
+
+func (p halfPlainBackend) AttentionForwardHalf(out, att, q, k, v gpu.Buffer, s gpu.AttnShape) {
+	p.Backend.(gpu.HalfKV).AttentionForwardHalf(out, att, q, k, v, s)
+}
+
 // TestSplitDecodingMatchesOneThread: on a backend that splits (three CPU
 // threads), prompts are prefilled a third on each thread and a decoding
 // step runs each third of the slots start to end on its own thread; the
 // logits must be bitwise those of one thread prefilling one prompt after
 // another and decoding the whole batch, with slots at different lengths
 // and some inactive. The one thread also goes without the optional
-// interfaces (frozen weights, new cache rows scattered in one call).
+// interfaces (frozen weights, new cache rows scattered in one call). Both
+// cache types; a binary16 cache on a head size the vector kernels take.
 func TestSplitDecodingMatchesOneThread(t *testing.T) {
 	cfgs := tinyConfigs()
 	cfgs["llama-paired-heads"] = Config{Family: Llama, Layers: 2, Dim: 64, Heads: 4, KVHeads: 2, Hidden: 48, Vocab: 13, MaxSeq: 8}
+	cfgs["llama-hs16"] = Config{Family: Llama, Layers: 2, Dim: 64, Heads: 4, KVHeads: 4, Hidden: 48, Vocab: 13, MaxSeq: 12}
 	for name, cfg := range cfgs {
-		t.Run(name, func(t *testing.T) {
+		for _, typ := range []KVType{KVFloat32, KVHalf} {
+			t.Run(name+"/"+string(typ), func(t *testing.T) { testSplitDecoding(t, cfg, typ) })
+		}
+	}
+}
+
+func testSplitDecoding(t *testing.T, cfg Config, typ KVType) {
+	{
+		{
 			const B = 40
-			one, err := New(plainBackend{cpu.New(1)}, cfg, 5)
+			var oneBe gpu.Backend = plainBackend{cpu.New(1)}
+			if typ == KVHalf {
+				oneBe = halfPlainBackend{plainBackend{cpu.New(1)}}
+			}
+			one, err := New(oneBe, cfg, 5)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +192,7 @@ func TestSplitDecodingMatchesOneThread(t *testing.T) {
 			r := rand.New(rand.NewPCG(4, 5))
 			caches := make([]*Cache, 2)
 			for i, m := range []*Model{one, split} {
-				if caches[i], err = m.NewCache(B, cfg.MaxSeq); err != nil {
+				if caches[i], err = m.NewCacheOf(B, cfg.MaxSeq, typ); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -195,6 +244,21 @@ func TestSplitDecodingMatchesOneThread(t *testing.T) {
 					}
 				}
 			}
-		})
+		}
+	}
+}
+
+// TestHalfCacheNeedsTheBackend: a binary16 cache on a backend without
+// gpu.HalfKV is refused, naming the backend, as is an unknown type.
+func TestHalfCacheNeedsTheBackend(t *testing.T) {
+	m, _ := New(plainBackend{cpu.New(1)}, tinyConfigs()["gpt2"], 1)
+	if _, err := m.NewCacheOf(2, 8, KVHalf); err == nil || !strings.Contains(err.Error(), "f16") || !strings.Contains(err.Error(), m.be.Name()) {
+		t.Fatalf("f16 cache on a backend without binary16 attention: %v", err)
+	}
+	if _, err := m.NewCacheOf(2, 8, "bf16"); err == nil || !strings.Contains(err.Error(), "bf16") {
+		t.Fatalf("an unknown cache type: %v", err)
+	}
+	if _, err := ParseKVType("f8"); err == nil {
+		t.Fatal("ParseKVType accepted f8")
 	}
 }
