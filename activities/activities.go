@@ -341,6 +341,11 @@ func (a *Activities) Generate(ctx context.Context, ref MemberRef) (GenerateOutpu
 	}
 	start := time.Now()
 	c := config.RoundConfig(&ref.Spec)
+	if _, ok := a.Backend.(gpu.HalfKV); c.KV == model.KVHalf && !ok {
+		// Retrying on this worker cannot help; the spec asks for what its
+		// backend lacks.
+		return GenerateOutput{}, badSpec(fmt.Errorf("generation.kv_cache: f16 needs binary16 attention, which backend %s lacks; use f32", a.Backend.Name()))
+	}
 	prompts := train.PromptsForRound(d.RL, ref.Spec.Seed, ref.Round, ref.Spec.PromptsPerRound)
 	ro, err := rl.Generate(h.member, ref.Member, prompts, c, ref.Round)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/config"
+	"github.com/corl-project/corl/gpu"
 	"github.com/corl-project/corl/gpu/cpu"
 	"github.com/corl-project/corl/internal/testmodels"
 	"github.com/corl-project/corl/metrics"
@@ -164,6 +165,38 @@ func TestRoundThroughActivities(t *testing.T) {
 	bad.Rounds = 0
 	if err := e.run(e.a.Grade, GradeInput{Spec: bad, Round: 0, Rollouts: keys}, nil); !errors.As(err, &ae) || ae.Type() != ErrBadSpec {
 		t.Fatalf("bad spec: %v", err)
+	}
+}
+
+// noHalfKV is a backend without the binary16 cache (as the CUDA one).
+type noHalfKV struct{ gpu.Backend }
+
+// TestHalfCacheGenerates: generation.kv_cache f16 generates on the CPU
+// backend; on a backend without binary16 attention Generate refuses it as
+// a bad spec (not retried), naming the key.
+func TestHalfCacheGenerates(t *testing.T) {
+	s := testSpec(t)
+	s.Generation.KVCache = "f16"
+	ref := MemberRef{Spec: s, Member: 1}
+	for _, be := range []gpu.Backend{cpu.New(2), noHalfKV{cpu.New(2)}} {
+		var st testsuite.WorkflowTestSuite
+		e := &env{t: t, a: New(blob.Local{Root: t.TempDir()}, be, "q-test"), env: st.NewTestActivityEnvironment()}
+		e.env.RegisterActivity(e.a)
+		if err := e.run(e.a.Acquire, AcquireInput{MemberRef: ref}, nil); err != nil {
+			t.Fatal(err)
+		}
+		var g GenerateOutput
+		err := e.run(e.a.Generate, ref, &g)
+		if _, ok := be.(gpu.HalfKV); ok {
+			if err != nil || g.Tokens == 0 {
+				t.Fatalf("f16 generation on the CPU backend: %+v, %v", g, err)
+			}
+			continue
+		}
+		var ae *temporal.ApplicationError
+		if !errors.As(err, &ae) || ae.Type() != ErrBadSpec || !ae.NonRetryable() || !strings.Contains(err.Error(), "generation.kv_cache") {
+			t.Fatalf("f16 generation without binary16 attention: %v", err)
+		}
 	}
 }
 

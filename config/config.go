@@ -22,6 +22,7 @@ import (
 
 	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/evaluate"
+	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
 )
@@ -376,6 +377,9 @@ func Validate(s *RunSpec) error {
 	if s.Generation.Temperature < 0 {
 		bad(fmt.Errorf("generation.temperature: %v must not be negative", s.Generation.Temperature))
 	}
+	if _, err := model.ParseKVType(s.Generation.KVCache); err != nil {
+		bad(fmt.Errorf("generation.kv_cache: %w", err))
+	}
 	if s.Generation.TopP < 0 || s.Generation.TopP > 1 {
 		bad(fmt.Errorf("generation.top_p: %v must be in [0, 1]", s.Generation.TopP))
 	}
@@ -462,7 +466,7 @@ func RoundConfig(s *RunSpec) rl.Config {
 	return rl.Config{
 		Reward: s.Reward.Mode, Threshold: s.Reward.Threshold,
 		NumGenerations: s.Generation.NumGenerations, Temperature: s.Generation.Temperature, TopK: s.Generation.TopK,
-		TopP: s.Generation.TopP, MaxNewTokens: s.Generation.MaxCompletion, GRPO: g,
+		TopP: s.Generation.TopP, MaxNewTokens: s.Generation.MaxCompletion, KV: model.KVType(s.Generation.KVCache), GRPO: g,
 		LearningRate: s.Optim.LearningRate, WarmupSteps: WarmupSteps(s), TotalSteps: s.Rounds * s.GRPO.StepsPerRound(),
 		MinLRRatio: s.Optim.MinLRRatio, MicroBatch: s.MicroBatchSize, Seed: s.Seed,
 		Optim: modelOptim(s.Optim), Answers: AnswerRule(s),

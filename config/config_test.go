@@ -2,11 +2,13 @@ package config
 
 import (
 	"encoding/json"
-	"github.com/corl-project/corl/spec"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/spec"
 )
 
 func write(t *testing.T, body string) string {
@@ -69,6 +71,25 @@ func TestLoadMergesFileEnvAndOverrides(t *testing.T) {
 	js2, _ := JSON(&back)
 	if string(js) != string(js2) {
 		t.Errorf("JSON round trip differs:\n%s\n%s", js, js2)
+	}
+}
+
+// TestKVCacheReachesTheRound: generation.kv_cache (file or override) is
+// the round's cache type; left out it is float32.
+func TestKVCacheReachesTheRound(t *testing.T) {
+	s, err := Load(write(t, good), noEnv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kv := RoundConfig(s).KV; kv != "" {
+		t.Errorf("default kv cache %q, want empty (float32)", kv)
+	}
+	s, err = Load(write(t, strings.Replace(good, "num_generations: 4", "num_generations: 4\n  kv_cache: f16", 1)), noEnv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kv := RoundConfig(s).KV; kv != model.KVHalf {
+		t.Errorf("kv_cache: f16 gave the round %q", kv)
 	}
 }
 

@@ -53,14 +53,16 @@ type Config struct {
 	TopK           int     `json:"top_k"`
 	TopP           float32 `json:"top_p"`
 	MaxNewTokens   int     `json:"max_new_tokens"`
-	GRPO           GRPO    `json:"grpo"`
-	LearningRate   float64 `json:"learning_rate"`
-	WarmupSteps    int     `json:"warmup_steps"`
-	TotalSteps     int     `json:"total_steps"` // optimizer steps of the whole run, for the cosine schedule
-	MinLRRatio     float64 `json:"min_lr_ratio"`
-	Optim          model.Optim
-	MicroBatch     int    `json:"micro_batch"` // most sequences per forward/backward (microBatches)
-	Seed           uint64 `json:"seed"`
+	// KV is the rollouts' key/value cache type ("": float32).
+	KV           model.KVType `json:"kv_cache,omitempty"`
+	GRPO         GRPO         `json:"grpo"`
+	LearningRate float64      `json:"learning_rate"`
+	WarmupSteps  int          `json:"warmup_steps"`
+	TotalSteps   int          `json:"total_steps"` // optimizer steps of the whole run, for the cosine schedule
+	MinLRRatio   float64      `json:"min_lr_ratio"`
+	Optim        model.Optim
+	MicroBatch   int    `json:"micro_batch"` // most sequences per forward/backward (microBatches)
+	Seed         uint64 `json:"seed"`
 	// Answers is what counts as a final answer (corl's tasks: numbers only).
 	Answers datasets.AnswerRule `json:"answers"`
 }
@@ -112,7 +114,7 @@ func Generate(m *Member, mi int, prompts []Prompt, c Config, round int) (Rollout
 				Stop: []string{"\nQ:"}, Seed: SampleSeed(c.Seed, round, mi, p, k)}})
 		}
 	}
-	outs, err := (&generate.Generator{Model: m.Model, Tok: m.Tok}).Run(reqs)
+	outs, err := (&generate.Generator{Model: m.Model, Tok: m.Tok, KV: c.KV}).Run(reqs)
 	if err != nil {
 		return nil, fmt.Errorf("%s: generate: %w", m.Name, err)
 	}

@@ -68,6 +68,11 @@ type Generation struct {
 	TopK           int     `json:"top_k" mapstructure:"top_k"`
 	TopP           float32 `json:"top_p" mapstructure:"top_p"`
 	MaxCompletion  int     `json:"max_completion_length" mapstructure:"max_completion_length"`
+	// KVCache is how rollouts' key/value cache stores keys and values:
+	// "f32" (the default) or "f16", IEEE binary16, half the bytes that
+	// decoding reads, with each key and value rounded (CPU backend only).
+	// Evaluation always decodes with float32.
+	KVCache string `json:"kv_cache,omitempty" mapstructure:"kv_cache"`
 }
 
 // Optim is AdamW with warmup and cosine decay (TRL/transformers names).
