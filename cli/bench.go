@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -196,7 +197,7 @@ func newBenchGenerateCmd(stdio IO) *cobra.Command {
 		mf                                  modelFlags
 		batch, prompt, newTok, reps, warmup int
 		threads                             int
-		backend                             string
+		backend, kvType                     string
 		noCache                             bool
 	)
 	cmd := &cobra.Command{
@@ -215,6 +216,13 @@ Example, the small config at batch 64:
 			if err != nil {
 				return err
 			}
+			if reps < 1 {
+				return fmt.Errorf("--reps: %d; want at least 1", reps)
+			}
+			kv, err := model.ParseKVType(kvType)
+			if err != nil {
+				return fmt.Errorf("--kv-cache: %w", err)
+			}
 			m, err := model.New(be, mf.config(prompt+newTok), 1)
 			if err != nil {
 				return err
@@ -227,12 +235,16 @@ Example, the small config at batch 64:
 				}
 				reqs[i] = generate.Request{Prompt: p, Params: generate.Params{MaxNewTokens: newTok, Temperature: 1, Seed: uint64(i)}}
 			}
-			g := &generate.Generator{Model: m, Tok: tokenizer.NewBytes(), Slots: batch}
+			g := &generate.Generator{Model: m, Tok: tokenizer.NewBytes(), Slots: batch, KV: kv}
 			run := g.Run
 			if noCache {
 				run = g.RunWithoutCache
 			}
-			fmt.Fprintf(stdio.Out, "model: %s, %.2fM parameters; backend %s; cache %v\n", m.Cfg.Family, float64(m.NumParams())/1e6, be.Name(), !noCache)
+			cache := "none (recomputed)"
+			if !noCache {
+				cache = string(kv)
+			}
+			fmt.Fprintf(stdio.Out, "model: %s, %.2fM parameters; backend %s; kv cache %s\n", m.Cfg.Family, float64(m.NumParams())/1e6, be.Name(), cache)
 			// Untimed runs first, as an RL round follows the last one: the
 			// model keeps its cache's memory, touched once.
 			for r := 0; r < warmup; r++ {
@@ -243,25 +255,38 @@ Example, the small config at batch 64:
 			var total time.Duration
 			tokens := 0
 			var flops, genFlops float64 // forward FLOPs of every position; of generated ones
+			// The peak is measured after every repetition and each
+			// repetition's shares are taken against its own: this machine's
+			// speed can drift by a fifth within a run, which one
+			// measurement at the end would charge to the repetitions.
+			var peaks, shares, genShares []float64
 			for r := 0; r < reps; r++ {
 				start := time.Now()
 				outs, err := run(reqs)
 				if err != nil {
 					return err
 				}
-				total += time.Since(start)
+				el := time.Since(start)
+				total += el
+				var f, gf float64
 				for _, o := range outs {
 					tokens += len(o.Tokens)
 					all, prompt := m.ForwardFLOPs(prompt+len(o.Tokens)), m.ForwardFLOPs(prompt)
-					flops += all
-					genFlops += all - prompt
+					f += all
+					gf += all - prompt
 				}
+				flops, genFlops = flops+f, genFlops+gf
+				peak := matmulPeak(be)
+				peaks = append(peaks, peak)
+				shares = append(shares, f/el.Seconds()/1e9/peak)
+				genShares = append(genShares, gf/el.Seconds()/1e9/peak)
 			}
 			sec := total.Seconds()
 			fmt.Fprintf(stdio.Out, "%.0f generated tokens/s (%d tokens in %.2fs)\n", float64(tokens)/sec, tokens, sec)
-			peak := matmulPeak(be)
-			fmt.Fprintf(stdio.Out, "%.1f GFLOP/s over prompts and completions (%.2f of the matmul peak, %.1f GFLOP/s on 1024^3); generated tokens alone %.1f GFLOP/s (%.2f)\n",
-				flops/sec/1e9, flops/sec/1e9/peak, peak, genFlops/sec/1e9, genFlops/sec/1e9/peak)
+			fmt.Fprintf(stdio.Out, "%.1f GFLOP/s over prompts and completions (%.2f of the matmul peak); generated tokens alone %.1f GFLOP/s (%.2f)\n",
+				flops/sec/1e9, median(shares), genFlops/sec/1e9, median(genShares))
+			fmt.Fprintf(stdio.Out, "peak: 1024^3 matmul after each repetition, %.1f-%.1f GFLOP/s; shares are the median of the repetitions' against their own (generated alone %.2f-%.2f)\n",
+				slices.Min(peaks), slices.Max(peaks), slices.Min(genShares), slices.Max(genShares))
 			return nil
 		},
 	}
@@ -277,5 +302,17 @@ Example, the small config at batch 64:
 	fl.IntVar(&threads, "threads", 0, "CPU threads (0 = all cores)")
 	fl.StringVar(&backend, "backend", "cpu", "compute backend: cpu or cuda")
 	fl.BoolVar(&noCache, "no-cache", false, "recompute the prefix every step instead of using the KV cache")
+	fl.StringVar(&kvType, "kv-cache", "f32", "how the KV cache stores keys and values: f32, or f16 (IEEE binary16: half the bytes decoding reads, keys and values rounded; CPU backend)")
 	return cmd
+}
+
+// median returns the middle of xs (the mean of the middle two for an even
+// count); xs is left unsorted.
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }

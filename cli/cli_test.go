@@ -38,6 +38,32 @@ func TestBenchTrainPrintsSpeed(t *testing.T) {
 	}
 }
 
+// TestBenchGenerateKVCache: bench generate on either cache type prints
+// its speed, the cache it used and the peak measured after each
+// repetition; an unknown type or no repetitions is refused, naming the
+// flag.
+func TestBenchGenerateKVCache(t *testing.T) {
+	for _, kv := range []string{"f32", "f16"} {
+		code, out, errs := run(t, "bench", "generate", "--family", "llama", "--layers", "1", "--dim", "32", "--heads", "2",
+			"--batch", "4", "--prompt-tokens", "8", "--new", "4", "--reps", "3", "--warmup", "0", "--kv-cache", kv)
+		if code != 0 {
+			t.Fatalf("--kv-cache %s: exit %d: %s", kv, code, errs)
+		}
+		for _, want := range []string{"kv cache " + kv, "generated tokens/s", "generated tokens alone", "peak: 1024^3 matmul after each repetition"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("--kv-cache %s: output lacks %q:\n%s", kv, want, out)
+			}
+		}
+	}
+	for _, args := range [][]string{{"--kv-cache", "bf16"}, {"--reps", "0"}} {
+		flag := args[0]
+		code, _, errs := run(t, append([]string{"bench", "generate", "--layers", "1", "--dim", "32", "--heads", "2", "--batch", "2", "--prompt-tokens", "4", "--new", "2"}, args...)...)
+		if code == 0 || !strings.Contains(errs, flag) {
+			t.Errorf("%v: exit %d, stderr %q; want a failure naming %s", args, code, errs, flag)
+		}
+	}
+}
+
 func TestBenchTrainBadConfigNamesField(t *testing.T) {
 	code, _, errs := run(t, "bench", "train", "--family", "gpt2", "--dim", "30", "--heads", "4")
 	if code == 0 || !strings.Contains(errs, "hidden_size") {
