@@ -141,15 +141,49 @@ func (be *Backend) AttentionForwardHalf(out, att, q, k, v gpu.Buffer, s gpu.Attn
 		panic("gpu: half cache smaller than its shape")
 	}
 	scale := float32(1 / math.Sqrt(float64(s.HS)))
+	// Head sizes off the binary16 kernels but on the float32 ones widen a
+	// head's rows first (about two thirds of the kernels' speed at 64).
+	widen := !halfRows(s.HS) && halfVec() && attnRows(s.HS)
 	be.parallelWorkers(s.B, func(w, lo, hi int) {
 		scr := be.workerScratch(w)
-		if len(scr.rows) < s.HS {
-			scr.rows = make([]float32, s.HS)
+		n := s.HS
+		if widen {
+			n = s.Tk * s.HS
+		}
+		if len(scr.rows) < n {
+			scr.rows = make([]float32, n)
 		}
 		for b := lo; b < hi; b++ {
-			attendHalf(o[b*C:][:C], a[b*s.NH*s.Tk:][:s.NH*s.Tk], qd[b*C:][:C], kd[b*slab:][:slab], vd[b*slab:][:slab], s, s.Keys(b), scale, scr.rows[:s.HS])
+			o, a, q, k, v := o[b*C:][:C], a[b*s.NH*s.Tk:][:s.NH*s.Tk], qd[b*C:][:C], kd[b*slab:][:slab], vd[b*slab:][:slab]
+			if widen {
+				attendHalfWidened(o, a, q, k, v, s, s.Keys(b), scale, scr.rows[:n])
+				continue
+			}
+			attendHalf(o, a, q, k, v, s, s.Keys(b), scale, scr.rows[:s.HS])
 		}
 	})
+}
+
+// attendHalfWidened is attendHalf by the float32 row kernels, for head
+// sizes the binary16 kernels do not take: each head's keys, then values,
+// widened into rows (Tk*HS floats of scratch) first.
+func attendHalfWidened(out, p, q []float32, k, v []uint16, s gpu.AttnShape, n int, scale float32, rows []float32) {
+	hs, group, ts := s.HS, s.NH/s.NKV, s.Tcap*s.HS
+	rows = rows[:n*hs]
+	for kvh := 0; kvh < s.NKV; kvh++ {
+		widenHalf(rows, k[kvh*ts:])
+		attnRowScores(p[kvh*group*s.Tk:], q[kvh*group*hs:], rows, s.Tk, hs, hs, 1, group, n)
+	}
+	for h := 0; h < s.NH; h++ {
+		r := p[h*s.Tk:][:s.Tk]
+		softmaxRow(r[:n], scale)
+		clear(r[n:])
+	}
+	clear(out)
+	for kvh := 0; kvh < s.NKV; kvh++ {
+		widenHalf(rows, v[kvh*ts:])
+		attnRowMix(out[kvh*group*hs:], p[kvh*group*s.Tk:], rows, s.Tk, hs, hs, 1, group, n)
+	}
 }
 
 // halfMixKeys is how many keys the four-head mix takes at a time: their

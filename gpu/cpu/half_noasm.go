@@ -9,6 +9,7 @@ package cpu
 func storeHalfVec(dst []uint16, src []float32) int { return 0 }
 func widenHalfVec(dst []float32, src []uint16) int { return 0 }
 func halfRows(hs int) bool                         { return false }
+func halfVec() bool                                { return false }
 
 func halfScores4(p, q []float32, k []uint16, pstride, hs, group, n int) int { return 0 }
 func halfMix4(out, p []float32, v []uint16, pstride, hs, n int, kvoff *[4]int) {

@@ -137,7 +137,8 @@ func TestHalfAttentionMatchesFloat32OverTheStoredValues(t *testing.T) {
 		{3, 8, 2, 32, 40},
 		{2, 4, 1, 16, 9},
 		{3, 2, 2, 16, 12}, // heads not in fours: the portable mix
-		{2, 4, 2, 8, 20},  // a head size off the vector kernels
+		{2, 4, 2, 8, 20},  // head sizes off the binary16 kernels: widened rows
+		{3, 4, 2, 24, 30}, // through the float32 ones
 		{2, 3, 3, 6, 7},   // and an odd head count
 	} {
 		r := rand.New(rand.NewPCG(uint64(sh.B*100+sh.HS), 23))
