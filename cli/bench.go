@@ -206,7 +206,10 @@ func newBenchGenerateCmd(stdio IO) *cobra.Command {
 		Long: `Builds a model with random weights and samples --batch completions of --new
 tokens after --prompt-tokens prompts, printing generated tokens per second and
 the forward FLOPs done per second (every prompt and generated position, and
-the generated ones alone) against a 1024^3 matmul on the same backend.
+the generated ones alone) against a 1024^3 matmul on the same backend,
+measured after every repetition: each repetition's share is taken against its
+own peak and the median is printed, with the range. --kv-cache f16 keeps the
+cache in IEEE binary16 (the CPU backend), half the bytes decoding reads.
 
 Example, the small config at batch 64:
   corl bench generate --batch 64 --prompt-tokens 128 --new 32`,
