@@ -325,17 +325,20 @@ func (m *Model) Decode(kc *Cache, tokens []int32, active []bool) ([]float32, err
 				at[s-s0] = s*slab + int(pos[s])*KVD
 			}
 		}
+		// In a binary16 cache, head-major: slot s's head h at position t
+		// is value s*slab + h*Cap*HS + t*HS.
+		var hat []int
+		if kc.Type == KVHalf {
+			hat = make([]int, s1-s0)
+			for s := s0; s < s1; s++ {
+				hat[s-s0] = -1
+				if active[s] {
+					hat[s-s0] = s*slab + int(pos[s])*HS
+				}
+			}
+		}
 		m.inferLayers(be, kc, s0, s0*m.Cfg.Heads*tk, tokens[s0:s1], pos[s0:s1], shape, scratch, func(l int) (gpu.Buffer, gpu.Buffer, bool) {
 			if kc.Type == KVHalf {
-				// Head-major: a slot's head h at position t is value
-				// s*slab + h*Cap*HS + t*HS.
-				hat := make([]int, len(at))
-				for i, o := range at {
-					hat[i] = -1
-					if s := s0 + i; o >= 0 {
-						hat[i] = s*slab + int(pos[s])*HS
-					}
-				}
 				hk := be.(gpu.HalfKV)
 				hk.StoreHalf(kc.k[l], hat, kn, m.Cfg.KVHeads, HS, kc.Cap)
 				hk.StoreHalf(kc.v[l], hat, vn, m.Cfg.KVHeads, HS, kc.Cap)
