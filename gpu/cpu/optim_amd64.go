@@ -1,0 +1,19 @@
+//go:build amd64 && !purego
+
+package cpu
+
+//go:noescape
+func adamwAVX2(p, gr, m, v *float32, n int, c *adamwConsts)
+
+// adamwVec is adamwStep's vector part: the largest multiple of 8 of
+// len(p) values with AVX2 (or AVX-512, which has it), returning how many
+// it did.
+func adamwVec(p, g, m, v []float32, c *adamwConsts) int {
+	n := len(p) &^ 7
+	if n == 0 || !(useAVX512 || useAVX2) {
+		return 0
+	}
+	_, _, _ = g[n-1], m[n-1], v[n-1]
+	adamwAVX2(&p[0], &g[0], &m[0], &v[0], n, c)
+	return n
+}

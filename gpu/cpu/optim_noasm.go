@@ -1,0 +1,5 @@
+//go:build !amd64 || purego
+
+package cpu
+
+func adamwVec(p, g, m, v []float32, c *adamwConsts) int { return 0 }
