@@ -28,7 +28,7 @@ func TestBenchTrainPrintsSpeed(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"ms/step", "tokens/s", "GFLOP/s", "llama"} {
+	for _, want := range []string{"ms/step", "tokens/s", "GFLOP/s", "llama", "share of peak", "peak: 1024^3 matmul after each timed step"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
