@@ -133,6 +133,13 @@ func TestPretrainGenerateAndEval(t *testing.T) {
 	if code != 0 || strings.Count(out, "--- sample") != 2 {
 		t.Fatalf("generate: exit %d\n%s%s", code, out, errs)
 	}
+	code, out, errs = run(t, "generate", "--model", dir, "--prompt", "What is 2+2?", "--template", "qa", "--max-new-tokens", "5", "--n", "2", "--temperature", "1", "--kv-cache", "f16")
+	if code != 0 || strings.Count(out, "--- sample") != 2 {
+		t.Fatalf("generate --kv-cache f16: exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs = run(t, "generate", "--model", dir, "--prompt", "hi", "--kv-cache", "f8"); code == 0 || !strings.Contains(errs, "--kv-cache") {
+		t.Fatalf("generate --kv-cache f8: exit %d, %s", code, errs)
+	}
 	// The checkpoint's own chat template (tokenizer_config.json), and a
 	// clear error without one.
 	if code, _, errs = run(t, "generate", "--model", dir, "--prompt", "hi", "--template", "model"); code == 0 || !strings.Contains(errs, "tokenizer_config.json") {

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corl-project/corl/generate"
+	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/tokenizer"
 )
 
@@ -15,6 +16,7 @@ const maxSamples = 10000
 func newGenerateCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var (
 		dir, prompt, template string
+		kvType                string
 		p                     generate.Params
 		n                     int
 		bf                    BackendFlags
@@ -32,6 +34,10 @@ Example:
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" || prompt == "" {
 				return fmt.Errorf("--model and --prompt are required")
+			}
+			kv, err := model.ParseKVType(kvType)
+			if err != nil {
+				return fmt.Errorf("--kv-cache: %w", err)
 			}
 			tpl, err := tokenizer.LookupPrompter(template, dir)
 			if err != nil {
@@ -58,8 +64,11 @@ Example:
 				reqs[i] = generate.Request{Prompt: ids, Params: p}
 				reqs[i].Seed = p.Seed + uint64(i)
 			}
-			outs, err := (&generate.Generator{Model: m, Tok: tok, Ctx: cmd.Context()}).Run(reqs)
+			outs, err := (&generate.Generator{Model: m, Tok: tok, Ctx: cmd.Context(), KV: kv}).Run(reqs)
 			if err != nil {
+				if kv == model.KVHalf {
+					return fmt.Errorf("--kv-cache f16: %w", err)
+				}
 				return err
 			}
 			for i, o := range outs {
@@ -86,6 +95,7 @@ Example:
 	fl.Uint64Var(&p.Seed, "seed", 1, "seed of the first sample (sample i uses seed+i)")
 	fl.IntVar(&n, "n", 1, "number of samples")
 	fl.StringSliceVar(&stop, "stop", nil, "stop strings (repeatable)")
+	fl.StringVar(&kvType, "kv-cache", "f32", "how the KV cache stores keys and values: f32, or f16 (IEEE binary16, each key and value rounded: half the bytes decoding reads; CPU backend)")
 	bf.Register(fl, getenv)
 	return cmd
 }
