@@ -15,7 +15,13 @@ func (be *Backend) SumSquares(x gpu.Buffer, n int) float64 {
 	d := Data(x)[:n]
 	chunks := (n + sumChunk - 1) / sumChunk
 	partial := make([]float64, chunks)
-	be.parallelFor(chunks, 1, func(lo, hi int) {
+	be.parallelFor(chunks, 16, func(lo, hi int) {
+		// Whole chunks sixteen at a time in vector lanes, each summed in
+		// order as the loop below sums one.
+		full := min(hi, n/sumChunk)
+		if full > lo {
+			lo += sumSquaresChunksVec(partial[lo:full], d[lo*sumChunk:full*sumChunk])
+		}
 		for c := lo; c < hi; c++ {
 			var s float64
 			for _, v := range d[c*sumChunk : min(n, (c+1)*sumChunk)] {

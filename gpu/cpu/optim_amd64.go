@@ -17,3 +17,22 @@ func adamwVec(p, g, m, v []float32, c *adamwConsts) int {
 	adamwAVX2(&p[0], &g[0], &m[0], &v[0], n, c)
 	return n
 }
+
+//go:noescape
+func sumSquares16AVX2(x *float32, chunk int, out *[16]float64)
+
+// sumSquaresChunksVec sets partial[k] to the in-order sum of squares of
+// d's chunk k (sumChunk values each) for the largest multiple of sixteen
+// of len(partial) chunks, sixteen at once (a float64 lane each, so each
+// has its own sum's bits), and returns how many it did.
+func sumSquaresChunksVec(partial []float64, d []float32) int {
+	n := len(partial) &^ 15
+	if n == 0 || !(useAVX512 || useAVX2) {
+		return 0
+	}
+	_ = d[n*sumChunk-1]
+	for c := 0; c < n; c += 16 {
+		sumSquares16AVX2(&d[c*sumChunk], sumChunk, (*[16]float64)(partial[c:]))
+	}
+	return n
+}

@@ -54,3 +54,71 @@ adam8:
 	JNZ  adam8
 	VZEROUPPER
 	RET
+
+// TR4 transposes four rows of four floats (X4-X7) into columns (X4-X7),
+// with X8 and X9 as scratch.
+#define TR4 \
+	VUNPCKLPS X5, X4, X8; \
+	VUNPCKHPS X5, X4, X9; \
+	VUNPCKLPS X7, X6, X5; \
+	VUNPCKHPS X7, X6, X7; \
+	VMOVLHPS X5, X8, X4; \
+	VMOVHLPS X8, X5, X5; \
+	VMOVLHPS X7, X9, X6; \
+	VMOVHLPS X9, X7, X7
+
+// SQ4 adds the squares of column X (four floats, one per chunk) to acc's
+// four float64 lanes; the product of two float32s is exact in float64, so
+// the fused add rounds as Go's s += float64(v)*float64(v) does.
+#define SQ4(x, y, acc) \
+	VCVTPS2PD x, y; \
+	VFMADD231PD y, y, acc
+
+// GROUP4 loads four floats at byte offset off of chunks 4g..4g+3 (row
+// stride R8 bytes, chunk 4g at R10) and adds their squares to acc in
+// element order.
+#define GROUP4(acc) \
+	VMOVUPS (R10), X4; \
+	VMOVUPS (R10)(R8*1), X5; \
+	VMOVUPS (R10)(R8*2), X6; \
+	VMOVUPS (R10)(R9*1), X7; \
+	TR4; \
+	SQ4(X4, Y10, acc); \
+	SQ4(X5, Y11, acc); \
+	SQ4(X6, Y12, acc); \
+	SQ4(X7, Y13, acc)
+
+// func sumSquares16AVX2(x *float32, chunk int, out *[16]float64)
+// out[k] = the sum in order of float64(v)*float64(v) over chunk k's values
+// x[k*chunk:(k+1)*chunk], for the sixteen chunks at once, a lane each;
+// chunk a positive multiple of 4.
+TEXT ·sumSquares16AVX2(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ chunk+8(FP), R8
+	SHLQ $2, R8         // a chunk's bytes
+	LEAQ (R8)(R8*2), R9 // three chunks
+	MOVQ chunk+8(FP), CX
+	SHRQ $2, CX
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+sq16:
+	MOVQ SI, R10
+	GROUP4(Y0)
+	LEAQ (R10)(R8*4), R10
+	GROUP4(Y1)
+	LEAQ (R10)(R8*4), R10
+	GROUP4(Y2)
+	LEAQ (R10)(R8*4), R10
+	GROUP4(Y3)
+	ADDQ $16, SI
+	DECQ CX
+	JNZ  sq16
+	MOVQ out+16(FP), DI
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	VZEROUPPER
+	RET

@@ -73,6 +73,45 @@ func TestAdamWKernelMatchesGo(t *testing.T) {
 	}
 }
 
+// TestSumSquaresKernelMatchesGo: the vector lanes give every chunk's
+// in-order sum the loop's bits, and SumSquares's total is the loop's, over
+// chunk counts on and off the lane count and a partial last chunk.
+func TestSumSquaresKernelMatchesGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(33, 34))
+	for _, kern := range vectorKernels(t) {
+		for _, n := range []int{16 * sumChunk, 16*sumChunk + 1, 35*sumChunk + 777, 3 * sumChunk} {
+			d := make([]float32, n)
+			for i := range d {
+				d[i] = float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(13)-6)))
+			}
+			want := make([]float64, n/sumChunk)
+			for c := range want {
+				for _, v := range d[c*sumChunk : (c+1)*sumChunk] {
+					want[c] += float64(v) * float64(v)
+				}
+			}
+			SetKernel(kern)
+			got := make([]float64, len(want))
+			done := sumSquaresChunksVec(got, d[:len(want)*sumChunk])
+			vec := New(2).SumSquares(Wrap(d), n)
+			SetKernel("go")
+			loop := New(2).SumSquares(Wrap(d), n)
+			SetKernel("")
+			if done != len(want)&^15 {
+				t.Fatalf("%s, n=%d: the kernel did %d of %d chunks", kern, n, done, len(want))
+			}
+			for c := 0; c < done; c++ {
+				if math.Float64bits(got[c]) != math.Float64bits(want[c]) {
+					t.Fatalf("%s, n=%d: chunk %d sums to %v, in order %v", kern, n, c, got[c], want[c])
+				}
+			}
+			if math.Float64bits(vec) != math.Float64bits(loop) {
+				t.Fatalf("%s, n=%d: SumSquares %v, the loop's %v", kern, n, vec, loop)
+			}
+		}
+	}
+}
+
 // BenchmarkAdamW is a step of GPT-2 124M's weights.
 func BenchmarkAdamW(b *testing.B) {
 	const n = 124 << 20
