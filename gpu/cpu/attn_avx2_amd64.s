@@ -3,6 +3,7 @@
 #include "textflag.h"
 
 #include "lanes_amd64.h"
+#include "mix_amd64.h"
 
 // Decoding attention's all-heads row kernels for CPUs with AVX2 and FMA but
 // not AVX-512. A 16-float chunk is two 8-float halves accumulated apart and
@@ -303,71 +304,16 @@ m2nextkv:
 	VFMADD231PS v0, Y12, lo; \
 	VFMADD231PS v1, Y12, hi
 
+// MIX4KEYS is MIX4's key step over float32 values.
+#define MIX4KEYS \
+	MIX2((R14), (R15)(R10*1), 32(R15)(R10*1), Y0, Y1); \
+	MIX2((R14)(BX*1), (R15)(R11*1), 32(R15)(R11*1), Y2, Y3); \
+	MIX2((R14)(BX*2), (R15)(R12*1), 32(R15)(R12*1), Y4, Y5); \
+	MIX2((R14)(R9*1), (R15)(R13*1), 32(R15)(R13*1), Y6, Y7)
+
 // func attnMix4AVX2(out, p *float32, pstride int, v *float32, vstride, hs, n int, kvoff *[4]int)
 // attnMix4AVX512 in 8-float halves: four query heads' 16-float chunk
 // columns held in Y0-Y7 across keys j < n, added in j order; hs a positive
-// multiple of 16.
+// multiple of 16 (mix_amd64.h).
 TEXT ·attnMix4AVX2(SB), NOSPLIT, $0-64
-	MOVQ out+0(FP), DI
-	MOVQ p+8(FP), SI
-	MOVQ pstride+16(FP), BX
-	SHLQ $2, BX
-	LEAQ (BX)(BX*2), R9 // three heads' probabilities on
-	MOVQ v+24(FP), DX
-	MOVQ vstride+32(FP), R8
-	SHLQ $2, R8
-	MOVQ kvoff+56(FP), AX
-	MOVQ 0(AX), R10
-	MOVQ 8(AX), R11
-	MOVQ 16(AX), R12
-	MOVQ 24(AX), R13
-	SHLQ $2, R10
-	SHLQ $2, R11
-	SHLQ $2, R12
-	SHLQ $2, R13
-	MOVQ hs+40(FP), AX
-	SHRQ $4, AX // chunk columns
-x4c:
-	MOVQ hs+40(FP), CX
-	SHLQ $2, CX // bytes from one head's output to the next
-	LEAQ (DI)(CX*2), R14
-	VMOVUPS (DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS (DI)(CX*1), Y2
-	VMOVUPS 32(DI)(CX*1), Y3
-	VMOVUPS (R14), Y4
-	VMOVUPS 32(R14), Y5
-	VMOVUPS (R14)(CX*1), Y6
-	VMOVUPS 32(R14)(CX*1), Y7
-	MOVQ SI, R14 // p for key j
-	MOVQ DX, R15 // value row j
-	MOVQ n+48(FP), CX
-x4j:
-	MIX2((R14), (R15)(R10*1), 32(R15)(R10*1), Y0, Y1)
-	MIX2((R14)(BX*1), (R15)(R11*1), 32(R15)(R11*1), Y2, Y3)
-	MIX2((R14)(BX*2), (R15)(R12*1), 32(R15)(R12*1), Y4, Y5)
-	MIX2((R14)(R9*1), (R15)(R13*1), 32(R15)(R13*1), Y6, Y7)
-	ADDQ $4, R14
-	ADDQ R8, R15
-	DECQ CX
-	JNZ  x4j
-	MOVQ hs+40(FP), CX
-	SHLQ $2, CX
-	LEAQ (DI)(CX*2), R14
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, (DI)(CX*1)
-	VMOVUPS Y3, 32(DI)(CX*1)
-	VMOVUPS Y4, (R14)
-	VMOVUPS Y5, 32(R14)
-	VMOVUPS Y6, (R14)(CX*1)
-	VMOVUPS Y7, 32(R14)(CX*1)
-	ADDQ $64, DI // the next chunk column
-	ADDQ $64, R10
-	ADDQ $64, R11
-	ADDQ $64, R12
-	ADDQ $64, R13
-	DECQ AX
-	JNZ  x4c
-	VZEROUPPER
-	RET
+	MIX4($2, $64, MIX4KEYS, x4c, x4j)

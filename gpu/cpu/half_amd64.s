@@ -2,6 +2,8 @@
 
 #include "textflag.h"
 
+#include "mix_amd64.h"
+
 // Kernels of the binary16 key/value cache (gpu.HalfKV) for CPUs with AVX2,
 // FMA and F16C (every AVX-512 CPU has them too, so one set serves both).
 // Each widens binary16 values exactly (VCVTPH2PS) and then does what the
@@ -156,71 +158,17 @@ h4c:
 	VCVTPH2PS v1, Y11; \
 	VFMADD231PS Y11, Y12, hi
 
+// HMIX4KEYS is MIX4's key step over binary16 values.
+#define HMIX4KEYS \
+	HMIX2((R14), (R15)(R10*1), 16(R15)(R10*1), Y0, Y1); \
+	HMIX2((R14)(BX*1), (R15)(R11*1), 16(R15)(R11*1), Y2, Y3); \
+	HMIX2((R14)(BX*2), (R15)(R12*1), 16(R15)(R12*1), Y4, Y5); \
+	HMIX2((R14)(R9*1), (R15)(R13*1), 16(R15)(R13*1), Y6, Y7)
+
 // func halfMix4AVX2(out, p *float32, pstride int, v *uint16, vstride, hs, n int, kvoff *[4]int)
 // attnMix4AVX2 over binary16 values: out[i*hs:][:hs] += p[i*pstride+j] *
 // float32(v[kvoff[i]+j*vstride:][:hs]) for the four query heads i and
-// j < n in order, fused; hs a positive multiple of 16, offsets in values.
+// j < n in order, fused; hs a positive multiple of 16, offsets in values
+// (mix_amd64.h).
 TEXT ·halfMix4AVX2(SB), NOSPLIT, $0-64
-	MOVQ out+0(FP), DI
-	MOVQ p+8(FP), SI
-	MOVQ pstride+16(FP), BX
-	SHLQ $2, BX
-	LEAQ (BX)(BX*2), R9 // three heads' probabilities on
-	MOVQ v+24(FP), DX
-	MOVQ vstride+32(FP), R8
-	SHLQ $1, R8
-	MOVQ kvoff+56(FP), AX
-	MOVQ 0(AX), R10
-	MOVQ 8(AX), R11
-	MOVQ 16(AX), R12
-	MOVQ 24(AX), R13
-	SHLQ $1, R10
-	SHLQ $1, R11
-	SHLQ $1, R12
-	SHLQ $1, R13
-	MOVQ hs+40(FP), AX
-	SHRQ $4, AX // chunk columns
-hx4c:
-	MOVQ hs+40(FP), CX
-	SHLQ $2, CX // bytes from one head's output to the next
-	LEAQ (DI)(CX*2), R14
-	VMOVUPS (DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS (DI)(CX*1), Y2
-	VMOVUPS 32(DI)(CX*1), Y3
-	VMOVUPS (R14), Y4
-	VMOVUPS 32(R14), Y5
-	VMOVUPS (R14)(CX*1), Y6
-	VMOVUPS 32(R14)(CX*1), Y7
-	MOVQ SI, R14 // p for key j
-	MOVQ DX, R15 // value row j
-	MOVQ n+48(FP), CX
-hx4j:
-	HMIX2((R14), (R15)(R10*1), 16(R15)(R10*1), Y0, Y1)
-	HMIX2((R14)(BX*1), (R15)(R11*1), 16(R15)(R11*1), Y2, Y3)
-	HMIX2((R14)(BX*2), (R15)(R12*1), 16(R15)(R12*1), Y4, Y5)
-	HMIX2((R14)(R9*1), (R15)(R13*1), 16(R15)(R13*1), Y6, Y7)
-	ADDQ $4, R14
-	ADDQ R8, R15
-	DECQ CX
-	JNZ  hx4j
-	MOVQ hs+40(FP), CX
-	SHLQ $2, CX
-	LEAQ (DI)(CX*2), R14
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, (DI)(CX*1)
-	VMOVUPS Y3, 32(DI)(CX*1)
-	VMOVUPS Y4, (R14)
-	VMOVUPS Y5, 32(R14)
-	VMOVUPS Y6, (R14)(CX*1)
-	VMOVUPS Y7, 32(R14)(CX*1)
-	ADDQ $64, DI // the next chunk column
-	ADDQ $32, R10
-	ADDQ $32, R11
-	ADDQ $32, R12
-	ADDQ $32, R13
-	DECQ AX
-	JNZ  hx4c
-	VZEROUPPER
-	RET
+	MIX4($1, $32, HMIX4KEYS, hx4c, hx4j)
