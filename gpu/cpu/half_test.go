@@ -131,7 +131,8 @@ func TestHalfStoreMatchesTheHardware(t *testing.T) {
 // with and without the vector kernels, grouped heads, key counts that are
 // not multiples of four or past a mix block.
 func TestHalfAttentionMatchesFloat32OverTheStoredValues(t *testing.T) {
-	kerns := append([]string{"go"}, vectorKernelsOrNone()...)
+	vec, _ := availableVectorKernels()
+	kerns := append([]string{"go"}, vec...)
 	for _, sh := range []struct{ B, NH, NKV, HS, Tcap int }{
 		{5, 4, 4, 64, 80},
 		{3, 8, 2, 32, 40},
@@ -195,16 +196,4 @@ func TestHalfAttentionMatchesFloat32OverTheStoredValues(t *testing.T) {
 			})
 		}
 	}
-}
-
-// vectorKernelsOrNone is vectorKernels without the skip.
-func vectorKernelsOrNone() []string {
-	var ks []string
-	for _, k := range []string{"avx512", "avx2"} {
-		if SetKernel(k) == nil {
-			ks = append(ks, k)
-		}
-	}
-	SetKernel("")
-	return ks
 }

@@ -426,19 +426,28 @@ func TestNormAndAddKernelsMatchGo(t *testing.T) {
 // vectorKernels returns the vector kernels this CPU can run ("avx512",
 // "avx2"), skipping the test when it has none.
 func vectorKernels(t *testing.T) []string {
-	var ks []string
+	ks, missing := availableVectorKernels()
+	for _, err := range missing {
+		t.Log(err)
+	}
+	if len(ks) == 0 {
+		t.Skip("this CPU has no vector kernels")
+	}
+	return ks
+}
+
+// availableVectorKernels returns the vector kernels this CPU runs, and
+// why each other one does not.
+func availableVectorKernels() (ks []string, missing []error) {
 	for _, k := range []string{"avx512", "avx2"} {
 		if err := SetKernel(k); err != nil {
-			t.Logf("%s: %v", k, err)
+			missing = append(missing, fmt.Errorf("%s: %w", k, err))
 			continue
 		}
 		ks = append(ks, k)
 	}
 	SetKernel("")
-	if len(ks) == 0 {
-		t.Skip("this CPU has no vector kernels")
-	}
-	return ks
+	return ks, missing
 }
 
 func testNormAndAddKernels(t *testing.T, kern string) {
