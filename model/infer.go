@@ -317,31 +317,25 @@ func (m *Model) Decode(kc *Cache, tokens []int32, active []bool) ([]float32, err
 		kn, vn := kc.kn.Slice(s0*KVD, (s1-s0)*KVD), kc.vn.Slice(s0*KVD, (s1-s0)*KVD)
 		scratch := func(int) (gpu.Buffer, gpu.Buffer) { return kn, vn }
 		// Where each slot's new row goes in a layer's cache; an inactive
-		// slot's goes nowhere, so its cache stays as it was.
+		// slot's goes nowhere, so its cache stays as it was. A binary16
+		// cache is head-major: slot s's head h at position t is value
+		// s*slab + h*Cap*HS + t*HS, so a position is HS values on.
+		step := KVD
+		if kc.Type == KVHalf {
+			step = HS
+		}
 		at := make([]int, s1-s0)
 		for s := s0; s < s1; s++ {
 			at[s-s0] = -1
 			if active[s] {
-				at[s-s0] = s*slab + int(pos[s])*KVD
-			}
-		}
-		// In a binary16 cache, head-major: slot s's head h at position t
-		// is value s*slab + h*Cap*HS + t*HS.
-		var hat []int
-		if kc.Type == KVHalf {
-			hat = make([]int, s1-s0)
-			for s := s0; s < s1; s++ {
-				hat[s-s0] = -1
-				if active[s] {
-					hat[s-s0] = s*slab + int(pos[s])*HS
-				}
+				at[s-s0] = s*slab + int(pos[s])*step
 			}
 		}
 		m.inferLayers(be, kc, s0, s0*m.Cfg.Heads*tk, tokens[s0:s1], pos[s0:s1], shape, scratch, func(l int) (gpu.Buffer, gpu.Buffer, bool) {
 			if kc.Type == KVHalf {
 				hk := be.(gpu.HalfKV)
-				hk.StoreHalf(kc.k[l], hat, kn, m.Cfg.KVHeads, HS, kc.Cap)
-				hk.StoreHalf(kc.v[l], hat, vn, m.Cfg.KVHeads, HS, kc.Cap)
+				hk.StoreHalf(kc.k[l], at, kn, m.Cfg.KVHeads, HS, kc.Cap)
+				hk.StoreHalf(kc.v[l], at, vn, m.Cfg.KVHeads, HS, kc.Cap)
 				return kc.k[l].Slice(s0*slab/2, (s1-s0)*slab/2), kc.v[l].Slice(s0*slab/2, (s1-s0)*slab/2), true
 			}
 			if sc, ok := be.(gpu.RowScatterer); ok {
