@@ -341,13 +341,13 @@ func (a *Activities) Generate(ctx context.Context, ref MemberRef) (GenerateOutpu
 	}
 	start := time.Now()
 	c := config.RoundConfig(&ref.Spec)
-	if _, ok := a.Backend.(gpu.HalfKV); c.KV == model.KVHalf && !ok {
-		// Retrying on this worker cannot help; the spec asks for what its
-		// backend lacks.
-		return GenerateOutput{}, badSpec(fmt.Errorf("generation.kv_cache: f16 needs binary16 attention, which backend %s lacks; use f32", a.Backend.Name()))
-	}
 	prompts := train.PromptsForRound(d.RL, ref.Spec.Seed, ref.Round, ref.Spec.PromptsPerRound)
 	ro, err := rl.Generate(h.member, ref.Member, prompts, c, ref.Round)
+	if errors.Is(err, model.ErrCacheType) {
+		// Retrying on this worker cannot help: the spec asks for a cache
+		// its backend or the model cannot hold.
+		return GenerateOutput{}, badSpec(fmt.Errorf("generation.kv_cache: %w", err))
+	}
 	if err != nil {
 		return GenerateOutput{}, err
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -66,8 +67,8 @@ Example:
 			}
 			outs, err := (&generate.Generator{Model: m, Tok: tok, Ctx: cmd.Context(), KV: kv}).Run(reqs)
 			if err != nil {
-				if kv == model.KVHalf {
-					return fmt.Errorf("--kv-cache f16: %w", err)
+				if errors.Is(err, model.ErrCacheType) {
+					return fmt.Errorf("--kv-cache: %w", err)
 				}
 				return err
 			}

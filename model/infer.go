@@ -43,6 +43,11 @@ const (
 	KVHalf KVType = "f16"
 )
 
+// ErrCacheType is wrapped by NewCacheOf when the backend or the model
+// cannot hold the cache type asked for: the same request fails the same
+// way on this backend every time.
+var ErrCacheType = fmt.Errorf("kv cache f16")
+
 // ParseKVType reads a KVType's name; "" is KVFloat32.
 func ParseKVType(s string) (KVType, error) {
 	switch KVType(s) {
@@ -71,10 +76,10 @@ func (m *Model) NewCacheOf(slots, capacity int, typ KVType) (*Cache, error) {
 	case KVFloat32:
 	case KVHalf:
 		if _, ok := m.be.(gpu.HalfKV); !ok {
-			return nil, fmt.Errorf("kv cache f16: backend %s has no binary16 attention; use f32", m.be.Name())
+			return nil, fmt.Errorf("%w: backend %s has no binary16 attention; use f32", ErrCacheType, m.be.Name())
 		}
 		if c.HeadSize()%2 != 0 {
-			return nil, fmt.Errorf("kv cache f16: head size %d is odd; want even", c.HeadSize())
+			return nil, fmt.Errorf("%w: head size %d is odd; want even", ErrCacheType, c.HeadSize())
 		}
 		half = true
 	default:
