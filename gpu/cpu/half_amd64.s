@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 
+#include "lanes_amd64.h"
 #include "mix_amd64.h"
 
 // Kernels of the binary16 key/value cache (gpu.HalfKV) for CPUs with AVX2,
@@ -120,24 +121,7 @@ h4c:
 	VXORPS X9, X9, X9
 	VXORPS X10, X10, X10
 	VXORPS X11, X11, X11
-	VADDPS Y1, Y0, Y0 // key A's sixteen lanes as eight
-	VADDPS Y3, Y2, Y2 // B
-	VADDPS Y5, Y4, Y4 // C
-	VADDPS Y7, Y6, Y6 // D
-	VPERM2F128 $0x20, Y2, Y0, Y1 // [A lower, B lower]
-	VPERM2F128 $0x31, Y2, Y0, Y3 // [A upper, B upper]
-	VADDPS Y3, Y1, Y1
-	VPERM2F128 $0x20, Y6, Y4, Y5
-	VPERM2F128 $0x31, Y6, Y4, Y7
-	VADDPS Y7, Y5, Y5
-	VHADDPS Y5, Y1, Y1 // lanes [A A C C | B B D D]
-	VHADDPS Y1, Y1, Y1 // [A C A C | B D B D]
-	VEXTRACTF128 $1, Y1, X3
-	VUNPCKLPS X3, X1, X1 // [A B C D]
-	VHADDPS X9, X8, X8
-	VHADDPS X11, X10, X10
-	VHADDPS X10, X8, X8
-	VADDPS X8, X1, X1 // the tail sums last (+0 without one), as dot adds them
+	SUM8X4
 	VMOVUPS X1, (R15)
 	ADDQ BX, R15
 	DECQ SI
