@@ -5,21 +5,22 @@ TOOLS := $(CURDIR)/.tools/bin
 VERSITYGW := $(TOOLS)/versitygw
 WORKFLOWCHECK := $(TOOLS)/workflowcheck
 
-.PHONY: paper-table zoo test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
+.PHONY: cuda-emu paper-table zoo test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
 
 build:
 	$(GO) build -o bin/corl ./cmd/corl
 
 # The default run: vet, formatting, every package's tests (and the portable
-# kernels through the same suite). With CI=true it continues with test-long.
-test: vet test-unit
+# kernels through the same suite; the CUDA kernels on the emulated driver).
+# With CI=true it continues with test-long.
+test: vet cuda-emu test-unit
 	@if [ "$$CI" = "true" ]; then $(MAKE) --no-print-directory test-long; \
 	else echo "(long end-to-end, fault and S3 tests: make test-long, or CI=true make test)"; fi
 
 test-unit:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
-	$(GO) test -count=1 -timeout 20m ./...
+	CORL_CUDA_EMU=$(CUDA_EMU) $(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -tags purego ./gpu/... ./model/...
 
 # Long tests: workflowcheck, fuzzing, and against real servers (the embedded
@@ -98,6 +99,23 @@ kill-campaign:
 # Benchmarks at small sizes; `corl bench train` runs any size.
 bench:
 	$(GO) test -run XXX -bench . -benchtime 20x ./gpu/cpu ./model ./generate
+
+# The emulated CUDA driver (gpu/cuda/emu): the kernels' own .cu sources built
+# for the host with g++, behind the driver API, for `go test ./gpu/cuda`
+# without a GPU (CORL_CUDA_DRIVER=$(CUDA_EMU) runs any corl command on it).
+# Needs no CUDA toolkit; kernels.inc lists the sources' __global__ kernels.
+CUDA_EMU := $(CURDIR)/.tools/cudaemu/libcudaemu.so
+CUDA_EMU_SRC := $(wildcard gpu/cuda/emu/*.cpp gpu/cuda/emu/*.h gpu/cuda/emu/*.S gpu/cuda/kernels/*.cu gpu/cuda/kernels/*.cuh)
+cuda-emu: $(CUDA_EMU)
+
+$(CUDA_EMU): $(CUDA_EMU_SRC)
+	@command -v g++ >/dev/null || (apt-get update -qq && apt-get install -y -qq --no-install-recommends g++)
+	mkdir -p $(@D)
+	sed -n 's/^extern "C" __global__ void \([A-Za-z_0-9]*\)(.*/CORLEMU_KERNEL(\1)/p' gpu/cuda/kernels/*.cu gpu/cuda/emu/*.cu > $(@D)/kernels.inc
+	g++ -std=c++17 -O2 -g -fPIC -shared -fvisibility=hidden -ffp-contract=off -Wall -Wno-sign-compare \
+		-static-libstdc++ -static-libgcc -I$(@D) -o $@.tmp \
+		gpu/cuda/emu/driver.cpp gpu/cuda/emu/kernels.cpp gpu/cuda/emu/cublas.cpp gpu/cuda/emu/switch_amd64.S -lpthread
+	mv $@.tmp $@
 
 # CUDA kernels -> PTX (needs nvcc: Debian's nvidia-cuda-toolkit). The
 # committed PTX carries the sources' hash; a unit test refuses stale PTX.

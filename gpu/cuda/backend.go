@@ -4,6 +4,8 @@ import (
 	_ "embed"
 	"fmt"
 	"math"
+	"os"
+	"runtime"
 	"sort"
 	"unsafe"
 
@@ -54,51 +56,105 @@ func dptr(b gpu.Buffer) uint64 {
 // order. Like the CPU backend it is not safe for concurrent use.
 type Backend struct {
 	name  string
+	d     *driver
+	ctx   uintptr
 	fn    map[string]uintptr
 	cache map[int][]uintptr // free device blocks by rounded size (bytes)
 	sizes map[uintptr]int
+	// exact sizes allocations to the byte (rounded to 4) instead of powers
+	// of two, so that the emulated driver's guard pages sit right after each
+	// buffer's last element.
+	exact bool
+	blas  *blas // GEMM through cuBLAS; nil: corl's own kernel
 }
 
 var _ gpu.Backend = (*Backend)(nil)
 
-// New opens device ordinal 0, or returns an error wrapping ErrNoDevice.
-func New() (*Backend, error) {
-	if err := loadDriver(); err != nil {
+// Options choose the libraries a Backend opens. The zero value is what New
+// uses: $CORL_CUDA_DRIVER (else libcuda.so.1), $CORL_CUBLAS (else the
+// system's libcublas, and corl's own GEMM kernel without it; "off" for the
+// kernel always), TF32 when $CORL_CUDA_TF32 is 1.
+type Options struct {
+	Driver string // the driver library's path or name
+	CUBLAS string // the cuBLAS library's path or name; "off": corl's GEMM kernel
+	TF32   bool   // let cuBLAS round GEMM inputs to TF32 (tensor cores)
+}
+
+func (o Options) withEnv() Options {
+	if o.Driver == "" {
+		o.Driver = driverPath()
+	}
+	if o.CUBLAS == "" {
+		o.CUBLAS = os.Getenv("CORL_CUBLAS")
+	}
+	if os.Getenv("CORL_CUDA_TF32") == "1" {
+		o.TF32 = true
+	}
+	return o
+}
+
+// New opens device ordinal 0 with the default Options, or returns an error
+// wrapping ErrNoDevice.
+func New() (*Backend, error) { return Open(Options{}) }
+
+// Open opens device ordinal 0 through the libraries o names.
+func Open(o Options) (*Backend, error) {
+	o = o.withEnv()
+	d, err := loadDriver(o.Driver)
+	if err != nil {
 		return nil, err
 	}
 	var count int32
-	if rc := drv.cuDeviceGetCount(&count); rc != 0 || count == 0 {
+	if rc := d.cuDeviceGetCount(&count); rc != 0 || count == 0 {
 		return nil, fmt.Errorf("%w: the driver reports %d devices", ErrNoDevice, count)
 	}
+	be := &Backend{d: d, fn: map[string]uintptr{}, cache: map[int][]uintptr{}, sizes: map[uintptr]int{}, exact: d.emulated()}
 	var dev int32
-	check(drv.cuDeviceGet(&dev, 0), "device")
+	be.check(d.cuDeviceGet(&dev, 0), "device")
 	var major, minor int32
-	check(drv.cuDeviceGetAttribute(&major, attrComputeMajor, dev), "attribute")
-	check(drv.cuDeviceGetAttribute(&minor, attrComputeMinor, dev), "attribute")
+	be.check(d.cuDeviceGetAttribute(&major, attrComputeMajor, dev), "attribute")
+	be.check(d.cuDeviceGetAttribute(&minor, attrComputeMinor, dev), "attribute")
 	if major < 8 {
 		return nil, fmt.Errorf("%w: compute capability %d.%d; corl's kernels need 8.0 or newer", ErrNoDevice, major, minor)
 	}
 	nameBuf := make([]byte, 256)
-	check(drv.cuDeviceGetName(&nameBuf[0], int32(len(nameBuf)), dev), "device name")
-	var ctx uintptr
-	check(drv.cuCtxCreate(&ctx, 0, dev), "context")
+	be.check(d.cuDeviceGetName(&nameBuf[0], int32(len(nameBuf)), dev), "device name")
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	be.check(d.cuCtxCreate(&be.ctx, 0, dev), "context")
 	image := ptx80
 	if major >= 9 {
 		image = ptx90
 	}
 	var mod uintptr
-	if rc := drv.cuModuleLoadData(&mod, cstr(image)); rc != 0 {
-		return nil, fmt.Errorf("cuda: load kernels: %s", errString(rc))
+	if rc := d.cuModuleLoadData(&mod, cstr(image)); rc != 0 {
+		return nil, fmt.Errorf("cuda: load kernels: %s", d.errString(rc))
 	}
-	be := &Backend{name: fmt.Sprintf("cuda(%s, sm_%d%d)", goString(&nameBuf[0]), major, minor),
-		fn: map[string]uintptr{}, cache: map[int][]uintptr{}, sizes: map[uintptr]int{}}
 	for _, k := range kernelNames {
 		var f uintptr
-		if rc := drv.cuModuleGetFunction(&f, mod, cstr(k)); rc != 0 {
-			return nil, fmt.Errorf("cuda: kernel %s: %s", k, errString(rc))
+		if rc := d.cuModuleGetFunction(&f, mod, cstr(k)); rc != 0 {
+			return nil, fmt.Errorf("cuda: kernel %s: %s", k, d.errString(rc))
 		}
 		be.fn[k] = f
 	}
+	if o.CUBLAS == "" && d.emulated() {
+		o.CUBLAS = o.Driver // the emulator carries a stand-in for the cuBLAS calls
+	}
+	gemm := ""
+	if o.CUBLAS != "off" {
+		b, err := openBLAS(o.CUBLAS, o.TF32)
+		switch {
+		case err == nil:
+			be.blas = b
+			gemm = ", cuBLAS"
+			if o.TF32 {
+				gemm += " TF32"
+			}
+		case o.CUBLAS != "":
+			return nil, fmt.Errorf("cuda: %w", err) // asked for by name: no quiet fallback
+		}
+	}
+	be.name = fmt.Sprintf("cuda(%s, sm_%d%d%s)", goString(&nameBuf[0]), major, minor, gemm)
 	return be, nil
 }
 
@@ -122,13 +178,17 @@ func (be *Backend) alloc(bytes int) uintptr {
 	for size < bytes {
 		size <<= 1
 	}
+	if be.exact {
+		size = max(4, (bytes+3)&^3)
+	}
 	if free := be.cache[size]; len(free) > 0 {
 		p := free[len(free)-1]
 		be.cache[size] = free[:len(free)-1]
 		return p
 	}
 	var p uintptr
-	check(drv.cuMemAlloc(&p, uint64(size)), "alloc")
+	defer be.bind()()
+	be.check(be.d.cuMemAlloc(&p, uint64(size)), "alloc")
 	be.sizes[p] = size
 	return p
 }
@@ -156,7 +216,8 @@ func (be *Backend) Upload(dst gpu.Buffer, src []float32) {
 		panic("gpu: upload larger than buffer")
 	}
 	if len(src) > 0 {
-		check(drv.cuMemcpyHtoD(uintptr(dptr(dst)), unsafe.Pointer(&src[0]), uint64(4*len(src))), "upload")
+		defer be.bind()()
+		be.check(be.d.cuMemcpyHtoD(uintptr(dptr(dst)), unsafe.Pointer(&src[0]), uint64(4*len(src))), "upload")
 	}
 }
 
@@ -166,14 +227,16 @@ func (be *Backend) Download(dst []float32, src gpu.Buffer) {
 		panic("gpu: download larger than buffer")
 	}
 	if len(dst) > 0 {
-		check(drv.cuMemcpyDtoH(unsafe.Pointer(&dst[0]), uintptr(dptr(src)), uint64(4*len(dst))), "download")
+		defer be.bind()()
+		be.check(be.d.cuMemcpyDtoH(unsafe.Pointer(&dst[0]), uintptr(dptr(src)), uint64(4*len(dst))), "download")
 	}
 }
 
 // Zero implements gpu.Backend.
 func (be *Backend) Zero(b gpu.Buffer) {
 	if b.Len() > 0 {
-		check(drv.cuMemsetD32(uintptr(dptr(b)), 0, uint64(b.Len())), "memset")
+		defer be.bind()()
+		be.check(be.d.cuMemsetD32(uintptr(dptr(b)), 0, uint64(b.Len())), "memset")
 	}
 }
 
@@ -183,14 +246,16 @@ func (be *Backend) Copy(dst, src gpu.Buffer) {
 		panic("gpu: copy between buffers of different length")
 	}
 	if dst.Len() > 0 {
-		check(drv.cuMemcpyDtoD(uintptr(dptr(dst)), uintptr(dptr(src)), uint64(4*dst.Len())), "copy")
+		defer be.bind()()
+		be.check(be.d.cuMemcpyDtoD(uintptr(dptr(dst)), uintptr(dptr(src)), uint64(4*dst.Len())), "copy")
 	}
 }
 
 // Sync implements gpu.Backend.
 func (be *Backend) Sync() error {
-	if rc := drv.cuCtxSynchronize(); rc != 0 {
-		return fmt.Errorf("cuda: %s", errString(rc))
+	defer be.bind()()
+	if rc := be.d.cuCtxSynchronize(); rc != 0 {
+		return fmt.Errorf("cuda: %s", be.d.errString(rc))
 	}
 	return nil
 }
@@ -203,7 +268,8 @@ func (be *Backend) ints(v []int32) (uint64, func()) {
 	}
 	p := be.alloc(max(len(v), 1) * 4)
 	if len(v) > 0 {
-		check(drv.cuMemcpyHtoD(p, unsafe.Pointer(&v[0]), uint64(4*len(v))), "upload ints")
+		defer be.bind()()
+		be.check(be.d.cuMemcpyHtoD(p, unsafe.Pointer(&v[0]), uint64(4*len(v))), "upload ints")
 	}
 	return uint64(p), func() { be.release(p) }
 }
@@ -222,7 +288,7 @@ func (be *Backend) run(name string, g [3]uint32, args ...uint64) {
 	if g[0] == 0 {
 		return
 	}
-	launch(be.fn[name], g, block, 0, args...)
+	be.launch(be.fn[name], g, block, 0, args...)
 }
 
 // groups sorts token indices by key (stably) for the scatter-free embedding

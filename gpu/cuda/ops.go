@@ -46,11 +46,15 @@ func (be *Backend) gemm(c, a, b uint64, M, N, K, lda, ldb, ldc int, transA, tran
 		}
 		return 0
 	}
-	g := [3]uint32{uint32((N + 63) / 64), uint32((M + 63) / 64), 1}
 	if M == 0 || N == 0 {
 		return
 	}
-	launch(be.fn["gemm"], g, block, 0, c, a, b, i32(M), i32(N), i32(K), i32(lda), i32(ldb), i32(ldc), flag(transA), flag(transB), flag(acc))
+	if be.blas != nil {
+		be.blasGemm(c, a, b, M, N, K, lda, ldb, ldc, transA, transB, acc)
+		return
+	}
+	g := [3]uint32{uint32((N + 63) / 64), uint32((M + 63) / 64), 1}
+	be.launch(be.fn["gemm"], g, block, 0, c, a, b, i32(M), i32(N), i32(K), i32(lda), i32(ldb), i32(ldc), flag(transA), flag(transB), flag(acc))
 }
 
 // MatMulForward implements gpu.Backend.
