@@ -112,7 +112,7 @@ $(CUDA_EMU): $(CUDA_EMU_SRC)
 	@command -v g++ >/dev/null || (apt-get update -qq && apt-get install -y -qq --no-install-recommends g++)
 	mkdir -p $(@D)
 	sed -n 's/^extern "C" __global__ void \([A-Za-z_0-9]*\)(.*/CORLEMU_KERNEL(\1)/p' gpu/cuda/kernels/*.cu gpu/cuda/emu/*.cu > $(@D)/kernels.inc
-	g++ -std=c++17 -O2 -g -fPIC -shared -fvisibility=hidden -ffp-contract=off -Wall -Wno-sign-compare \
+	g++ -std=c++17 -O2 -g -fPIC -shared -fvisibility=hidden -ffp-contract=off -mtls-dialect=gnu2 -Wall -Wno-sign-compare \
 		-static-libstdc++ -static-libgcc -I$(@D) -o $@.tmp \
 		gpu/cuda/emu/driver.cpp gpu/cuda/emu/kernels.cpp gpu/cuda/emu/cublas.cpp gpu/cuda/emu/switch_amd64.S -lpthread
 	mv $@.tmp $@

@@ -9,7 +9,8 @@
 //     every thread of the block has reached the same __syncthreads();
 //   - __shared__ variables are static thread_local: one copy per host thread,
 //     that is per running block, shared by the block's fibers;
-//   - threadIdx, blockIdx, blockDim and gridDim read the running fiber's;
+//   - threadIdx, blockIdx, blockDim and gridDim read the running fiber's
+//     (kept at the top of its stack);
 //   - __global__ and __device__ are plain functions; the device math
 //     functions are the C library's (so __expf is exact here where the GPU's
 //     is an approximation: the conformance tolerances cover both).
@@ -21,10 +22,10 @@
 
 #include "emu.h"
 
-#define threadIdx (corlemu::cur->threadIdx)
-#define blockIdx (corlemu::cur->blockIdx)
-#define blockDim (corlemu::cur->blockDim)
-#define gridDim (corlemu::cur->gridDim)
+#define threadIdx (corlemu::vars()->threadIdx)
+#define blockIdx (corlemu::vars()->blockIdx)
+#define blockDim (corlemu::vars()->blockDim)
+#define gridDim (corlemu::vars()->gridDim)
 
 #define __global__
 #define __device__

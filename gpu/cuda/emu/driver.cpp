@@ -8,8 +8,9 @@
 // wrong argument count). It cannot prove timing, the memory model between
 // blocks or nvcc's code generation: only a GPU can.
 //
-// Execution: a launch runs at once, its blocks spread over a pool of host
-// threads (CORL_CUDA_EMU_THREADS, default the machine's cores). A block's
+// Execution: a launch runs at once, its blocks spread over the calling thread
+// and a pool of helper threads (CORL_CUDA_EMU_THREADS host threads in all,
+// default the machine's cores). A block's
 // threads are fibers on one host thread, run in a fixed order until each
 // reaches a barrier or exits (CORL_CUDA_EMU_ORDER: forward, the default,
 // reverse, or shuffle[:seed]); then the barrier opens. A fault inside a
@@ -68,15 +69,13 @@ enum : CUresult {
 
 namespace corlemu {
 
-thread_local ThreadVars* cur;
-
 namespace {
 
 // Device limits (an H100/H200's, without the opt-in larger shared memory).
 constexpr int kMaxThreadsPerBlock = 1024;
 constexpr int kMaxSharedPerBlock = 48 * 1024;
 constexpr int kComputeMajor = 9, kComputeMinor = 0;
-constexpr size_t kFiberStack = 64 * 1024;
+static_assert(sizeof(ThreadVars) <= 64, "the thread variables fit in a cache line");
 
 const char* errName(CUresult rc) {
     switch (rc) {
@@ -229,14 +228,9 @@ bool parsePTX(const char* image, std::vector<Function>& out, std::string& why) {
 extern "C" void corl_emu_switch(void** save, void* to);
 extern "C" void corl_emu_fiber_start();
 
-enum FiberState { kRunnable, kWaiting, kDone };
-
 struct Fiber {
-    ThreadVars vars;
     void* sp;
-    FiberState state;
-    const char* file;
-    int line;
+    ThreadVars* vars;  // at the top of its stack region
 };
 
 struct Launch;
@@ -249,6 +243,17 @@ struct Worker {
     size_t nstacks = 0;
     Fiber* running = nullptr;
     Launch* launch = nullptr;
+    // The phase in progress (the threads run until each waits or exits):
+    int waiting = 0, done = 0;
+    int pos = 0, phaseLen = 0;  // the running fiber's place in order
+    const char* siteFile = nullptr;  // where the first waiter waits
+    int siteLine = 0;
+    void* siteCall = nullptr;  // and the call's return address
+    const Fiber* siteFirst = nullptr;
+    const Fiber* siteOther = nullptr;  // a waiter elsewhere
+    const char* otherFile = nullptr;
+    int otherLine = 0;
+    const Fiber* exited = nullptr;
     sigjmp_buf jb;
     volatile sig_atomic_t inKernel = 0;
     volatile int faultSig = 0;
@@ -257,7 +262,6 @@ struct Worker {
     uint64_t rng = 0x9e3779b97f4a7c15ull;
     std::vector<int> order;
 };
-thread_local Worker* curw;
 
 // The workers by host thread, for the signal handler (which must not touch
 // thread-local storage: its first use on a thread may allocate).
@@ -266,8 +270,15 @@ pthread_t workerThreads[kMaxWorkers];
 Worker* workerTab[kMaxWorkers];
 std::atomic<int> nworkerTab{0};
 
+// The launching thread runs blocks too, as caller: a one-block launch then
+// needs no other thread at all (waking one costs more than most blocks).
+Worker caller;
+pthread_t callerThread;
+volatile sig_atomic_t callerActive = 0;
+
 Worker* workerOfThisThread() {
     pthread_t self = pthread_self();
+    if (callerActive && pthread_equal(callerThread, self)) return &caller;
     int n = nworkerTab.load(std::memory_order_acquire);
     for (int i = 0; i < n; i++)
         if (pthread_equal(workerThreads[i], self)) return workerTab[i];
@@ -291,27 +302,41 @@ struct Launch {
     std::string why;
 };
 
+// yieldToNext switches from the running fiber to the next of the phase, or
+// back to the scheduler after the last: one switch per thread and phase.
+void yieldToNext(Worker* w) {
+    Fiber* f = w->running;
+    if (++w->pos < w->phaseLen) {
+        w->running = &w->fibers[w->order[w->pos]];
+        corl_emu_switch(&f->sp, w->running->sp);
+    } else {
+        w->running = nullptr;
+        corl_emu_switch(&f->sp, w->schedSp);
+    }
+}
+
 void fiberMain() {
-    Worker* w = curw;
+    Worker* w = (Worker*)vars()->worker;
     w->launch->fn->kernel->invoke(w->launch->params);
-    w->running->state = kDone;
-    corl_emu_switch(&w->running->sp, w->schedSp);
+    w->done++;
+    if (!w->exited) w->exited = w->running;
+    yieldToNext(w);
     __builtin_trap();  // a finished fiber is never resumed
 }
 
-// stackOf returns fiber i's stack top, growing the worker's stacks (each with
-// an inaccessible guard page below it) as needed.
-char* stackOf(Worker& w, int i) {
-    if ((size_t)i >= w.nstacks) {
-        size_t n = kMaxThreadsPerBlock;
-        size_t each = kFiberStack + pageSize;
-        void* m = mmap(nullptr, n * each, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+// regionOf returns fiber i's stack region (emu.h): kFiberRegion bytes,
+// aligned to their size. The worker maps a block's worth once.
+char* regionOf(Worker& w, int i) {
+    if (!w.stacks) {
+        size_t n = kMaxThreadsPerBlock, len = (n + 1) * kFiberRegion;
+        void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (m == MAP_FAILED) abort();
-        for (size_t k = 0; k < n; k++) mprotect((char*)m + k * each, pageSize, PROT_NONE);
-        w.stacks = (char*)m;
+        char* base = (char*)(((uintptr_t)m + kFiberRegion - 1) & ~(uintptr_t)(kFiberRegion - 1));
+        for (size_t k = 0; k < n; k++) mprotect(base + k * kFiberRegion, pageSize, PROT_NONE);
+        w.stacks = base;
         w.nstacks = n;
     }
-    return w.stacks + (size_t)(i + 1) * (kFiberStack + pageSize);
+    return w.stacks + (size_t)i * kFiberRegion;
 }
 
 // initFiber lays out a stack that corl_emu_switch resumes into
@@ -343,85 +368,74 @@ std::string where(const Launch& L, const Fiber* f) {
     if (!f) {
         snprintf(buf, sizeof buf, "kernel %s", L.fn->name.c_str());
     } else {
-        snprintf(buf, sizeof buf, "kernel %s, block (%u,%u,%u) thread (%u,%u,%u)", L.fn->name.c_str(), f->vars.blockIdx.x,
-                 f->vars.blockIdx.y, f->vars.blockIdx.z, f->vars.threadIdx.x, f->vars.threadIdx.y, f->vars.threadIdx.z);
+        const ThreadVars* v = f->vars;
+        snprintf(buf, sizeof buf, "kernel %s, block (%u,%u,%u) thread (%u,%u,%u)", L.fn->name.c_str(), v->blockIdx.x,
+                 v->blockIdx.y, v->blockIdx.z, v->threadIdx.x, v->threadIdx.y, v->threadIdx.z);
     }
     return buf;
 }
 
-// runBlock runs one block to completion; false after a barrier fault.
+// runBlock runs one block to completion; false after a barrier fault. Each
+// phase resumes every thread until it waits at a barrier or exits; a phase
+// that ends with some threads waiting and others exited, or waiting at two
+// different barriers, is a fault. So after a clean phase either every thread
+// has exited or every thread waits at one barrier, which then opens.
 bool runBlock(Worker& w, Launch& L, uint3 bid) {
     int n = L.nthreads;
     if ((int)w.fibers.size() < n) w.fibers.resize(n);
     if ((int)w.order.size() < n) w.order.resize(n);
     for (int i = 0; i < n; i++) {
         Fiber& f = w.fibers[i];
-        f.vars.threadIdx = {(unsigned)(i % L.block.x), (unsigned)(i / L.block.x % L.block.y),
-                            (unsigned)(i / (L.block.x * L.block.y))};
-        f.vars.blockIdx = bid;
-        f.vars.blockDim = L.block;
-        f.vars.gridDim = L.grid;
-        f.state = kRunnable;
-        f.sp = initFiber(stackOf(w, i));
+        char* region = regionOf(w, i);
+        f.vars = varsBelow((unsigned long)(region + kFiberRegion));
+        f.vars->threadIdx = {(unsigned)(i % L.block.x), (unsigned)(i / L.block.x % L.block.y),
+                             (unsigned)(i / (L.block.x * L.block.y))};
+        f.vars->blockIdx = bid;
+        f.vars->blockDim = L.block;
+        f.vars->gridDim = L.grid;
+        f.vars->worker = &w;
+        f.sp = initFiber((char*)f.vars);
+        w.order[i] = order == kReverse ? n - 1 - i : i;
     }
     for (;;) {
-        for (int i = 0; i < n; i++) w.order[i] = order == kReverse ? n - 1 - i : i;
         if (order == kShuffle) {
             for (int i = n - 1; i > 0; i--) {
                 w.rng ^= w.rng << 13, w.rng ^= w.rng >> 7, w.rng ^= w.rng << 17;
                 std::swap(w.order[i], w.order[w.rng % (uint64_t)(i + 1)]);
             }
         }
-        for (int k = 0; k < n; k++) {
-            Fiber& f = w.fibers[w.order[k]];
-            if (f.state != kRunnable) continue;
-            w.running = &f;
-            cur = &f.vars;
-            corl_emu_switch(&w.schedSp, f.sp);
-        }
-        w.running = nullptr;
-        int done = 0, waiting = 0;
-        const Fiber* first = nullptr;
-        const Fiber* exited = nullptr;
-        const Fiber* other = nullptr;
-        for (int i = 0; i < n; i++) {
-            const Fiber& f = w.fibers[i];
-            if (f.state == kDone) {
-                done++;
-                if (!exited) exited = &f;
-            } else {
-                waiting++;
-                if (!first) first = &f;
-                else if (!other && (f.line != first->line || strcmp(f.file, first->file) != 0)) other = &f;
-            }
-        }
-        if (done == n) return true;
+        w.waiting = w.done = 0;
+        w.siteFile = nullptr;
+        w.siteFirst = w.siteOther = w.exited = nullptr;
+        w.pos = 0;
+        w.phaseLen = n;
+        w.running = &w.fibers[w.order[0]];
+        corl_emu_switch(&w.schedSp, w.running->sp);
+        if (w.done == n) return true;
         char buf[512];
-        if (done > 0) {
+        if (w.done > 0) {
             snprintf(buf, sizeof buf,
                      "%s: __syncthreads() at %s:%d is not reached by every thread of the block: %d threads wait there, "
                      "%d have exited (thread %u among them)",
-                     where(L, first).c_str(), first->file, first->line, waiting, done, exited->vars.threadIdx.x);
+                     where(L, w.siteFirst).c_str(), w.siteFile, w.siteLine, w.waiting, w.done,
+                     w.exited->vars->threadIdx.x);
             setFailure(L, CUDA_ERROR_LAUNCH_FAILED, buf);
             return false;
         }
-        if (other) {
+        if (w.siteOther) {
             snprintf(buf, sizeof buf,
                      "kernel %s, block (%u,%u,%u): the block's threads wait at different __syncthreads(): thread %u at "
                      "%s:%d, thread %u at %s:%d",
-                     L.fn->name.c_str(), first->vars.blockIdx.x, first->vars.blockIdx.y, first->vars.blockIdx.z,
-                     first->vars.threadIdx.x, first->file, first->line, other->vars.threadIdx.x, other->file,
-                     other->line);
+                     L.fn->name.c_str(), bid.x, bid.y, bid.z, w.siteFirst->vars->threadIdx.x, w.siteFile, w.siteLine,
+                     w.siteOther->vars->threadIdx.x, w.otherFile, w.otherLine);
             setFailure(L, CUDA_ERROR_LAUNCH_FAILED, buf);
             return false;
         }
-        for (int i = 0; i < n; i++) w.fibers[i].state = kRunnable;
     }
 }
 
 // runBlocks takes blocks from the launch until none is left or one failed.
 void runBlocks(Worker& w, Launch& L) {
-    curw = &w;
     w.launch = &L;
     if (sigsetjmp(w.jb, 1) != 0) {
         // A fault in the kernel: the signal handler jumped here.
@@ -431,14 +445,13 @@ void runBlocks(Worker& w, Launch& L) {
         std::string msg = where(L, f);
         char buf[512];
         uintptr_t a = w.faultAddr;
-        bool stack = w.stacks && a >= (uintptr_t)w.stacks &&
-                     a < (uintptr_t)w.stacks + w.nstacks * (kFiberStack + pageSize);
+        bool stack = w.stacks && a >= (uintptr_t)w.stacks && a < (uintptr_t)w.stacks + w.nstacks * kFiberRegion;
         if (w.faultSig == SIGFPE) {
             snprintf(buf, sizeof buf, "%s: arithmetic fault (integer division by zero)", msg.c_str());
             setFailure(L, CUDA_ERROR_LAUNCH_FAILED, buf);
         } else if (stack) {
-            snprintf(buf, sizeof buf, "%s: stack overflow (a thread's stack is %zu KiB here)", msg.c_str(),
-                     kFiberStack / 1024);
+            snprintf(buf, sizeof buf, "%s: stack overflow (a thread has at least %zu KiB of stack here)", msg.c_str(),
+                     (kFiberRegion / 2 - pageSize) / 1024);
             setFailure(L, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, buf);
         } else {
             snprintf(buf, sizeof buf, "%s: illegal %s at 0x%lx, %s", msg.c_str(), w.faultWrite ? "write" : "read",
@@ -464,12 +477,12 @@ void runBlocks(Worker& w, Launch& L) {
 std::mutex launchMu;  // one launch at a time
 std::mutex poolMu;
 std::condition_variable poolCv, doneCv;
-std::vector<Worker*> workers;
-Launch* pending = nullptr;
+std::vector<Worker*> workers;  // the helpers: poolSize()-1 host threads
+Launch* pending = nullptr;     // the launch helpers may join
 uint64_t generation = 0;
-int busy = 0;
+int active = 0;  // helpers inside pending's blocks
 
-void workerLoop(Worker* w, int slot) {
+void helperLoop(Worker* w, int slot) {
     workerThreads[slot] = pthread_self();
     workerTab[slot] = w;
     nworkerTab.fetch_add(1, std::memory_order_release);
@@ -492,10 +505,12 @@ void workerLoop(Worker* w, int slot) {
             poolCv.wait(g, [&] { return generation != seen; });
             seen = generation;
             L = pending;
+            if (!L) continue;  // woke after that launch was over
+            active++;
         }
         runBlocks(*w, *L);
         std::lock_guard<std::mutex> g(poolMu);
-        if (--busy == 0) doneCv.notify_all();
+        if (--active == 0) doneCv.notify_all();
     }
 }
 
@@ -503,36 +518,47 @@ int poolSize() {
     static int n = [] {
         const char* e = getenv("CORL_CUDA_EMU_THREADS");
         int v = e ? atoi(e) : (int)std::thread::hardware_concurrency();
-        return v < 1 ? 1 : v;
+        return std::min(std::max(v, 1), kMaxWorkers + 1);
     }();
     return n;
 }
 
-void startPool() {
+void startHelpers() {
     if (!workers.empty()) return;
-    int n = std::min(poolSize(), kMaxWorkers);
+    int n = poolSize() - 1;
     for (int i = 0; i < n; i++) {
         Worker* w = new Worker;
-        w->rng ^= shuffleSeed * 0x2545F4914F6CDD1Dull + (uint64_t)i;
+        w->rng ^= shuffleSeed * 0x2545F4914F6CDD1Dull + (uint64_t)(i + 1);
         workers.push_back(w);
         // Slots fill in order: each thread waits for the one before it.
         while (nworkerTab.load() != i) std::this_thread::yield();
-        w->th = std::thread(workerLoop, w, i);
+        w->th = std::thread(helperLoop, w, i);
         w->th.detach();
     }
     while (nworkerTab.load() != n) std::this_thread::yield();
 }
 
+// execute runs every block of L: the caller's thread takes blocks, and for a
+// launch of several blocks the helpers are woken to take some too.
 void execute(Launch& L) {
     std::lock_guard<std::mutex> one(launchMu);
-    std::unique_lock<std::mutex> g(poolMu);
-    startPool();
-    pending = &L;
-    busy = (int)workers.size();
-    generation++;
-    poolCv.notify_all();
-    doneCv.wait(g, [] { return busy == 0; });
-    pending = nullptr;
+    bool helped = L.nblocks > 1 && poolSize() > 1;
+    if (helped) {
+        std::lock_guard<std::mutex> g(poolMu);
+        startHelpers();
+        pending = &L;
+        generation++;
+        poolCv.notify_all();
+    }
+    callerThread = pthread_self();
+    callerActive = 1;
+    runBlocks(caller, L);
+    callerActive = 0;
+    if (helped) {
+        std::unique_lock<std::mutex> g(poolMu);
+        pending = nullptr;
+        doneCv.wait(g, [] { return active == 0; });
+    }
 }
 
 // ---- signals ----
@@ -609,13 +635,23 @@ bool emuDeviceRange(CUdeviceptr p, size_t n, const char* what) {
     return false;
 }
 
-void syncthreads(const char* file, int line) {
-    Worker* w = curw;
+__attribute__((noinline)) void syncthreads(const char* file, int line) {
+    Worker* w = (Worker*)vars()->worker;
     Fiber* f = w->running;
-    f->state = kWaiting;
-    f->file = file;
-    f->line = line;
-    corl_emu_switch(&f->sp, w->schedSp);
+    void* call = __builtin_return_address(0);
+    if (!w->siteFile) {
+        w->siteFile = file;
+        w->siteLine = line;
+        w->siteCall = call;
+        w->siteFirst = f;
+    } else if (call != w->siteCall && !w->siteOther &&
+               (line != w->siteLine || (file != w->siteFile && strcmp(file, w->siteFile) != 0))) {
+        w->siteOther = f;
+        w->otherFile = file;
+        w->otherLine = line;
+    }
+    w->waiting++;
+    yieldToNext(w);
 }
 
 }  // namespace corlemu
@@ -868,7 +904,8 @@ API CUresult cuGetErrorString(CUresult rc, const char** s) {
 API void corl_emu_set_order(int o, unsigned long long seed) {
     std::lock_guard<std::mutex> one(launchMu);
     order = o == 1 ? kReverse : o == 2 ? kShuffle : kForward;
-    for (Worker* w : workers) w->rng = 0x9e3779b97f4a7c15ull ^ (seed * 0x2545F4914F6CDD1Dull);
+    caller.rng = 0x9e3779b97f4a7c15ull ^ (seed * 0x2545F4914F6CDD1Dull);
+    for (Worker* w : workers) w->rng = caller.rng + (uint64_t)(w - workers[0]) + 1;
     shuffleSeed = seed;
 }
 

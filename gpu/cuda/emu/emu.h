@@ -18,10 +18,28 @@ namespace corlemu {
 struct ThreadVars {
     uint3 threadIdx, blockIdx;
     dim3 blockDim, gridDim;
+    void* worker;  // the emulator's host thread running the block
 };
 
-// cur points at the running fiber's variables.
-extern thread_local ThreadVars* cur;
+// Each fiber's stack is a kFiberRegion-aligned region, an inaccessible guard
+// page at its bottom, the thread's ThreadVars near its top (the stack grows
+// down from just below them). So the running thread's variables are found
+// from its stack pointer, without thread-local storage (which a shared
+// library reaches through a call). The vars sit 64 bytes further down in
+// each successive region, so that the fibers' hot lines (vars and stack
+// top) fall into different cache sets rather than all into one.
+constexpr unsigned kFiberRegionShift = 17;
+constexpr unsigned long kFiberRegion = 1ul << kFiberRegionShift;
+
+inline ThreadVars* varsBelow(unsigned long top) {
+    return (ThreadVars*)(top - 64 - (((top >> kFiberRegionShift) * 64) & 0xffff));
+}
+
+inline ThreadVars* vars() {
+    unsigned long sp;
+    asm("mov %%rsp, %0" : "=r"(sp));
+    return varsBelow((sp | (kFiberRegion - 1)) + 1);
+}
 
 // syncthreads parks the running fiber at the barrier named by file:line.
 void syncthreads(const char* file, int line);
