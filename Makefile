@@ -5,7 +5,7 @@ TOOLS := $(CURDIR)/.tools/bin
 VERSITYGW := $(TOOLS)/versitygw
 WORKFLOWCHECK := $(TOOLS)/workflowcheck
 
-.PHONY: cuda-emu paper-table zoo test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
+.PHONY: cuda-emu cuda-emu-mutants paper-table zoo test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
 
 build:
 	$(GO) build -o bin/corl ./cmd/corl
@@ -27,7 +27,7 @@ test-unit:
 # Temporal server and versitygw on 127.0.0.1, both started and stopped here):
 # S3 faults, the pipeline against the in-process trainer, SIGKILLed workers
 # and a SIGKILLed `corl dev`.
-test-long: tools tokref test-arm64
+test-long: tools tokref test-arm64 cuda-emu
 	$(WORKFLOWCHECK) ./workflows/...
 	$(GO) test -count=1 -run TestConformance -v ./tokenizer
 	# Fuzzing is bounded by executions, not seconds: a -fuzztime duration
@@ -36,6 +36,7 @@ test-long: tools tokref test-arm64
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium)
 	$(GO) test -count=1 -run TestReportInABrowser -v ./report
 	$(GO) test -count=1 -tags long -timeout 30m -run TestGroundTruthRLLearns -v ./train
+	CORL_CUDA_EMU=$(CUDA_EMU) $(GO) test -count=1 -tags long -timeout 30m -run TestLocalRoundsOnEmulatedCUDA -v ./train
 	$(GO) test -count=1 -run XXX -fuzz FuzzParse -fuzztime 1000000x ./safetensors
 	$(GO) test -count=1 -run XXX -fuzz FuzzBytesRoundTrip -fuzztime 15000x ./tokenizer
 	VERSITYGW=$(VERSITYGW) scripts/with-s3.sh $(GO) test -count=1 -timeout 30m -tags e2e ./blob ./e2e
@@ -116,6 +117,11 @@ $(CUDA_EMU): $(CUDA_EMU_SRC)
 		-static-libstdc++ -static-libgcc -I$(@D) -o $@.tmp \
 		gpu/cuda/emu/driver.cpp gpu/cuda/emu/kernels.cpp gpu/cuda/emu/cublas.cpp gpu/cuda/emu/switch_amd64.S -lpthread
 	mv $@.tmp $@
+
+# Deliberate kernel bugs through the suite on the emulator: which it catches
+# (the table in the README's GPU section; a few minutes).
+cuda-emu-mutants:
+	scripts/cuda-emu-mutants.sh
 
 # CUDA kernels -> PTX (needs nvcc: Debian's nvidia-cuda-toolkit). The
 # committed PTX carries the sources' hash; a unit test refuses stale PTX.
