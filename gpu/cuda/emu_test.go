@@ -188,41 +188,40 @@ func TestEmuReadPastTheEnd(t *testing.T) {
 	wantSyncError(t, be, "illegal memory access", "illegal read", "past the end of the 4000-byte allocation")
 }
 
-func TestEmuBarrierNotReachedByAll(t *testing.T) {
-	be := openEmu(t, "off")
-	fns := faultKernels(t, be)
-	out := be.Alloc(256)
-	be.launch(fns["emu_exit_before_barrier"], [3]uint32{1, 1, 1}, block, 0, dptr(out), i32(100))
-	wantSyncError(t, be, "unspecified launch failure", "is not reached by every thread of the block",
-		"100 threads wait there, 156 have exited")
-}
-
-func TestEmuThreadsAtDifferentBarriers(t *testing.T) {
-	be := openEmu(t, "off")
-	fns := faultKernels(t, be)
-	out := be.Alloc(256)
-	be.launch(fns["emu_split_barrier"], [3]uint32{2, 1, 1}, block, 0, dptr(out))
-	wantSyncError(t, be, "wait at different __syncthreads()", "faults.cu")
-}
-
-func TestEmuDivisionByZero(t *testing.T) {
-	be := openEmu(t, "off")
-	fns := faultKernels(t, be)
-	out := be.Alloc(256)
-	be.launch(fns["emu_divide"], [3]uint32{1, 1, 1}, block, 0, dptr(out), i32(0))
-	wantSyncError(t, be, "integer division by zero", "kernel emu_divide")
-}
-
-func TestEmuStackOverflow(t *testing.T) {
-	be := openEmu(t, "off")
-	fns := faultKernels(t, be)
-	out := be.Alloc(256)
-	be.launch(fns["emu_deep_stack"], [3]uint32{1, 1, 1}, block, 0, dptr(out), i32(10))
-	if err := be.Sync(); err != nil {
-		t.Fatalf("10 levels of recursion: %v", err)
+// TestEmuKernelFaults launches each fault kernel (emu/faults.cu) on a fresh
+// context and wants the fault reported, saying what and where. Deep
+// recursion is first run shallow, which must pass.
+func TestEmuKernelFaults(t *testing.T) {
+	for _, tc := range []struct {
+		kernel string
+		blocks uint32
+		arg    int // the kernel's int argument
+		want   []string
+	}{
+		{"emu_exit_before_barrier", 1, 100, []string{"unspecified launch failure", "is not reached by every thread of the block",
+			"100 threads wait there, 156 have exited"}},
+		{"emu_split_barrier", 2, -1, []string{"wait at different __syncthreads()", "faults.cu"}},
+		{"emu_divide", 1, 0, []string{"integer division by zero", "kernel emu_divide"}},
+		{"emu_deep_stack", 1, 1000, []string{"stack overflow"}},
+	} {
+		t.Run(tc.kernel, func(t *testing.T) {
+			be := openEmu(t, "off")
+			fns := faultKernels(t, be)
+			out := be.Alloc(256)
+			args := []uint64{dptr(out)}
+			if tc.kernel == "emu_deep_stack" {
+				be.launch(fns[tc.kernel], grid(1), block, 0, dptr(out), i32(10))
+				if err := be.Sync(); err != nil {
+					t.Fatalf("10 levels of recursion: %v", err)
+				}
+			}
+			if tc.arg >= 0 {
+				args = append(args, i32(tc.arg))
+			}
+			be.launch(fns[tc.kernel], grid(int(tc.blocks)), block, 0, args...)
+			wantSyncError(t, be, tc.want...)
+		})
 	}
-	be.launch(fns["emu_deep_stack"], [3]uint32{1, 1, 1}, block, 0, dptr(out), i32(1000))
-	wantSyncError(t, be, "stack overflow")
 }
 
 // TestEmuLimits: launches a GPU refuses are refused before they run, and the
