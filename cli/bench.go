@@ -49,7 +49,7 @@ func newBenchCmd(stdio IO, getenv func(string) string) *cobra.Command {
 		},
 	}
 	cmd.PersistentFlags().StringVar(&profile, "cpuprofile", "", "write a CPU profile of the benchmark to this file (go tool pprof)")
-	cmd.AddCommand(newBenchTrainCmd(stdio), newBenchGenerateCmd(stdio), newBenchRoundCmd(stdio, getenv))
+	cmd.AddCommand(newBenchTrainCmd(stdio, getenv), newBenchGenerateCmd(stdio, getenv), newBenchRoundCmd(stdio, getenv))
 	return cmd
 }
 
@@ -99,7 +99,7 @@ func (b *BackendFlags) Register(fl *pflag.FlagSet, getenv func(string) string) {
 	if v := getenv("CORL_BACKEND"); v != "" {
 		def = v
 	}
-	fl.StringVar(&b.Name, "backend", def, "compute backend: cpu or cuda (default from $CORL_BACKEND)")
+	fl.StringVar(&b.Name, "backend", def, "compute backend: cpu or cuda (default from $CORL_BACKEND; cuda opens $CORL_CUDA_DRIVER, else libcuda.so.1)")
 	fl.IntVar(&b.Threads, "threads", 0, "CPU threads (0 = all cores)")
 }
 
@@ -121,12 +121,12 @@ func newBackend(name string, threads int) (gpu.Backend, error) {
 	}
 }
 
-func newBenchTrainCmd(stdio IO) *cobra.Command {
+func newBenchTrainCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var (
 		mf                modelFlags
 		batch, seq, steps int
-		warmup, threads   int
-		backend           string
+		warmup            int
+		bf                BackendFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "train",
@@ -142,7 +142,7 @@ Example, GPT-2 124M:
   corl bench train --family gpt2 --layers 12 --dim 768 --heads 12 --vocab 50257 --batch 4 --seq 64`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			be, err := newBackend(backend, threads)
+			be, err := bf.Open()
 			if err != nil {
 				return err
 			}
@@ -198,17 +198,16 @@ Example, GPT-2 124M:
 	fl.IntVar(&seq, "seq", 64, "tokens per sequence (T)")
 	fl.IntVar(&steps, "steps", 10, "timed steps")
 	fl.IntVar(&warmup, "warmup", 2, "untimed steps first")
-	fl.IntVar(&threads, "threads", 0, "CPU threads (0 = all cores)")
-	fl.StringVar(&backend, "backend", "cpu", "compute backend: cpu or cuda")
+	bf.Register(fl, getenv)
 	return cmd
 }
 
-func newBenchGenerateCmd(stdio IO) *cobra.Command {
+func newBenchGenerateCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var (
 		mf                                  modelFlags
 		batch, prompt, newTok, reps, warmup int
-		threads                             int
-		backend, kvType                     string
+		bf                                  BackendFlags
+		kvType                              string
 		noCache                             bool
 	)
 	cmd := &cobra.Command{
@@ -226,7 +225,7 @@ Example, the small config at batch 64:
   corl bench generate --batch 64 --prompt-tokens 128 --new 32`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			be, err := newBackend(backend, threads)
+			be, err := bf.Open()
 			if err != nil {
 				return err
 			}
@@ -313,8 +312,7 @@ Example, the small config at batch 64:
 	fl.IntVar(&newTok, "new", 32, "tokens to generate per sequence")
 	fl.IntVar(&reps, "reps", 2, "timed repetitions")
 	fl.IntVar(&warmup, "warmup", 1, "untimed repetitions first")
-	fl.IntVar(&threads, "threads", 0, "CPU threads (0 = all cores)")
-	fl.StringVar(&backend, "backend", "cpu", "compute backend: cpu or cuda")
+	bf.Register(fl, getenv)
 	fl.BoolVar(&noCache, "no-cache", false, "recompute the prefix every step instead of using the KV cache")
 	fl.StringVar(&kvType, "kv-cache", "f32", "how the KV cache stores keys and values: f32, or f16 (IEEE binary16: half the bytes decoding reads, keys and values rounded; CPU backend)")
 	return cmd

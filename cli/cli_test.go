@@ -171,6 +171,8 @@ func TestBackendCudaFailsAtStart(t *testing.T) {
 		{"generate", "--model", "../examples/bases/llama-small", "--prompt", "Compute 1+2."},
 		{"pretrain", "--out", out},
 		{"worker", "--address", "127.0.0.1:1"},
+		{"bench", "train", "--steps", "1"},
+		{"bench", "generate", "--reps", "1"},
 	} {
 		for _, viaEnv := range []bool{false, true} {
 			env := func(string) string { return "" }
@@ -212,6 +214,31 @@ func TestGenerateStopsAndIsBounded(t *testing.T) {
 	code, _, errs := run(t, "generate", "--model", "../examples/bases/llama-small", "--prompt", "x", "--n", "100000000")
 	if code == 0 || !strings.Contains(errs, "--n 100000000: must be in 1..10000") {
 		t.Errorf("huge --n: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestGenerateRefusesBadSampling: sampling flags outside their range are
+// refused before the model loads, naming the flag; a stop string may be any
+// text, a newline included (it is not split as a comma-separated list).
+func TestGenerateRefusesBadSampling(t *testing.T) {
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--temperature", "-1", "--temperature -1: must be 0 (greedy) or positive"},
+		{"--top-k", "-1", "--top-k -1: must be 0 (all tokens) or positive"},
+		{"--top-p", "0", "--top-p 0: must be in (0, 1]"},
+		{"--top-p", "1.5", "--top-p 1.5: must be in (0, 1]"},
+	} {
+		code, _, errs := run(t, "generate", "--model", "../examples/bases/llama-small", "--prompt", "x", tc.flag, tc.value)
+		if code == 0 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%s %s: exit %d, stderr %q; want %q", tc.flag, tc.value, code, errs, tc.want)
+		}
+	}
+	code, out, errs := run(t, "generate", "--model", "../examples/bases/llama-small", "--prompt", "Compute 1+2.",
+		"--template", "qa", "--max-new-tokens", "40", "--temperature", "1", "--stop", "\n", "--stop", "a,b")
+	if code != 0 {
+		t.Fatalf("--stop with a newline: exit %d, stderr %q", code, errs)
+	}
+	if strings.Contains(strings.TrimSuffix(out, "\n"), "\n") {
+		t.Errorf("generation went past the newline stop string: %q", out)
 	}
 }
 

@@ -36,6 +36,14 @@ Example:
 			if dir == "" || prompt == "" {
 				return fmt.Errorf("--model and --prompt are required")
 			}
+			switch {
+			case !(p.Temperature >= 0):
+				return fmt.Errorf("--temperature %v: must be 0 (greedy) or positive", p.Temperature)
+			case p.TopK < 0:
+				return fmt.Errorf("--top-k %d: must be 0 (all tokens) or positive", p.TopK)
+			case !(p.TopP > 0 && p.TopP <= 1):
+				return fmt.Errorf("--top-p %v: must be in (0, 1]: 0 keeps no token (1, the default, keeps all)", p.TopP)
+			}
 			kv, err := model.ParseKVType(kvType)
 			if err != nil {
 				return fmt.Errorf("--kv-cache: %w", err)
@@ -95,7 +103,7 @@ Example:
 	fl.Float32Var(&p.TopP, "top-p", 1, "nucleus sampling mass (1: off)")
 	fl.Uint64Var(&p.Seed, "seed", 1, "seed of the first sample (sample i uses seed+i)")
 	fl.IntVar(&n, "n", 1, "number of samples")
-	fl.StringSliceVar(&stop, "stop", nil, "stop strings (repeatable)")
+	fl.StringArrayVar(&stop, "stop", nil, "a stop string, any text (a newline too: --stop $'\\n'); repeatable")
 	fl.StringVar(&kvType, "kv-cache", "f32", "how the KV cache stores keys and values: f32, or f16 (IEEE binary16, each key and value rounded: half the bytes decoding reads; CPU backend)")
 	bf.Register(fl, getenv)
 	return cmd

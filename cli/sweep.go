@@ -72,6 +72,9 @@ func LoadSweep(file string, getenv func(string) string) (*workflows.SweepInput, 
 	if f.Grid.Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("%s: grid: want a map of spec keys to lists of values", file)
 	}
+	if len(f.Grid.Content) == 0 {
+		return nil, fmt.Errorf("%s:%d: grid: empty: name at least one spec key and its values (one run needs no sweep: corl run)", file, f.Grid.Line)
+	}
 	for i := 0; i+1 < len(f.Grid.Content); i += 2 {
 		key, vals := f.Grid.Content[i].Value, f.Grid.Content[i+1]
 		var values []any

@@ -137,6 +137,7 @@ func TestLoadSweep(t *testing.T) {
 		"name: x\nbase: ../examples/ground-truth.yaml\ngrid:\n  optim.lr: [1]\n":              `"optim.lr" is not a run spec key`,
 		"name: x\nbase: ../examples/ground-truth.yaml\ngrid:\n  optim.adam_beta2: [0.9, 0]\n": "cell 1 (optim.adam_beta2=0): optim.adam_beta2: 0 must be in (0, 1)",
 		"name: x\nbase: ../examples/ground-truth.yaml\ngrdi: {}\n":                            "field grdi not found",
+		"name: x\nbase: ../examples/ground-truth.yaml\ngrid: {}\n":                            "s.yaml:3: grid: empty: name at least one spec key",
 	} {
 		p := dir + "/s.yaml"
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {

@@ -374,14 +374,28 @@ func Validate(s *RunSpec) error {
 	if err := validateOptim(s.Optim); err != nil {
 		bad(err)
 	}
-	if s.Generation.Temperature < 0 {
-		bad(fmt.Errorf("generation.temperature: %v must not be negative", s.Generation.Temperature))
+	switch t := s.Generation.Temperature; {
+	case t < 0 || math.IsNaN(float64(t)):
+		bad(fmt.Errorf("generation.temperature: %v must be positive", t))
+	case t == 0:
+		bad(fmt.Errorf("generation.temperature: 0 samples greedily, so a prompt's %d samples are one and the same (zero variance, nothing learned); use a positive temperature (default 1)", s.Generation.NumGenerations))
+	}
+	if s.Generation.TopK < 0 {
+		bad(fmt.Errorf("generation.top_k: %d must be 0 (no limit) or positive", s.Generation.TopK))
+	}
+	for _, e := range []struct {
+		key string
+		v   int
+	}{{"eval.every", s.Eval.Every}, {"checkpoint.every", s.Checkpoint.Every}} {
+		if e.v < 0 {
+			bad(fmt.Errorf("%s: %d must be 0 (at the end only) or positive", e.key, e.v))
+		}
 	}
 	if _, err := model.ParseKVType(s.Generation.KVCache); err != nil {
 		bad(fmt.Errorf("generation.kv_cache: %w", err))
 	}
-	if s.Generation.TopP < 0 || s.Generation.TopP > 1 {
-		bad(fmt.Errorf("generation.top_p: %v must be in [0, 1]", s.Generation.TopP))
+	if p := s.Generation.TopP; !(p > 0 && p <= 1) {
+		bad(fmt.Errorf("generation.top_p: %v must be in (0, 1]: 0 keeps no token (1, the default, keeps all)", p))
 	}
 	if s.Reward.Threshold < 0 || s.Reward.Threshold > 1 {
 		bad(fmt.Errorf("reward.self_consistency_threshold: %v must be in [0, 1]", s.Reward.Threshold))

@@ -228,6 +228,16 @@ func field(m map[string]any, names []string) (name string, val string, present b
 	return "", "", false, nil
 }
 
+// isText reports whether a field's value is text (a number is an answer's
+// fine form, never a prompt's).
+func isText(v any) bool {
+	switch v.(type) {
+	case string, []byte:
+		return true
+	}
+	return false
+}
+
 func build(path string, rows []rawRow, o LoadOptions) (*Dataset, error) {
 	pNames, aNames := promptFields, answerFields
 	if o.PromptField != "" {
@@ -244,10 +254,13 @@ func build(path string, rows []rawRow, o LoadOptions) (*Dataset, error) {
 			fail(r.err)
 			continue
 		}
-		_, prompt, ok, err := field(r.fields, pNames)
+		pName, prompt, ok, err := field(r.fields, pNames)
 		switch {
 		case err != nil:
 			fail(err.Error())
+			continue
+		case ok && !isText(r.fields[pName]):
+			fail(fmt.Sprintf("field %q is the number %s, want the prompt's text", pName, prompt))
 			continue
 		case !ok:
 			fail(fmt.Sprintf("missing prompt field (looked for %s)", strings.Join(pNames, ", ")))
@@ -289,7 +302,11 @@ func build(path string, rows []rawRow, o LoadOptions) (*Dataset, error) {
 			solution = strings.TrimSpace(sol)
 		}
 		if o.RequireAnswer && strings.TrimSpace(answer) == "" {
-			fail(fmt.Sprintf("missing answer field (looked for %s)", strings.Join(aNames, ", ")))
+			if ok {
+				fail(fmt.Sprintf("field %q is empty: no answer to check against", aName))
+			} else {
+				fail(fmt.Sprintf("missing answer field (looked for %s)", strings.Join(aNames, ", ")))
+			}
 			continue
 		}
 		if o.Template != "" {

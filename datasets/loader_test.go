@@ -49,13 +49,16 @@ func TestLoadJSONLReportsBadRowsWithLines(t *testing.T) {
 		"{\"answer\": \"3\"}\n"+
 		"{\"prompt\": \"\xff\xfe\", \"answer\": \"1\"}\n"+
 		"{\"prompt\": [1,2], \"answer\": \"1\"}\n"+
-		"{\"prompt\": \""+strings.Repeat("x", MaxPromptBytes+1)+"\", \"answer\": \"1\"}\n")
+		"{\"prompt\": \""+strings.Repeat("x", MaxPromptBytes+1)+"\", \"answer\": \"1\"}\n"+
+		"{\"prompt\": 5, \"answer\": \"1\"}\n"+
+		"{\"prompt\": \"empty answer\", \"answer\": \" \"}\n")
 	_, err := Load(p, LoadOptions{RequireAnswer: true})
 	var le *LoadError
 	if !errors.As(err, &le) {
 		t.Fatalf("err = %v, want a LoadError", err)
 	}
-	want := map[int]string{2: "missing answer", 3: "invalid JSON", 4: "missing prompt", 5: "UTF-8", 6: "want a string", 7: "bytes; at most 65536"}
+	want := map[int]string{2: "missing answer", 3: "invalid JSON", 4: "missing prompt", 5: "UTF-8", 6: "want a string", 7: "bytes; at most 65536",
+		8: `field "prompt" is the number 5, want the prompt's text`, 9: `field "answer" is empty`}
 	if len(le.Rows) != len(want) {
 		t.Fatalf("reported %d rows, want %d:\n%v", len(le.Rows), len(want), err)
 	}
@@ -72,7 +75,7 @@ func TestLoadJSONLReportsBadRowsWithLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ds.Prompts) != 1 || len(ds.Skipped) != 6 {
+	if len(ds.Prompts) != 1 || len(ds.Skipped) != 8 {
 		t.Fatalf("kept %d, skipped %d; want 1 and 6", len(ds.Prompts), len(ds.Skipped))
 	}
 }
