@@ -169,6 +169,15 @@ func (a *Activities) RunResult(ctx context.Context, id string) (json.RawMessage,
 	return res, nil
 }
 
+// namedAs rewrites an error about the model directory dir to name it source
+// (the user's directory, not a temporary copy of it).
+func namedAs(err error, dir, source string) error {
+	if dir == source {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), dir, source))
+}
+
 // ValidateSpec checks a run spec (config.Validate). The workflow runs it as
 // its first step, a local activity, so that a bad spec (a JSON spec from the
 // Temporal CLI included) fails the run at once with every bad key listed.
@@ -206,18 +215,18 @@ func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireOutpu
 			break
 		}
 	}
-	var dir, note string
+	var dir, source, note string
 	for dir == "" {
 		if key == "" {
-			base, cleanup, err := blob.Materialize(ctx, a.Store, ms.Base)
+			base, src, cleanup, err := blob.Materialize(ctx, a.Store, ms.Base)
 			if err != nil {
 				return AcquireOutput{}, badSpec(fmt.Errorf("member %s: base %s: %w", ms.Name, ms.Base, err))
 			}
 			defer cleanup()
-			dir, round = base, 0
+			dir, source, round = base, src, 0
 			break
 		}
-		tmp, cleanup, err := blob.Materialize(ctx, a.Store, blob.BlobRef+key)
+		tmp, src, cleanup, err := blob.Materialize(ctx, a.Store, blob.BlobRef+key)
 		if errors.Is(err, blob.ErrCorrupt) {
 			// Reading it again cannot help: restore the newest older
 			// checkpoint (or the base) and let the workflow replay from there.
@@ -231,20 +240,20 @@ func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireOutpu
 			return AcquireOutput{}, err
 		}
 		defer cleanup()
-		dir = tmp
+		dir, source = tmp, src
 	}
 	m, err := train.LoadMember(a.Backend, ms.Name, dir, ms.View, false)
 	if err != nil {
-		return AcquireOutput{}, badSpec(err)
+		return AcquireOutput{}, badSpec(namedAs(err, dir, source))
 	}
 	if s.GRPO.Beta > 0 { // the KL reference is always the base
-		base, cleanup, err := blob.Materialize(ctx, a.Store, ms.Base)
+		base, src, cleanup, err := blob.Materialize(ctx, a.Store, ms.Base)
 		if err != nil {
 			return AcquireOutput{}, badSpec(err)
 		}
 		defer cleanup()
 		if m.Ref, err = model.LoadHF(a.Backend, base); err != nil {
-			return AcquireOutput{}, badSpec(err)
+			return AcquireOutput{}, badSpec(namedAs(err, base, src))
 		}
 	}
 	a.held[heldKey(in.RunKey(), ms.Name)] = &held{run: in.RunKey(), member: m, round: round, stats: map[int]UpdateOutput{}}

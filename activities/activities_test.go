@@ -446,3 +446,28 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// TestAcquireErrorsNameTheUsersDirectory: a base uploaded to the store (as
+// corl run does) that fails to load is named by the directory it came from,
+// never by the worker's temporary copy.
+func TestAcquireErrorsNameTheUsersDirectory(t *testing.T) {
+	e := newEnv(t)
+	s := testSpec(t)
+	dir := filepath.Join(t.TempDir(), "my-base")
+	if err := os.CopyFS(dir, os.DirFS(s.Members[0].Base)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	key, err := blob.UploadDir(context.Background(), e.a.Store, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Members[0].Base = blob.BlobRef + key
+	err = e.run(e.a.Acquire, AcquireInput{MemberRef: MemberRef{Spec: s, Member: 0, Run: "r"}}, nil)
+	if err == nil || !strings.Contains(err.Error(), dir) || strings.Contains(err.Error(), "corl-model-") {
+		t.Fatalf("acquire of a broken uploaded base: %v\nwant it to name %s, not the temporary copy", err, dir)
+	}
+	t.Logf("reported: %v", err)
+}

@@ -203,9 +203,12 @@ func TestUploadDirAndMaterialize(t *testing.T) {
 	if err != nil || again != key {
 		t.Fatalf("second upload of the same files: %q, %v; want the same key %q", again, err, key)
 	}
-	dir, cleanup, err := Materialize(ctx, s, BlobRef+key)
+	dir, source, cleanup, err := Materialize(ctx, s, BlobRef+key)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if abs, _ := filepath.Abs(src); source != abs {
+		t.Errorf("the copy's source is %q, want the uploaded directory %q", source, abs)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "model.safetensors"))
 	if !bytes.Equal(b, bytes.Repeat([]byte{7}, 100)) {
@@ -215,10 +218,10 @@ func TestUploadDirAndMaterialize(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatal("cleanup left the directory")
 	}
-	if d, _, err := Materialize(ctx, s, src); err != nil || d != src {
+	if d, name, _, err := Materialize(ctx, s, src); err != nil || d != src || name != src {
 		t.Fatalf("a plain directory: %q, %v", d, err)
 	}
-	if _, _, err := Materialize(ctx, s, BlobRef+"uploads/none/manifest.json"); !errors.Is(err, ErrNoCheckpoint) {
+	if _, _, _, err := Materialize(ctx, s, BlobRef+"uploads/none/manifest.json"); !errors.Is(err, ErrNoCheckpoint) {
 		t.Fatalf("missing blob model: %v", err)
 	}
 }

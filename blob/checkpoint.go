@@ -137,7 +137,11 @@ func UploadDir(ctx context.Context, s Store, dir string) (string, error) {
 	if _, err := s.Get(ctx, ManifestKey(prefix)); err == nil {
 		return ManifestKey(prefix), nil
 	}
-	return WriteCheckpoint(ctx, s, prefix, files, map[string]string{"source": filepath.Base(dir)})
+	source := dir
+	if abs, err := filepath.Abs(dir); err == nil {
+		source = abs
+	}
+	return WriteCheckpoint(ctx, s, prefix, files, map[string]string{"source": source})
 }
 
 // BlobRef is how a run spec names a checkpoint in the blob store instead of
@@ -145,24 +149,30 @@ func UploadDir(ctx context.Context, s Store, dir string) (string, error) {
 const BlobRef = "blob:"
 
 // Materialize returns a directory holding the model named by base: base
-// itself, or, for a BlobRef, a temporary copy (removed by cleanup).
-func Materialize(ctx context.Context, s Store, base string) (dir string, cleanup func(), err error) {
+// itself, or, for a BlobRef, a temporary copy (removed by cleanup). source
+// is what to call it in messages: base, or the directory the copy was
+// uploaded from (UploadDir records it), never the temporary copy's path.
+func Materialize(ctx context.Context, s Store, base string) (dir, source string, cleanup func(), err error) {
 	if !strings.HasPrefix(base, BlobRef) {
-		return base, func() {}, nil
+		return base, base, func() {}, nil
 	}
-	files, _, err := ReadCheckpoint(ctx, s, strings.TrimPrefix(base, BlobRef))
+	files, m, err := ReadCheckpoint(ctx, s, strings.TrimPrefix(base, BlobRef))
 	if err != nil {
-		return "", nil, err
+		return "", "", nil, err
+	}
+	source = base
+	if src := m.Meta["source"]; filepath.IsAbs(src) {
+		source = src
 	}
 	tmp, err := os.MkdirTemp("", "corl-model-*")
 	if err != nil {
-		return "", nil, err
+		return "", "", nil, err
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
 			os.RemoveAll(tmp)
-			return "", nil, err
+			return "", "", nil, err
 		}
 	}
-	return tmp, func() { os.RemoveAll(tmp) }, nil
+	return tmp, source, func() { os.RemoveAll(tmp) }, nil
 }
