@@ -21,6 +21,7 @@ import (
 	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/metrics"
+	"github.com/corl-project/corl/train"
 	"github.com/corl-project/corl/workers"
 	"github.com/corl-project/corl/workflows"
 )
@@ -207,6 +208,18 @@ func StartRun(ctx context.Context, cl client.Client, store blob.Store, ns string
 
 // startSpec is StartRun for a spec already loaded from rf.
 func startSpec(ctx context.Context, cl client.Client, store blob.Store, ns string, spec *config.RunSpec, rf RunFlags) (client.WorkflowRun, error) {
+	// What the first generation would fail on is refused here, per member,
+	// while the bases are still directories (a data file only the workers
+	// can read is checked where they load it).
+	if _, err := os.Stat(spec.Data.File); spec.Data.File == "" || err == nil {
+		data, err := train.LoadData(spec)
+		if err != nil {
+			return nil, err
+		}
+		if err := train.CheckMembers(spec, data); err != nil {
+			return nil, err
+		}
+	}
 	if err := uploadBases(ctx, store, spec); err != nil {
 		return nil, err
 	}

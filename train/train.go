@@ -232,6 +232,9 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 	if err != nil {
 		return err
 	}
+	if err := CheckMembers(s, data); err != nil {
+		return err
+	}
 	st := state{}
 	if resume {
 		b, err := os.ReadFile(filepath.Join(runDir, "state.json"))

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -207,4 +208,33 @@ func readRounds(path string) ([]rl.Metrics, error) {
 		}
 	}
 	return out, nil
+}
+
+// TestCheckMembersRefusesTooLongCompletions: a max_completion_length that
+// does not fit after a member's longest prompt is refused before any model
+// loads or any metric is written, naming the key, the member and its
+// config.json; one that fits passes.
+func TestCheckMembersRefusesTooLongCompletions(t *testing.T) {
+	a, b := testmodels.Base(t, model.GPT2, 1), testmodels.Base(t, model.Llama, 2)
+	out := t.TempDir()
+	s := spec(t, out, 1, a, b)
+	data, err := LoadData(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckMembers(s, data); err != nil {
+		t.Fatalf("a spec that fits: %v", err)
+	}
+	s.Generation.MaxCompletion = 250 // the test bases have 256 positions
+	err = Local(context.Background(), cpu.New(1), s, Options{}, io.Discard)
+	want := []string{"generation.max_completion_length: 250 tokens after member g's longest prompt", "the model has 256",
+		filepath.Join(a, "config.json"), "shorten it to at most"}
+	for _, w := range want {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Fatalf("Local with too long completions: %v\nwant it to say %q", err, w)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "t", "metrics.jsonl")); err == nil {
+		t.Fatal("the refused run wrote metrics.jsonl")
+	}
 }
