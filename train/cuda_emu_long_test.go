@@ -30,11 +30,7 @@ import (
 // here: each GPU thread is a fiber) takes about three minutes on 2 cores:
 // 8 prompts a round and an evaluation of 16 problems per task, 2 samples.
 func TestLocalRoundsOnEmulatedCUDA(t *testing.T) {
-	emu := os.Getenv("CORL_CUDA_EMU")
-	if emu == "" {
-		emu = filepath.Join("..", ".tools", "cudaemu", "libcudaemu.so")
-	}
-	emu, _ = filepath.Abs(emu)
+	emu, _ := filepath.Abs(cuda.EmulatorPath(".."))
 	if _, err := os.Stat(emu); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("the emulated CUDA driver is missing (%v): make cuda-emu", err)

@@ -172,14 +172,14 @@ func (be *Backend) Name() string { return be.name }
 func (be *Backend) Threads() int { return 1 }
 
 // alloc returns bytes of device memory from the cache (sizes rounded up to a
-// power of two from 256 bytes) or the driver.
+// power of two from 256 bytes; under the emulator, to 4 bytes) or the driver.
 func (be *Backend) alloc(bytes int) uintptr {
-	size := 256
-	for size < bytes {
-		size <<= 1
-	}
-	if be.exact {
-		size = max(4, (bytes+3)&^3)
+	size := max(4, (bytes+3)&^3)
+	if !be.exact {
+		size = 256
+		for size < bytes {
+			size <<= 1
+		}
 	}
 	if free := be.cache[size]; len(free) > 0 {
 		p := free[len(free)-1]

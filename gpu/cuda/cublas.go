@@ -106,10 +106,6 @@ func (be *Backend) blasGemm(c, a, b uint64, M, N, K, lda, ldb, ldc int, transA, 
 	st := be.blas.sgemm(be.blas.handle, op(transB), op(transA), int32(N), int32(M), int32(K), &alpha,
 		uintptr(b), int32(ldb), uintptr(a), int32(lda), &beta, uintptr(c), int32(ldc))
 	if st != 0 {
-		msg := fmt.Sprintf("status %d", st)
-		if be.d.emulated() {
-			msg += " (" + goString(be.d.detail()) + ")"
-		}
-		panic(fmt.Sprintf("gpu: cublasSgemm M=%d N=%d K=%d: %s", M, N, K, msg))
+		panic(fmt.Sprintf("gpu: cublasSgemm M=%d N=%d K=%d: status %d%s", M, N, K, st, be.d.why()))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -166,6 +167,18 @@ func openDriver(path string) (*driver, error) {
 // emulated reports whether this is corl's emulated driver.
 func (d *driver) emulated() bool { return d.detail != nil }
 
+// why is the emulated driver's explanation of its last error, as
+// " (explanation)", or "" (a real driver gives none).
+func (d *driver) why() string {
+	if d.detail == nil {
+		return ""
+	}
+	if w := goString(d.detail()); w != "" {
+		return " (" + w + ")"
+	}
+	return ""
+}
+
 // errString names a CUresult, with the emulated driver's explanation.
 func (d *driver) errString(rc int32) string {
 	msg := fmt.Sprintf("CUDA error %d", rc)
@@ -173,12 +186,16 @@ func (d *driver) errString(rc int32) string {
 	if d.cuGetErrorString(rc, &s) == 0 && s != nil {
 		msg = goString(s)
 	}
-	if d.detail != nil {
-		if why := goString(d.detail()); why != "" {
-			msg += " (" + why + ")"
-		}
+	return msg + d.why()
+}
+
+// EmulatorPath is the emulated driver for tests: $CORL_CUDA_EMU, else where
+// `make cuda-emu` builds it below the repository root root.
+func EmulatorPath(root string) string {
+	if p := os.Getenv("CORL_CUDA_EMU"); p != "" {
+		return p
 	}
-	return msg
+	return filepath.Join(root, ".tools", "cudaemu", "libcudaemu.so")
 }
 
 // driverPath is the library New opens: $CORL_CUDA_DRIVER, else libcuda.so.1.

@@ -21,11 +21,7 @@ import (
 // under CI, where `make test` builds it first and its absence is a failure.
 func emuPath(t *testing.T) string {
 	t.Helper()
-	p := os.Getenv("CORL_CUDA_EMU")
-	if p == "" {
-		p = filepath.Join("..", "..", ".tools", "cudaemu", "libcudaemu.so")
-	}
-	abs, err := filepath.Abs(p)
+	abs, err := filepath.Abs(EmulatorPath(filepath.Join("..", "..")))
 	if err != nil {
 		t.Fatal(err)
 	}
