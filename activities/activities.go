@@ -3,6 +3,7 @@ package activities
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -52,10 +54,11 @@ type Activities struct {
 
 // held is a member this worker holds.
 type held struct {
-	run    string
-	member *rl.Member
-	round  int                  // rounds whose updates the weights contain
-	stats  map[int]UpdateOutput // update results by round, for idempotent retries
+	run      string
+	workflow string // the run's workflow ID ("": a caller without one, never reclaimed)
+	member   *rl.Member
+	round    int                  // rounds whose updates the weights contain
+	stats    map[int]UpdateOutput // update results by round, for idempotent retries
 }
 
 // New returns activities for a worker.
@@ -196,6 +199,10 @@ func ValidateSpec(_ context.Context, s spec.RunSpec) error {
 // recorded checkpoint, else the base.
 func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireOutput, error) {
 	defer a.exclusive(ctx, fmt.Sprintf("acquire %s at round %d", memberName(in.MemberRef), in.Round))()
+	// Members of runs that ended where no Release reached this worker (a
+	// terminated or timed-out run, a release lost with the network) are
+	// not load and not memory to keep.
+	a.reclaimClosed(ctx)
 	s := &in.Spec
 	if in.WithinSlots {
 		if others := a.heldOtherThan(heldKey(in.RunKey(), s.Members[in.Member].Name)); others >= max(a.Slots, 1) {
@@ -256,7 +263,8 @@ func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireOutpu
 			return AcquireOutput{}, badSpec(namedAs(err, base, src))
 		}
 	}
-	a.held[heldKey(in.RunKey(), ms.Name)] = &held{run: in.RunKey(), member: m, round: round, stats: map[int]UpdateOutput{}}
+	a.held[heldKey(in.RunKey(), ms.Name)] = &held{run: in.RunKey(), workflow: in.Run, member: m, round: round, stats: map[int]UpdateOutput{}}
+	a.Metrics.Holding(len(a.held))
 	activity.GetLogger(ctx).Info("acquired member", "run", in.RunKey(), "member", ms.Name, "round", round, "from", key)
 	a.Metrics.Placed(in.RunKey(), ms.Name)
 	return AcquireOutput{Queue: a.Queue, Round: round, CheckpointKey: key, Note: note}, nil
@@ -276,7 +284,7 @@ func (a *Activities) heldOtherThan(key string) int {
 // Workers lists the live GPU workers of the pool, from the pool queue's
 // pollers (a worker's identity names its own queue and slots, see
 // PoolIdentity), sorted by queue. Pollers not seen for two minutes are
-// left out. Without a client, or on a server that does not answer, the
+// left out, and so are workers that recorded leaving the pool (Leave). Without a client, or on a server that does not answer, the
 // list is empty and the workflow places through the pool queue.
 func (a *Activities) Workers(ctx context.Context) ([]WorkerInfo, error) {
 	if a.Client == nil {
@@ -291,9 +299,16 @@ func (a *Activities) Workers(ctx context.Context) ([]WorkerInfo, error) {
 		if t := p.GetLastAccessTime(); t != nil && time.Since(t.AsTime()) > 2*time.Minute {
 			continue
 		}
-		if q, n, ok := ParsePoolIdentity(p.GetIdentity()); ok {
-			slots[q] = max(slots[q], n)
+		q, n, ok := ParsePoolIdentity(p.GetIdentity())
+		if !ok {
+			continue
 		}
+		if a.Store != nil {
+			if b, err := a.Store.Get(ctx, leftKey(q)); err == nil && string(b) == p.GetIdentity() {
+				continue
+			}
+		}
+		slots[q] = max(slots[q], n)
 	}
 	out := make([]WorkerInfo, 0, len(slots))
 	for q, n := range slots {
@@ -304,11 +319,28 @@ func (a *Activities) Workers(ctx context.Context) ([]WorkerInfo, error) {
 }
 
 // PoolIdentity is the Temporal identity a GPU worker polls the pool queue
-// with: its own queue, its slots and the usual pid@host, so that Workers
-// can read the pool's capacity from the server.
+// with: its own queue, its slots, the usual pid@host and a token of this
+// process (a restarted container has the same pid and host), so that
+// Workers can read the pool's capacity from the server.
 func PoolIdentity(queue string, slots int) string {
 	host, _ := os.Hostname()
-	return fmt.Sprintf("%s slots=%d %d@%s", queue, max(slots, 1), os.Getpid(), host)
+	var tok [4]byte
+	rand.Read(tok[:])
+	return fmt.Sprintf("%s slots=%d %d@%s %x", queue, max(slots, 1), os.Getpid(), host, tok)
+}
+
+// leftKey is where a worker records that it left the pool.
+func leftKey(queue string) string { return "pool/left/" + queue }
+
+// Leave records in the store that the worker polling the pool with identity
+// has stopped, so that Workers leaves it out at once. The server keeps a
+// poller listed for a while after its last poll; a clean shutdown should
+// not look like a live worker. (A function: see ReclaimClosed.)
+func Leave(ctx context.Context, a *Activities, identity string) error {
+	if a.Store == nil {
+		return nil
+	}
+	return a.Store.Put(ctx, leftKey(a.Queue), []byte(identity))
 }
 
 // ParsePoolIdentity reads PoolIdentity's queue and slots.
@@ -569,8 +601,73 @@ func (a *Activities) Replay(ctx context.Context, in ReplayInput) (int, error) {
 // Release forgets the member of an ended run (its checkpoints are stored).
 func (a *Activities) Release(ctx context.Context, ref MemberRef) error {
 	defer a.exclusive(ctx, "release "+memberName(ref))()
-	delete(a.held, heldKey(ref.RunKey(), memberName(ref)))
+	a.forget(heldKey(ref.RunKey(), memberName(ref)))
 	return nil
+}
+
+// forget drops a held member (a.mu held).
+func (a *Activities) forget(key string) {
+	delete(a.held, key)
+	a.Metrics.Holding(len(a.held))
+}
+
+// reclaimClosed forgets the members of runs that the server says are closed
+// (completed, failed, cancelled, terminated, timed out) or does not know,
+// and returns how many it forgot. A run that continued as new is open (its
+// workflow ID's newest run is running). When the server cannot be asked,
+// nothing is forgotten. a.mu must be held.
+func (a *Activities) reclaimClosed(ctx context.Context) int {
+	if a.Client == nil {
+		return 0
+	}
+	open := map[string]bool{}
+	n := 0
+	for k, h := range a.held {
+		if h.workflow == "" {
+			continue
+		}
+		isOpen, asked := open[h.workflow]
+		if !asked {
+			desc, err := a.Client.DescribeWorkflowExecution(ctx, h.workflow, "")
+			var nf *serviceerror.NotFound
+			switch {
+			case errors.As(err, &nf):
+				isOpen = false
+			case err != nil:
+				isOpen = true // cannot tell: keep it
+			default:
+				isOpen = desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+			}
+			open[h.workflow] = isOpen
+		}
+		if !isOpen {
+			if activity.IsActivity(ctx) {
+				activity.GetLogger(ctx).Info("released a member of a closed run", "run", h.run, "member", h.member.Name)
+			}
+			a.forget(k)
+			n++
+		}
+	}
+	return n
+}
+
+// ReclaimClosed is reclaimClosed for a worker's idle moments: it waits for
+// nothing (a busy device means the worker is in use; it tries again later).
+// (A function, not a method: every method of Activities is registered as an
+// activity.)
+func ReclaimClosed(ctx context.Context, a *Activities) int {
+	if !a.mu.TryLock() {
+		return 0
+	}
+	defer a.mu.Unlock()
+	return a.reclaimClosed(ctx)
+}
+
+// Held is how many members a holds. (A function: see ReclaimClosed.)
+func Held(a *Activities) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.held)
 }
 
 // Checkpoint writes the member's weights, optimizer state and tokenizer at

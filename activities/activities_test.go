@@ -12,8 +12,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	taskqueuepb "go.temporal.io/api/taskqueue/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/config"
@@ -470,4 +478,113 @@ func TestAcquireErrorsNameTheUsersDirectory(t *testing.T) {
 		t.Fatalf("acquire of a broken uploaded base: %v\nwant it to name %s, not the temporary copy", err, dir)
 	}
 	t.Logf("reported: %v", err)
+}
+
+// fakeServer answers the two questions workers ask the Temporal server:
+// a run's status and the pool queue's pollers.
+type fakeServer struct {
+	client.Client
+	status  map[string]enumspb.WorkflowExecutionStatus // absent: not found
+	down    bool                                       // every call fails as unreachable
+	pollers []string
+}
+
+func (f *fakeServer) DescribeWorkflowExecution(_ context.Context, id, _ string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+	if f.down {
+		return nil, serviceerror.NewUnavailable("connection refused")
+	}
+	st, ok := f.status[id]
+	if !ok {
+		return nil, serviceerror.NewNotFound("workflow not found for ID: " + id)
+	}
+	return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{Status: st}}, nil
+}
+
+func (f *fakeServer) DescribeTaskQueue(context.Context, string, enumspb.TaskQueueType) (*workflowservice.DescribeTaskQueueResponse, error) {
+	resp := &workflowservice.DescribeTaskQueueResponse{}
+	for _, id := range f.pollers {
+		resp.Pollers = append(resp.Pollers, &taskqueuepb.PollerInfo{Identity: id, LastAccessTime: timestamppb.Now()})
+	}
+	return resp, nil
+}
+
+// TestClosedRunsAreReclaimed: members of runs that ended in any way that
+// runs no release (terminated, timed out) or whose release did not arrive
+// are forgotten at the next placement or idle check; members of open runs
+// (one continued as new included) and of runs the server cannot be asked
+// about are kept. The freed slot takes the next run's member.
+func TestClosedRunsAreReclaimed(t *testing.T) {
+	e := newEnv(t)
+	srv := &fakeServer{status: map[string]enumspb.WorkflowExecutionStatus{
+		"completed":  enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED,
+		"failed":     enumspb.WORKFLOW_EXECUTION_STATUS_FAILED,
+		"cancelled":  enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED,
+		"terminated": enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED,
+		"timed-out":  enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT,
+		"continued":  enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, // the ID's newest run
+		"running":    enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
+		"next":       enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
+	}}
+	e.a.Client, e.a.Metrics = srv, metrics.New().Corl
+	s := testSpec(t)
+	runs := []string{"completed", "failed", "cancelled", "terminated", "timed-out", "continued", "running", "unknown"}
+	for _, run := range runs {
+		if err := e.run(e.a.Acquire, AcquireInput{MemberRef: MemberRef{Spec: s, Member: 0, Run: run}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := Held(e.a); n != 3 {
+		// Each placement reclaimed the closed runs before it.
+		t.Fatalf("after 8 placements the worker holds %d members, want the 2 of open runs and the last one's", n)
+	}
+	srv.down = true
+	srv.status["running"] = enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+	if n := ReclaimClosed(context.Background(), e.a); n != 0 || Held(e.a) != 3 {
+		t.Errorf("with the server unreachable %d members were forgotten (%d held); want none", n, Held(e.a))
+	}
+	srv.down = false
+	if n := ReclaimClosed(context.Background(), e.a); n != 2 {
+		t.Errorf("ReclaimClosed forgot %d members, want those of the run that completed and of the one the server does not know", n)
+	}
+	if got := testutil.ToFloat64(e.a.Metrics.Held); got != 1 {
+		t.Errorf("corl_members_held = %v, want 1", got)
+	}
+	// One slot, taken by the open run's member: a dead run's member in it
+	// would have made this placement fail with ErrWorkerFull.
+	e.a.Slots = 1
+	srv.status["continued"] = enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED
+	if err := e.run(e.a.Acquire, AcquireInput{MemberRef: MemberRef{Spec: s, Member: 1, Run: "next"}, WithinSlots: true}, nil); err != nil {
+		t.Errorf("placement beside a terminated run's member: %v", err)
+	}
+}
+
+// TestAWorkerThatLeftIsNotListed: a worker that recorded leaving the pool
+// is left out of the pool's workers at once, though the server still lists
+// its poller; a new process on the same queue is listed again.
+func TestAWorkerThatLeftIsNotListed(t *testing.T) {
+	e := newEnv(t)
+	w1, w2 := PoolIdentity(GPUPool+"-w1", 1), PoolIdentity(GPUPool+"-w2", 2)
+	srv := &fakeServer{pollers: []string{w1, w2}}
+	e.a.Client = srv
+	list := func() string {
+		ws, err := e.a.Workers(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(ws)
+	}
+	if got := list(); got != "[{corl-gpu-w1 1} {corl-gpu-w2 2}]" {
+		t.Fatalf("pool %s", got)
+	}
+	leaving := New(e.a.Store, nil, GPUPool+"-w1")
+	if err := Leave(context.Background(), leaving, w1); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(); got != "[{corl-gpu-w2 2}]" {
+		t.Errorf("after w1 left the pool is %s", got)
+	}
+	srv.pollers = append(srv.pollers, PoolIdentity(GPUPool+"-w1", 1)) // restarted with the same queue
+	if got := list(); got != "[{corl-gpu-w1 1} {corl-gpu-w2 2}]" {
+		t.Errorf("after w1 restarted the pool is %s", got)
+	}
 }

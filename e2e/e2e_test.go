@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,15 +34,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/corl-project/corl/activities"
 	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/cli"
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/devserver"
 	"github.com/corl-project/corl/gpu/cpu"
 	"github.com/corl-project/corl/internal/testmodels"
+	"github.com/corl-project/corl/metrics"
 	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/report"
 	"github.com/corl-project/corl/train"
@@ -1013,4 +1017,125 @@ func killOnce(t *testing.T, kind, file, id string, delay time.Duration) (*workfl
 	}
 	store, _ := conn.OpenStore(context.Background())
 	return &res, finalHashes(t, store, &res), running, nil
+}
+
+// TestEveryEndingReleasesMembers: on a real server, a long-lived worker
+// holds no member of a run that has ended, whichever way it ended:
+// completed, failed (a non-finite update), cancelled, terminated or timed
+// out. The last two run no workflow code; the worker asks the server and
+// forgets their members.
+func TestEveryEndingReleasesMembers(t *testing.T) {
+	a, b := bases(t)
+	blobs := t.TempDir()
+	cl, store := startServer(t, map[string]any{"store.kind": "local", "store.local_dir": blobs})
+	reg := metrics.New()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- workers.Run(ctx, workers.Options{Client: cl, Store: store, Backend: cpu.New(2), Pools: []string{"gpu", "cpu"},
+			Metrics: reg.Corl, ReclaimEvery: time.Second})
+	}()
+	defer func() { cancel(); <-done }()
+	held := func() float64 { return testutil.ToFloat64(reg.Corl.Held) }
+	for _, end := range []string{"completed", "failed", "cancelled", "terminated", "timed-out"} {
+		file := specFile(t, "end-"+end, a, b, 30)
+		s, err := config.Load(file, noEnv, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch end {
+		case "completed":
+			s.Rounds = 1
+		case "failed":
+			// The store refuses the first checkpoint (a file where its
+			// directory goes), in both attempts: the run fails at round 2.
+			dir := filepath.Join(blobs, "runs", "end-failed")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "checkpoints"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		opts := client.StartWorkflowOptions{ID: "end-" + end, TaskQueue: "corl"}
+		if end == "timed-out" {
+			opts.WorkflowExecutionTimeout = 8 * time.Second
+		}
+		run, err := cl.ExecuteWorkflow(context.Background(), opts, workflows.CohortRun, workflows.Input{RunSpec: *s, HeartbeatTimeout: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch end {
+		case "cancelled":
+			waitRound(t, cl, run.GetID(), 1, 2*time.Minute)
+			err = cl.CancelWorkflow(context.Background(), run.GetID(), "")
+		case "terminated":
+			waitRound(t, cl, run.GetID(), 1, 2*time.Minute)
+			err = cl.TerminateWorkflow(context.Background(), run.GetID(), "", "test")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, wcancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		runErr := run.Get(wctx, nil)
+		wcancel()
+		desc, err := cl.DescribeWorkflowExecution(context.Background(), run.GetID(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]enums.WorkflowExecutionStatus{"completed": enums.WORKFLOW_EXECUTION_STATUS_COMPLETED,
+			"failed": enums.WORKFLOW_EXECUTION_STATUS_FAILED, "cancelled": enums.WORKFLOW_EXECUTION_STATUS_CANCELED,
+			"terminated": enums.WORKFLOW_EXECUTION_STATUS_TERMINATED, "timed-out": enums.WORKFLOW_EXECUTION_STATUS_TIMED_OUT}[end]
+		if got := desc.GetWorkflowExecutionInfo().GetStatus(); got != want {
+			t.Fatalf("run %s ended %v (%v), want %v", run.GetID(), got, runErr, want)
+		}
+		closed := time.Now()
+		for held() != 0 && time.Since(closed) < 30*time.Second {
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("%s: members held %.0f, %.1f s after the run closed (%v)", end, held(), time.Since(closed).Seconds(), runErr)
+		if held() != 0 {
+			t.Errorf("after a %s run the worker still holds %.0f members", end, held())
+		}
+	}
+}
+
+// TestCleanShutdownLeavesThePool: a GPU worker stopped with SIGTERM is out
+// of the pool's listing as soon as it has exited, though the server keeps
+// its poller for two minutes; one killed with SIGKILL stays listed until
+// then (what the schedule-to-start timeouts are for).
+func TestCleanShutdownLeavesThePool(t *testing.T) {
+	blobs := t.TempDir()
+	cfg := map[string]any{"store.kind": "local", "store.local_dir": blobs}
+	cl, store := startServer(t, cfg) // sets cfg's temporal.address
+	pool := activities.New(store, nil, "")
+	pool.Client = cl
+	listed := func() []activities.WorkerInfo {
+		ws, err := pool.Workers(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ws
+	}
+	env := []string{"CORL_STORE_LOCAL_DIR=" + blobs}
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		id := strings.ToLower(sig.String())
+		w := spawn(t, env, "worker", "--pool", "gpu", "--address", cfg["temporal.address"].(string), "--threads", "1", "--queue-id", id)
+		deadline := time.Now().Add(time.Minute)
+		for !slices.ContainsFunc(listed(), func(wi activities.WorkerInfo) bool { return wi.Queue == "corl-gpu-"+id }) {
+			if time.Now().After(deadline) {
+				t.Fatalf("worker %s never polled the pool; output:\n%s", id, w.out.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		w.signal(sig)
+		still := slices.ContainsFunc(listed(), func(wi activities.WorkerInfo) bool { return wi.Queue == "corl-gpu-"+id })
+		t.Logf("after %v the pool lists %v", sig, listed())
+		if sig == syscall.SIGTERM && still {
+			t.Errorf("a worker stopped with SIGTERM is still listed; output:\n%s", w.out.String())
+		}
+		if sig == syscall.SIGKILL && !still {
+			t.Errorf("a worker killed with SIGKILL left the listing at once: the test cannot tell a clean stop from the server forgetting")
+		}
+	}
 }

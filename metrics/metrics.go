@@ -35,6 +35,7 @@ type Corl struct {
 	PassAt1      *prometheus.GaugeVec     // run, member, wording (original, own_view)
 	Retries      *prometheus.CounterVec   // stage: activity attempts after the first
 	Placements   *prometheus.CounterVec   // run, member: members loaded on this worker
+	Held         prometheus.Gauge         // members this worker holds now
 }
 
 // Registry is a process's metrics.
@@ -67,8 +68,10 @@ func New() *Registry {
 			Help: "Activity attempts after the first, per stage."}, []string{"stage"}),
 		Placements: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "corl_member_placements_total",
 			Help: "Members loaded on this worker (a number above one per member means it moved here after a lost worker)."}, []string{"run", "member"}),
+		Held: prometheus.NewGauge(prometheus.GaugeOpts{Name: "corl_members_held",
+			Help: "Members this worker holds now (released when their run ends, however it ends)."}),
 	}
-	reg.MustRegister(c.StageSeconds, c.Tokens, c.FLOPs, c.Reward, c.Labeled, c.PassAt1, c.Retries, c.Placements)
+	reg.MustRegister(c.StageSeconds, c.Tokens, c.FLOPs, c.Reward, c.Labeled, c.PassAt1, c.Retries, c.Placements, c.Held)
 	reporter := tallyprom.NewReporter(tallyprom.Options{Registerer: reg})
 	scope, closer := tally.NewRootScope(tally.ScopeOptions{CachedReporter: reporter, Separator: tallyprom.DefaultSeparator,
 		SanitizeOptions: &sdktally.PrometheusSanitizeOptions}, time.Second)
@@ -159,6 +162,14 @@ func (c *Corl) Eval(run, member string, original, ownView float64) {
 	}
 	c.PassAt1.WithLabelValues(run, member, "original").Set(original)
 	c.PassAt1.WithLabelValues(run, member, "own_view").Set(ownView)
+}
+
+// Holding sets how many members this worker holds.
+func (c *Corl) Holding(n int) {
+	if c == nil {
+		return
+	}
+	c.Held.Set(float64(n))
 }
 
 // Placed counts a member loaded on this worker.

@@ -49,6 +49,10 @@ type Options struct {
 	// have room (0: one, the device's single stream). Members beyond every
 	// worker's slots share the least loaded worker.
 	Slots int
+	// ReclaimEvery is how often an idle GPU worker asks the server whether
+	// the runs of the members it holds are still open, and forgets those
+	// that are not (0: every minute). Placement does the same.
+	ReclaimEvery time.Duration
 }
 
 // OwnQueue returns a fresh worker-specific queue name.
@@ -73,11 +77,17 @@ func Run(ctx context.Context, o Options) error {
 	acts := activities.New(o.Store, o.Backend, queue)
 	acts.Metrics, acts.Client, acts.Slots = o.Metrics, o.Client, max(o.Slots, 1)
 	var ws []worker.Worker
+	identity := activities.PoolIdentity(queue, acts.Slots)
+	gpu := false
 	start := func(q string, register func(worker.Worker)) error {
 		opts := worker.Options{WorkerStopTimeout: time.Minute, MaxConcurrentActivityExecutionSize: 4}
 		if q == activities.GPUPool {
-			// The workflow reads the pool's queues and slots from its pollers.
-			opts.Identity = activities.PoolIdentity(queue, acts.Slots)
+			// The workflow reads the pool's queues and slots from its
+			// pollers. Placements wait for the device in the activity, so
+			// the pool queue takes many at once: a worker that stopped
+			// polling would look gone.
+			opts.Identity = identity
+			opts.MaxConcurrentActivityExecutionSize = 64
 		}
 		w := worker.New(o.Client, q, opts)
 		register(w)
@@ -98,6 +108,7 @@ func Run(ctx context.Context, o Options) error {
 				return err
 			}
 			fmt.Fprintf(o.Log, "gpu worker on %s and %s (backend %s, %d slot(s))\n", activities.GPUPool, queue, o.Backend.Name(), acts.Slots)
+			gpu = true
 		case PoolCPU:
 			if err := start(activities.CPUPool, func(w worker.Worker) { w.RegisterActivity(acts) }); err != nil {
 				return err
@@ -113,6 +124,26 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("--pool: %q is not gpu or cpu", p)
 		}
 	}
+	if gpu {
+		every := o.ReclaimEvery
+		if every <= 0 {
+			every = time.Minute
+		}
+		go func() {
+			t := time.NewTicker(every)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					if n := activities.ReclaimClosed(ctx, acts); n > 0 {
+						fmt.Fprintf(o.Log, "released %d member(s) of runs that have ended\n", n)
+					}
+				}
+			}
+		}()
+	}
 	<-ctx.Done()
 	fmt.Fprintln(o.Log, "stop notice: finishing running activities")
 	for _, w := range ws {
@@ -120,9 +151,17 @@ func Run(ctx context.Context, o Options) error {
 	}
 	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if errs := activities.CheckpointAll(cctx, acts); len(errs) > 0 {
+	errs := activities.CheckpointAll(cctx, acts)
+	if gpu {
+		// Leave the pool now rather than when the server forgets this
+		// worker's last poll (two minutes): placements pass it over.
+		if err := activities.Leave(cctx, acts, identity); err != nil {
+			fmt.Fprintf(o.Log, "could not record leaving the pool (placements will wait for the server to forget this worker): %v\n", err)
+		}
+	}
+	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	fmt.Fprintln(o.Log, "held members checkpointed; worker exiting")
+	fmt.Fprintln(o.Log, "held members checkpointed; worker left the pool; exiting")
 	return nil
 }

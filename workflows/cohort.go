@@ -298,18 +298,31 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 
 	// A cancelled run (`temporal workflow cancel`) saves where it is, as a
 	// stop does: the checkpoint runs in a context that the cancellation
-	// does not reach (memberOpts and place read ctx and poolCtx).
+	// does not reach (memberOpts and place read ctx and poolCtx). A run
+	// that fails, or is cancelled after its last checkpoint, releases its
+	// members too. (Terminated and timed-out runs run no code: workers
+	// reclaim their members, see activities.Acquire.)
 	defer func() {
-		if !temporal.IsCanceledError(err) || allCheckpointed(st) {
+		if err == nil || workflow.IsContinueAsNewError(err) {
 			return
 		}
-		ctx, _ = workflow.NewDisconnectedContext(ctx)
-		poolCtx = workflow.WithActivityOptions(ctx, poolOpts)
-		st.Stage = "cancelled: checkpointing"
-		if cerr := checkpointAll(ctx, &s, st, memberOpts, ref, place); cerr != nil {
-			workflow.GetLogger(ctx).Error("checkpoint after cancel failed", "error", cerr)
+		canceled := temporal.IsCanceledError(err)
+		if canceled && !allCheckpointed(st) {
+			ctx, _ = workflow.NewDisconnectedContext(ctx)
+			poolCtx = workflow.WithActivityOptions(ctx, poolOpts)
+			st.Stage = "cancelled: checkpointing"
+			if cerr := checkpointAll(ctx, &s, st, memberOpts, ref, place); cerr != nil {
+				workflow.GetLogger(ctx).Error("checkpoint after cancel failed", "error", cerr)
+			}
+			releaseAll(ctx, &s, st, ref)
+			return
 		}
-		releaseAll(ctx, &s, st, ref)
+		if canceled {
+			ctx, _ = workflow.NewDisconnectedContext(ctx)
+		}
+		if workflow.GetVersion(ctx, "release-on-failure", workflow.DefaultVersion, 1) == 1 {
+			releaseAll(ctx, &s, st, ref)
+		}
 	}()
 
 	for st.Round < s.Rounds && !st.Stopping && !budgetSpent(&s, st) {

@@ -544,3 +544,37 @@ func TestPlacementSpreadsOverThePool(t *testing.T) {
 func wi(queue string, slots int) activities.WorkerInfo {
 	return activities.WorkerInfo{Queue: queue, Slots: slots}
 }
+
+// TestEveryEndingReleasesItsMembers: a run that fails (a non-finite update),
+// or is cancelled (between checkpoints or right after one), has every
+// worker that holds a member release it, as a completed run does.
+func TestEveryEndingReleasesItsMembers(t *testing.T) {
+	nonFinite := temporal.NewNonRetryableApplicationError("loss is NaN", activities.ErrNonFinite, nil)
+	for _, tc := range []struct {
+		name     string
+		fail     string        // an activity that fails the run
+		cancelAt time.Duration // or a cancellation at this test-clock time
+	}{
+		{name: "failed", fail: "Update/a/1"},
+		{name: "cancelled between checkpoints", cancelAt: 210 * time.Second},
+		{name: "cancelled after a checkpoint", cancelAt: 125 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake()
+			if tc.fail != "" {
+				f.failOnce[tc.fail] = nonFinite
+			}
+			env := newEnv(t, f)
+			if tc.cancelAt > 0 {
+				env.RegisterDelayedCallback(env.CancelWorkflow, tc.cancelAt)
+			}
+			env.ExecuteWorkflow(CohortRun, Input{RunSpec: testSpec(10)})
+			if env.GetWorkflowError() == nil {
+				t.Fatal("the run did not end in error")
+			}
+			if f.calls["Release"] != 2 {
+				t.Errorf("Release called %d times, want once per member (calls %v)", f.calls["Release"], f.byKey)
+			}
+		})
+	}
+}
