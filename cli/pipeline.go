@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -354,11 +355,39 @@ func printProgress(w io.Writer, p *workflows.Progress) {
 		ev := p.Evals[n-1]
 		fmt.Fprintf(w, "cohort vote pass@1 %.3f, ties %.3f (round %d)\n", ev.Cohort.Correct, ev.Cohort.Tie, ev.Round)
 	}
+	printWaits(w, p, time.Now())
 	if p.Moves > 0 {
 		fmt.Fprintf(w, "members moved after a lost worker: %d\n", p.Moves)
 	}
 	for _, n := range p.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
+	}
+}
+
+// printWaits says what the current stage waits for and since when, and
+// whether the worker it waits on was in the pool's listing the last time
+// the run looked (members' work is listed every 30 s while it waits; a
+// worker out of the listing has its member moved).
+func printWaits(w io.Writer, p *workflows.Progress, now time.Time) {
+	for _, wt := range p.Waits {
+		what := wt.Activity
+		if wt.Member != "" {
+			what += " of " + wt.Member
+		}
+		fmt.Fprintf(w, "waiting %s for %s on %s", now.Sub(wt.Since).Round(time.Second), what, wt.Queue)
+		switch {
+		case wt.Queue == activities.GPUPool:
+			fmt.Fprint(w, " (any GPU worker with room)")
+		case wt.Queue == activities.CPUPool:
+			fmt.Fprint(w, " (any CPU worker)")
+		case p.Pool == nil:
+			fmt.Fprint(w, " (pool not listed yet)")
+		case slices.Contains(p.Pool.Queues, wt.Queue):
+			fmt.Fprintf(w, " (worker live in the pool %s ago)", now.Sub(p.Pool.At).Round(time.Second))
+		default:
+			fmt.Fprintf(w, " (worker not in the pool %s ago: moving the member)", now.Sub(p.Pool.At).Round(time.Second))
+		}
+		fmt.Fprintln(w)
 	}
 }
 

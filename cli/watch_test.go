@@ -19,6 +19,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/corl-project/corl/blob"
+	"github.com/corl-project/corl/internal/testmodels"
+	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/stats"
 	"github.com/corl-project/corl/workflows"
 )
@@ -145,6 +148,100 @@ func TestLoadSweep(t *testing.T) {
 		}
 		if _, err := LoadSweep(p, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", body, err, want)
+		}
+	}
+}
+
+// TestStatusSaysWhatItWaitsFor: status names each activity the run waits
+// for, since when, and whether the worker it waits on was live in the
+// pool's latest listing.
+func TestStatusSaysWhatItWaitsFor(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	p := &workflows.Progress{Waits: []workflows.Wait{
+		{Member: "g", Activity: "generate", Queue: "corl-gpu-dev", Since: now.Add(-95 * time.Second)},
+		{Member: "l", Activity: "generate", Queue: "corl-gpu-gone", Since: now.Add(-95 * time.Second)},
+		{Activity: "grade", Queue: "corl-cpu", Since: now.Add(-3 * time.Second)},
+	}, Pool: &workflows.PoolView{At: now.Add(-10 * time.Second), Queues: []string{"corl-gpu-dev"}}}
+	var out bytes.Buffer
+	printWaits(&out, p, now)
+	want := `waiting 1m35s for generate of g on corl-gpu-dev (worker live in the pool 10s ago)
+waiting 1m35s for generate of l on corl-gpu-gone (worker not in the pool 10s ago: moving the member)
+waiting 3s for grade on corl-cpu (any CPU worker)
+`
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+// TestGCDeletesInterruptedCheckpoints: corl gc removes an old interrupted
+// checkpoint's objects and a killed writer's temporary file, keeps a
+// complete checkpoint, and --dry-run deletes nothing.
+func TestGCDeletesInterruptedCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	store := blob.Local{Root: dir}
+	ctx := context.Background()
+	done, err := blob.WriteCheckpoint(ctx, store, blob.CheckpointPrefix("r", 2, "m"), map[string][]byte{"model.safetensors": []byte("w")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := blob.CheckpointPrefix("r", 4, "m") + "/model.safetensors"
+	if err := store.Put(ctx, half, []byte("half")); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, blob.TempDir, ".model.safetensors.tmp1")
+	if err := os.WriteFile(tmp, []byte("partial"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	for _, p := range []string{filepath.Join(dir, filepath.FromSlash(half)), tmp} {
+		os.Chtimes(p, old, old)
+	}
+	code, out, errOut := run(t, "gc", "--store-dir", dir, "--dry-run")
+	if code != 0 || !strings.Contains(out, "would delete 1 orphaned checkpoint objects and 1 temporary files") {
+		t.Fatalf("dry run: %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(tmp); err != nil {
+		t.Fatal("the dry run deleted")
+	}
+	code, out, errOut = run(t, "gc", "--store-dir", dir)
+	if code != 0 || !strings.Contains(out, "deleted 1 orphaned checkpoint objects and 1 temporary files") {
+		t.Fatalf("gc: %d\n%s%s", code, out, errOut)
+	}
+	if _, err := store.Get(ctx, half); err == nil {
+		t.Error("the interrupted checkpoint's object is still there")
+	}
+	if _, _, err := blob.ReadCheckpoint(ctx, store, done); err != nil {
+		t.Errorf("the complete checkpoint: %v", err)
+	}
+	if code, _, errOut := run(t, "gc", "--store-dir", dir, "--older-than", "-1h"); code == 0 || !strings.Contains(errOut, "--older-than") {
+		t.Errorf("a negative --older-than: %d %s", code, errOut)
+	}
+}
+
+// TestEvalAndGenerateRefuseCorruptWeights: a checkpoint whose
+// model.safetensors changed after corl wrote its checksums is refused by
+// eval and generate, naming the file, rather than scored.
+func TestEvalAndGenerateRefuseCorruptWeights(t *testing.T) {
+	dir := testmodels.Base(t, model.Llama, 1)
+	if err := model.WriteChecksums(dir); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "model.safetensors")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-1] ^= 0x40 // the top exponent bit of the last weight
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"eval", "--model", dir, "--tasks", "mod", "--n", "2", "--max-new-tokens", "4"},
+		{"generate", "--model", dir, "--prompt", "hi", "--max-new-tokens", "2"},
+	} {
+		code, _, errs := run(t, args...)
+		if code == 0 || !strings.Contains(errs, p+" does not match its checksum") {
+			t.Errorf("corl %s on a flipped bit: exit %d, stderr %q", args[0], code, errs)
 		}
 	}
 }

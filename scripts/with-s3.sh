@@ -6,7 +6,7 @@ set -euo pipefail
 VERSITYGW=${VERSITYGW:-versitygw}
 root=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 17070)
-export AWS_ACCESS_KEY_ID=corltest AWS_SECRET_ACCESS_KEY=corltestsecret AWS_REGION=us-east-1
+export AWS_ACCESS_KEY_ID=corltest AWS_SECRET_ACCESS_KEY=corltestsecret AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
 "$VERSITYGW" --port "127.0.0.1:$port" --access "$AWS_ACCESS_KEY_ID" --secret "$AWS_SECRET_ACCESS_KEY" posix "$root" >"$root.log" 2>&1 &
 pid=$!
 cleanup() { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$root" "$root.log"; }

@@ -97,6 +97,9 @@ type State struct {
 	Stopping        bool           `json:"stopping"`
 	Stage           string         `json:"stage"`
 	Moves           int            `json:"moves"`           // members re-placed after a lost worker
+	Suspect         []string       `json:"suspect,omitempty"` // queues whose worker timed out since the last placement
+	Waits           []Wait         `json:"waits,omitempty"`   // what the current stage waits for
+	Pool            *PoolView      `json:"pool,omitempty"`  // the pool as last listed while waiting
 	Notes           []string       `json:"notes,omitempty"` // the latest things that went wrong and were worked around
 	GenFLOPs        []float64      `json:"generation_flops"`
 	UpdateFLOPs     []float64      `json:"update_flops"`
@@ -144,6 +147,8 @@ type Progress struct {
 	Moves    int           `json:"moves"`
 	Notes    []string      `json:"notes,omitempty"`
 	Overhead float64       `json:"temporal_overhead"` // 1 - compute/wall over finished rounds
+	Waits    []Wait        `json:"waits,omitempty"`
+	Pool     *PoolView     `json:"pool,omitempty"`
 }
 
 // Result is the workflow's return value.
@@ -198,13 +203,22 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 	// Activity options: the member's own queue for model work (one attempt
 	// beyond the first: a dead queue is caught by schedule-to-start), the
 	// pools for placement and grading.
-	memberOpts := func(queue string) workflow.Context {
+	// Waits on a member's queue are watched against the pool's listing,
+	// and a failed attempt is retried by the workflow, on the same worker
+	// unless that worker is lost (versioned: histories recorded before
+	// replay with the server's retry and without the timers).
+	attempts := int32(2)
+	var watch time.Duration
+	if workflow.GetVersion(ctx, "watch-queues", workflow.DefaultVersion, 1) == 1 {
+		attempts, watch = 1, min(s2s, 30*time.Second)
+	}
+	members := onMembers{watch: watch, opts: func(queue string) workflow.Context {
 		return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			TaskQueue: queue, ScheduleToStartTimeout: s2s, StartToCloseTimeout: 6 * time.Hour, HeartbeatTimeout: hb,
-			RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2,
-				NonRetryableErrorTypes: []string{activities.ErrMemberNotHere, activities.ErrBadSpec, activities.ErrNonFinite}},
+			RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: attempts,
+				NonRetryableErrorTypes: memberNonRetryable},
 		})
-	}
+	}}
 	poolOpts := workflow.ActivityOptions{
 		TaskQueue: activities.GPUPool, ScheduleToCloseTimeout: 24 * time.Hour, StartToCloseTimeout: time.Hour, HeartbeatTimeout: hb,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute,
@@ -254,11 +268,19 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 	place := func() error {
 		var pool []activities.WorkerInfo
 		listed := false
+		// Workers that just timed out, or did not take a placement, are
+		// not asked again in this placement (each ask waits up to 30 s).
+		skip := map[string]bool{}
+		for _, q := range st.Suspect {
+			skip[q] = true
+		}
+		defer func() { st.Suspect = nil }()
 		for i := 0; i < n; i++ {
 			if st.Queue[i] != "" {
 				continue
 			}
 			st.Stage = "placing " + s.Members[i].Name
+			st.Waits = []Wait{{Member: s.Members[i].Name, Activity: "acquire", Queue: activities.GPUPool, Since: workflow.Now(ctx)}}
 			var acq activities.AcquireOutput
 			in := activities.AcquireInput{MemberRef: ref(i), CheckpointKey: st.Checkpoint[i], CheckpointRound: st.CheckpointRound[i]}
 			placed := false
@@ -267,7 +289,7 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 					pool, listed = listWorkers(ctx), true
 				}
 				var err error
-				if placed, err = placeByCapacity(ctx, pool, st.Queue, in, min(s2s, 30*time.Second), hb, &acq); err != nil {
+				if placed, err = placeByCapacity(ctx, pool, st.Queue, skip, in, min(s2s, 30*time.Second), hb, &acq); err != nil {
 					return err
 				}
 			}
@@ -276,16 +298,19 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 					return err
 				}
 			}
+			st.Waits = nil
 			if acq.Note != "" {
-				st.Notes = append(st.Notes, fmt.Sprintf("round %d: %s", st.Round, acq.Note))
-				st.Notes = st.Notes[max(0, len(st.Notes)-keepSummaries):]
+				st.note(fmt.Sprintf("round %d: %s", st.Round, acq.Note))
 			}
 			if acq.Round < st.Round {
 				st.Stage = fmt.Sprintf("replaying %s rounds %d-%d", s.Members[i].Name, acq.Round+1, st.Round)
 				rin := activities.ReplayInput{MemberRef: activities.MemberRef{Spec: s, Member: i, Round: acq.Round, Run: run}, From: acq.Round, To: st.Round}
 				var reached int
-				if err := workflow.ExecuteActivity(memberOpts(acq.Queue), a.Replay, rin).Get(ctx, &reached); err != nil {
+				c := members.start(i, acq.Queue, "replay", a.Replay, rin)
+				errs := members.await(ctx, &s, st, []*call{c}, func(_ int, f workflow.Future) error { return f.Get(ctx, &reached) })
+				if err := errs[0]; err != nil {
 					if lost(err) {
+						st.Moves++
 						continue // that worker is gone too: next round of placement
 					}
 					return err
@@ -298,7 +323,7 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 
 	// A cancelled run (`temporal workflow cancel`) saves where it is, as a
 	// stop does: the checkpoint runs in a context that the cancellation
-	// does not reach (memberOpts and place read ctx and poolCtx). A run
+	// does not reach (members and place read ctx and poolCtx). A run
 	// that fails, or is cancelled after its last checkpoint, releases its
 	// members too. (Terminated and timed-out runs run no code: workers
 	// reclaim their members, see activities.Acquire.)
@@ -311,7 +336,7 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 			ctx, _ = workflow.NewDisconnectedContext(ctx)
 			poolCtx = workflow.WithActivityOptions(ctx, poolOpts)
 			st.Stage = "cancelled: checkpointing"
-			if cerr := checkpointAll(ctx, &s, st, memberOpts, ref, place); cerr != nil {
+			if cerr := checkpointAll(ctx, &s, st, members, ref, place); cerr != nil {
 				workflow.GetLogger(ctx).Error("checkpoint after cancel failed", "error", cerr)
 			}
 			releaseAll(ctx, &s, st, ref)
@@ -341,13 +366,13 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 		}
 		if st.Round == 0 && len(st.Evals) == 0 {
 			// The bases' scores, so every later evaluation has its baseline.
-			if err := evaluateAll(ctx, &s, st, memberOpts, ref, place); err != nil {
+			if err := evaluateAll(ctx, &s, st, members, ref, place); err != nil {
 				return nil, err
 			}
 			continue
 		}
 		roundStart := workflow.Now(ctx)
-		done, err := runRound(ctx, &s, st, memberOpts, cpuCtx, ref)
+		done, err := runRound(ctx, &s, st, members, cpuCtx, ref)
 		if err != nil {
 			return nil, err
 		}
@@ -361,14 +386,14 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 		last := st.Round == s.Rounds || budgetSpent(&s, st)
 		if last || st.Stopping || (s.Checkpoint.Every > 0 && st.Round%s.Checkpoint.Every == 0) {
 			t0 := workflow.Now(ctx)
-			if err := checkpointAll(ctx, &s, st, memberOpts, ref, place); err != nil {
+			if err := checkpointAll(ctx, &s, st, members, ref, place); err != nil {
 				return nil, err
 			}
 			noteStage(st, "checkpoint", workflow.Now(ctx).Sub(t0).Seconds())
 		}
 		if last || (s.Eval.Every > 0 && st.Round%s.Eval.Every == 0) {
 			t0 := workflow.Now(ctx)
-			if err := evaluateAll(ctx, &s, st, memberOpts, ref, place); err != nil {
+			if err := evaluateAll(ctx, &s, st, members, ref, place); err != nil {
 				return nil, err
 			}
 			noteStage(st, "evaluate", workflow.Now(ctx).Sub(t0).Seconds())
@@ -387,7 +412,7 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 	}
 	if st.Stopping && st.Round < s.Rounds && !allCheckpointed(st) {
 		// A stop between checkpoints: save where we are.
-		if err := checkpointAll(ctx, &s, st, memberOpts, ref, place); err != nil {
+		if err := checkpointAll(ctx, &s, st, members, ref, place); err != nil {
 			return nil, err
 		}
 	}
@@ -429,10 +454,11 @@ func listWorkers(ctx workflow.Context) []activities.WorkerInfo {
 // placeByCapacity asks the pool's workers in order of load (members of this
 // run held per slot, then name) to take the member within their slots; when
 // every worker is full, the least loaded one takes it beyond them. A worker
-// that does not pick the task up within s2s, or fails it, is skipped.
+// that does not pick the task up within s2s, or fails it, is added to skip
+// (shared by the placements of one round), and workers in skip are not asked.
 // placed is false when no worker took it: the caller places through the
 // pool queue.
-func placeByCapacity(ctx workflow.Context, pool []activities.WorkerInfo, queues []string, in activities.AcquireInput,
+func placeByCapacity(ctx workflow.Context, pool []activities.WorkerInfo, queues []string, skip map[string]bool, in activities.AcquireInput,
 	s2s, hb time.Duration, acq *activities.AcquireOutput) (placed bool, err error) {
 	load := map[string]int{}
 	for _, q := range queues {
@@ -446,7 +472,6 @@ func placeByCapacity(ctx workflow.Context, pool []activities.WorkerInfo, queues 
 		}
 		return strings.Compare(x.Queue, y.Queue)
 	})
-	skip := map[string]bool{}
 	for _, within := range []bool{true, false} {
 		for _, w := range order {
 			if skip[w.Queue] {
@@ -527,6 +552,10 @@ func markLost(st *State, errs []error) (anyLost bool, err error) {
 			continue
 		}
 		if lost(e) {
+			var te *temporal.TimeoutError
+			if errors.As(e, &te) && !slices.Contains(st.Suspect, st.Queue[i]) {
+				st.Suspect = append(st.Suspect, st.Queue[i])
+			}
 			st.Queue[i] = ""
 			st.Moves++
 			anyLost = true
@@ -543,7 +572,7 @@ func markLost(st *State, errs []error) (anyLost bool, err error) {
 // returns false when a member was lost on the way (the round will run again
 // from generate: every output key is a function of the round, so redone work
 // overwrites itself).
-func runRound(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts func(string) workflow.Context,
+func runRound(ctx workflow.Context, s *spec.RunSpec, st *State, members onMembers,
 	cpuCtx workflow.Context, ref func(int) activities.MemberRef) (bool, error) {
 	n := len(s.Members)
 	var compute float64
@@ -556,14 +585,11 @@ func runRound(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts func(
 	}
 	st.Stage = fmt.Sprintf("round %d: generate", st.Round+1)
 	gens := make([]activities.GenerateOutput, n)
-	errs := make([]error, n)
-	futs := make([]workflow.Future, n)
+	calls := make([]*call, n)
 	for i := 0; i < n; i++ {
-		futs[i] = workflow.ExecuteActivity(memberOpts(st.Queue[i]), a.Generate, ref(i))
+		calls[i] = members.start(i, st.Queue[i], "generate", a.Generate, ref(i))
 	}
-	for i := 0; i < n; i++ {
-		errs[i] = futs[i].Get(ctx, &gens[i])
-	}
+	errs := members.await(ctx, s, st, calls, func(i int, f workflow.Future) error { return f.Get(ctx, &gens[i]) })
 	if anyLost, err := markLost(st, errs); err != nil || anyLost {
 		return false, err
 	}
@@ -589,11 +615,9 @@ func runRound(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts func(
 		for i := 0; i < n; i++ {
 			j := (i - 1 + n) % n
 			jin := activities.JudgeInput{MemberRef: ref(j), Target: i, Key: keys[i]}
-			futs[i] = workflow.ExecuteActivity(memberOpts(st.Queue[j]), a.Judge, jin)
+			calls[i] = members.start(j, st.Queue[j], "judge", a.Judge, jin)
 		}
-		for i := 0; i < n; i++ {
-			errs[i] = futs[i].Get(ctx, &judgeKeys[i])
-		}
+		errs = members.await(ctx, s, st, calls, func(i int, f workflow.Future) error { return f.Get(ctx, &judgeKeys[i]) })
 		if anyLost, err := markLost(st, shiftToJudges(errs)); err != nil || anyLost {
 			return false, err
 		}
@@ -602,7 +626,10 @@ func runRound(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts func(
 	st.Stage = fmt.Sprintf("round %d: grade", st.Round+1)
 	var grade activities.GradeOutput
 	gin := activities.GradeInput{Spec: *s, Run: workflow.GetInfo(ctx).WorkflowExecution.ID, Round: st.Round, Rollouts: keys, JudgeKeys: judgeKeys}
-	if err := workflow.ExecuteActivity(cpuCtx, a.Grade, gin).Get(ctx, &grade); err != nil {
+	st.Waits = []Wait{{Activity: "grade", Queue: activities.CPUPool, Since: workflow.Now(ctx)}}
+	err := workflow.ExecuteActivity(cpuCtx, a.Grade, gin).Get(ctx, &grade)
+	st.Waits = nil
+	if err != nil {
 		return false, err
 	}
 	compute += grade.Seconds
@@ -610,11 +637,9 @@ func runRound(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts func(
 	st.Stage = fmt.Sprintf("round %d: update", st.Round+1)
 	ups := make([]activities.UpdateOutput, n)
 	for i := 0; i < n; i++ {
-		futs[i] = workflow.ExecuteActivity(memberOpts(st.Queue[i]), a.Update, ref(i))
+		calls[i] = members.start(i, st.Queue[i], "update", a.Update, ref(i))
 	}
-	for i := 0; i < n; i++ {
-		errs[i] = futs[i].Get(ctx, &ups[i])
-	}
+	errs = members.await(ctx, s, st, calls, func(i int, f workflow.Future) error { return f.Get(ctx, &ups[i]) })
 	if anyLost, err := markLost(st, errs); err != nil || anyLost {
 		return false, err
 	}
@@ -689,8 +714,8 @@ func releaseAll(ctx workflow.Context, s *spec.RunSpec, st *State, ref func(int) 
 // placed again (newest checkpoint, the rounds since replayed) and its
 // activity runs again; members already done are not rerun. Any other error
 // ends it.
-func forEachMember(ctx workflow.Context, st *State, place func() error,
-	start func(i int) workflow.Future, get func(i int, f workflow.Future) error) error {
+func forEachMember(ctx workflow.Context, s *spec.RunSpec, st *State, members onMembers, activity string, fn any,
+	ref func(int) activities.MemberRef, place func() error, get func(i int, f workflow.Future) error) error {
 	n := len(st.Queue)
 	done := make([]bool, n)
 	for {
@@ -699,19 +724,17 @@ func forEachMember(ctx workflow.Context, st *State, place func() error,
 				return err
 			}
 		}
-		futs := make([]workflow.Future, n)
-		for i := range futs {
+		calls := make([]*call, n)
+		for i := range calls {
 			if !done[i] {
-				futs[i] = start(i)
+				calls[i] = members.start(i, st.Queue[i], activity, fn, ref(i))
 			}
 		}
-		errs := make([]error, n)
-		for i, f := range futs {
-			if f != nil {
-				errs[i] = get(i, f)
-				done[i] = errs[i] == nil
-			}
-		}
+		errs := members.await(ctx, s, st, calls, func(i int, f workflow.Future) error {
+			err := get(i, f)
+			done[i] = err == nil
+			return err
+		})
 		anyLost, err := markLost(st, errs)
 		if err != nil {
 			return err
@@ -723,13 +746,10 @@ func forEachMember(ctx workflow.Context, st *State, place func() error,
 }
 
 // checkpointAll saves every member at st.Round.
-func checkpointAll(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts func(string) workflow.Context,
+func checkpointAll(ctx workflow.Context, s *spec.RunSpec, st *State, members onMembers,
 	ref func(int) activities.MemberRef, place func() error) error {
 	st.Stage = fmt.Sprintf("round %d: checkpoint", st.Round)
-	return forEachMember(ctx, st, place,
-		func(i int) workflow.Future {
-			return workflow.ExecuteActivity(memberOpts(st.Queue[i]), a.Checkpoint, ref(i))
-		},
+	return forEachMember(ctx, s, st, members, "checkpoint", a.Checkpoint, ref, place,
 		func(i int, f workflow.Future) error {
 			var key string
 			if err := f.Get(ctx, &key); err != nil {
@@ -743,15 +763,12 @@ func checkpointAll(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts 
 // evaluateAll runs held-out evaluation on every member and the cohort vote.
 // Every stored score was computed: a member lost mid-evaluation is placed
 // again and evaluated again.
-func evaluateAll(ctx workflow.Context, s *spec.RunSpec, st *State, memberOpts func(string) workflow.Context,
+func evaluateAll(ctx workflow.Context, s *spec.RunSpec, st *State, members onMembers,
 	ref func(int) activities.MemberRef, place func() error) error {
 	n := len(s.Members)
 	st.Stage = fmt.Sprintf("round %d: evaluate", st.Round)
 	outs := make([]activities.EvalOutput, n)
-	err := forEachMember(ctx, st, place,
-		func(i int) workflow.Future {
-			return workflow.ExecuteActivity(memberOpts(st.Queue[i]), a.Evaluate, ref(i))
-		},
+	err := forEachMember(ctx, s, st, members, "evaluate", a.Evaluate, ref, place,
 		func(i int, f workflow.Future) error { return f.Get(ctx, &outs[i]) })
 	if err != nil {
 		return err
@@ -782,7 +799,7 @@ func cohortVote(outs []activities.EvalOutput) rl.CohortResult {
 
 func progressOf(s *spec.RunSpec, st *State) Progress {
 	p := Progress{Name: s.Name, Round: st.Round, Rounds: s.Rounds, Stage: st.Stage, Paused: st.Paused, Stopping: st.Stopping,
-		Members: s.MemberNames(), Queues: st.Queue, Evals: st.Evals, Moves: st.Moves, Notes: st.Notes}
+		Members: s.MemberNames(), Queues: st.Queue, Evals: st.Evals, Moves: st.Moves, Notes: st.Notes, Waits: st.Waits, Pool: st.Pool}
 	if len(st.Summaries) > 0 {
 		last := st.Summaries[len(st.Summaries)-1]
 		p.Last = &last

@@ -42,6 +42,14 @@ type fake struct {
 	// acquire, when set, places members instead of the default (one new
 	// queue per placement).
 	acquire func(context.Context, activities.AcquireInput) (activities.AcquireOutput, error)
+	// dead queues: their workers never finish what they were given.
+	dead map[string]bool
+}
+
+func (f *fake) isDead(ctx context.Context) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dead[activity.GetInfo(ctx).TaskQueue]
 }
 
 func (f *fake) note(name string, ref activities.MemberRef) error {
@@ -61,6 +69,15 @@ func newEnv(t *testing.T, f *fake) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterActivity(&activities.Activities{})
+	// Work sent to a dead worker's queue never comes back (test-clock
+	// hours): only the run's own watch can end the wait.
+	onDead := mock.MatchedBy(f.isDead)
+	never := 10 * time.Hour
+	env.OnActivity(a.Replay, onDead, mock.Anything).Return(0, nil).After(never)
+	env.OnActivity(a.Generate, onDead, mock.Anything).Return(activities.GenerateOutput{}, nil).After(never)
+	env.OnActivity(a.Update, onDead, mock.Anything).Return(activities.UpdateOutput{}, nil).After(never)
+	env.OnActivity(a.Checkpoint, onDead, mock.Anything).Return("", nil).After(never)
+	env.OnActivity(a.Evaluate, onDead, mock.Anything).Return(activities.EvalOutput{}, nil).After(never)
 	acquired := 0
 	env.OnActivity(a.Acquire, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.AcquireInput) (activities.AcquireOutput, error) {
 		f.note("Acquire", in.MemberRef)
@@ -97,7 +114,7 @@ func newEnv(t *testing.T, f *fake) *testsuite.TestWorkflowEnvironment {
 }
 
 func newFake() *fake {
-	return &fake{calls: map[string]int{}, byKey: map[string]int{}, failOnce: map[string]error{}}
+	return &fake{calls: map[string]int{}, byKey: map[string]int{}, failOnce: map[string]error{}, dead: map[string]bool{}}
 }
 
 func TestCohortRunCompletes(t *testing.T) {
@@ -430,6 +447,7 @@ func TestEveryStageSurvivesAFault(t *testing.T) {
 		"Generate/a/1":   notHere,
 		"Grade/a/1":      func() error { return errors.New("grading worker died") }, // cpu pool: retried
 		"Update/b/2":     lostWorker,
+		"Generate/b/2":   func() error { return errors.New("store unreachable") }, // member queue: retried by the workflow
 		"Checkpoint/a/2": lostWorker,
 		"Evaluate/b/0":   notHere,
 		"Evaluate/a/3":   lostWorker,
@@ -574,6 +592,76 @@ func TestEveryEndingReleasesItsMembers(t *testing.T) {
 			}
 			if f.calls["Release"] != 2 {
 				t.Errorf("Release called %d times, want once per member (calls %v)", f.calls["Release"], f.byKey)
+			}
+		})
+	}
+}
+
+// TestNoStageWaitsOnADeadWorker: a worker that dies in the middle of any
+// stage (its work never finishes, its queue leaves the pool's listing) has
+// its member moved within a watch interval, not after a heartbeat or
+// schedule-to-start timeout; a second death during the replay on the new
+// worker too. The run ends with every round and evaluation done.
+func TestNoStageWaitsOnADeadWorker(t *testing.T) {
+	for _, kills := range [][]string{
+		{"Evaluate/b/0"}, {"Generate/b/1"}, {"Update/b/2"}, {"Checkpoint/b/2"}, {"Evaluate/b/3"},
+		{"Generate/b/1", "Replay/b/0"},
+	} {
+		t.Run(strings.Join(kills, "+"), func(t *testing.T) {
+			f := newFake()
+			env := newEnv(t, f)
+			pool := []string{"w1", "w2", "w3", "w4"}
+			env.OnActivity(a.Workers, mock.Anything).Return(func(context.Context) ([]activities.WorkerInfo, error) {
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				var live []activities.WorkerInfo
+				for _, q := range pool {
+					if !f.dead[q] {
+						live = append(live, wi(q, 1))
+					}
+				}
+				return live, nil
+			})
+			f.acquire = func(ctx context.Context, in activities.AcquireInput) (activities.AcquireOutput, error) {
+				return activities.AcquireOutput{Queue: activity.GetInfo(ctx).TaskQueue, Round: in.CheckpointRound, CheckpointKey: in.CheckpointKey}, nil
+			}
+			fired := map[string]bool{}
+			env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
+				var ref activities.MemberRef
+				if args.Get(&ref) != nil || len(ref.Spec.Members) == 0 {
+					return
+				}
+				key := fmt.Sprintf("%s/%s/%d", info.ActivityType.Name, ref.Spec.Members[ref.Member].Name, ref.Round)
+				for _, k := range kills {
+					if k == key && !fired[k] {
+						fired[k] = true
+						f.mu.Lock()
+						f.dead[info.TaskQueue] = true
+						f.mu.Unlock()
+					}
+				}
+			})
+			s := testSpec(3)
+			s.Eval.Every = 3
+			start := env.Now()
+			env.ExecuteWorkflow(CohortRun, Input{RunSpec: s})
+			if err := env.GetWorkflowError(); err != nil {
+				t.Fatal(err)
+			}
+			var res Result
+			env.GetWorkflowResult(&res)
+			if res.Rounds != 3 || len(res.Evals) != 2 || res.Moves != len(kills) {
+				t.Fatalf("result %+v, want 3 rounds, 2 evaluations, %d moves", res, len(kills))
+			}
+			for _, k := range kills {
+				if !fired[k] {
+					t.Errorf("%s never ran: the fault did not land", k)
+				}
+			}
+			// Three rounds of a minute each, plus per death at most a watch
+			// interval (30 s) and the round run again (a minute).
+			if took := env.Now().Sub(start); took > 3*time.Minute+time.Duration(len(kills))*90*time.Second {
+				t.Errorf("the run took %s of workflow time: it waited on a dead worker", took)
 			}
 		})
 	}
