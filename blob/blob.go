@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -61,16 +62,28 @@ func checkKey(key string) error {
 // Local is a Store in a directory.
 type Local struct{ Root string }
 
-// Put implements Store: write a temporary file, fsync, rename.
+// TempDir is where a Local store writes objects before renaming them into
+// place, under its root: what a killed writer leaves there is swept
+// (SweepTemp, `corl gc`), and never mistaken for an object.
+const TempDir = ".tmp"
+
+// Put implements Store: write a temporary file under TempDir, fsync,
+// rename.
 func (l Local) Put(ctx context.Context, key string, data []byte) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	p := filepath.Join(l.Root, filepath.FromSlash(key))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return fmt.Errorf("blob put %s: %w", key, err)
+	if strings.HasPrefix(key, TempDir+"/") {
+		return fmt.Errorf("blob: invalid key %q (%s/ holds temporary files)", key, TempDir)
 	}
-	return atomicfile.WriteBytes(p, data)
+	p := filepath.Join(l.Root, filepath.FromSlash(key))
+	tmp := filepath.Join(l.Root, TempDir)
+	for _, d := range []string{filepath.Dir(p), tmp} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("blob put %s: %w", key, err)
+		}
+	}
+	return atomicfile.WriteVia(tmp, p, func(w io.Writer) error { _, err := w.Write(data); return err })
 }
 
 // Get implements Store.

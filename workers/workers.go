@@ -74,6 +74,14 @@ func Run(ctx context.Context, o Options) error {
 	if o.QueueID != "" {
 		queue = activities.GPUPool + "-" + o.QueueID
 	}
+	if l, ok := o.Store.(blob.Local); ok {
+		// What writers killed before this start left half-written.
+		if gone, err := l.SweepTemp(time.Hour, false); err != nil {
+			fmt.Fprintf(o.Log, "sweeping the store's temporary files: %v\n", err)
+		} else if len(gone) > 0 {
+			fmt.Fprintf(o.Log, "removed %d temporary files that killed writers left in the store\n", len(gone))
+		}
+	}
 	acts := activities.New(o.Store, o.Backend, queue)
 	acts.Metrics, acts.Client, acts.Slots = o.Metrics, o.Client, max(o.Slots, 1)
 	var ws []worker.Worker

@@ -13,7 +13,14 @@ import (
 
 // Write creates path (mode 0644) with what write produces.
 func Write(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	return WriteVia(filepath.Dir(path), path, write)
+}
+
+// WriteVia is Write with the temporary file in tmpDir, which must be on
+// path's filesystem: a store keeps its temporary files where a sweep finds
+// them, not beside the objects.
+func WriteVia(tmpDir, path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(tmpDir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
