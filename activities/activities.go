@@ -253,6 +253,9 @@ func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireOutpu
 	if err != nil {
 		return AcquireOutput{}, badSpec(namedAs(err, dir, source))
 	}
+	for _, w := range m.Model.Warnings {
+		note = strings.TrimPrefix(note+"; ", "; ") + fmt.Sprintf("member %s: %v", ms.Name, namedAs(errors.New(w), dir, source))
+	}
 	if s.GRPO.Beta > 0 { // the KL reference is always the base
 		base, src, cleanup, err := blob.Materialize(ctx, a.Store, ms.Base)
 		if err != nil {

@@ -55,7 +55,7 @@ Examples:
 					return fmt.Errorf("--blind-spot: %w", err)
 				}
 			}
-			m, tok, err := loadCheckpoint(dir, &bf)
+			m, tok, err := loadCheckpoint(dir, &bf, stdio.Err)
 			if err != nil {
 				return err
 			}
@@ -105,7 +105,7 @@ Examples:
 			if compare == "" {
 				return nil
 			}
-			m2, tok2, err := loadCheckpoint(compare, &bf)
+			m2, tok2, err := loadCheckpoint(compare, &bf, stdio.Err)
 			if err != nil {
 				return fmt.Errorf("--compare: %w", err)
 			}
@@ -143,8 +143,8 @@ Examples:
 }
 
 // loadCheckpoint loads a checkpoint directory's model (on the chosen
-// backend) and tokenizer.
-func loadCheckpoint(dir string, bf *BackendFlags) (*model.Model, *tokenizer.BPE, error) {
+// backend) and tokenizer; warnings about its weights go to warn.
+func loadCheckpoint(dir string, bf *BackendFlags, warn io.Writer) (*model.Model, *tokenizer.BPE, error) {
 	be, err := bf.Open()
 	if err != nil {
 		return nil, nil, err
@@ -152,6 +152,9 @@ func loadCheckpoint(dir string, bf *BackendFlags) (*model.Model, *tokenizer.BPE,
 	m, err := model.LoadHF(be, dir)
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, w := range m.Warnings {
+		fmt.Fprintln(warn, "warning:", w)
 	}
 	tok, err := tokenizer.Load(dir)
 	if err != nil {

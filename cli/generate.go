@@ -52,7 +52,7 @@ Example:
 			if err != nil {
 				return fmt.Errorf("--template: %w", err)
 			}
-			m, tok, err := loadCheckpoint(dir, &bf)
+			m, tok, err := loadCheckpoint(dir, &bf, stdio.Err)
 			if err != nil {
 				return err
 			}

@@ -273,7 +273,14 @@ func (m *Model) SaveHF(dir string) error {
 // LoadHF builds a model from a Hugging Face checkpoint directory. Every
 // tensor of the architecture must be present with its exact shape; tensors the
 // architecture does not use are an error, except known non-parameter buffers.
+//
+// A directory with a ChecksumsFile must match it. Whatever the directory,
+// a tensor holding NaN or Inf is refused, and one with absurd magnitudes
+// is reported in Warnings.
 func LoadHF(be gpu.Backend, dir string) (*Model, error) {
+	if err := VerifyChecksums(dir); err != nil {
+		return nil, err
+	}
 	cfg, err := ReadConfig(dir)
 	if err != nil {
 		return nil, err
@@ -282,24 +289,24 @@ func LoadHF(be gpu.Backend, dir string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	files, err := openWeights(dir)
+	files, paths, err := openWeights(dir)
 	if err != nil {
 		return nil, err
 	}
-	lookup := func(name string) (*safetensors.File, string, bool) {
+	lookup := func(name string) (*safetensors.File, string, string, bool) {
 		for _, cand := range []string{name, "transformer." + name} {
-			for _, f := range files {
+			for i, f := range files {
 				if _, ok := f.Info(cand); ok {
-					return f, cand, true
+					return f, paths[i], cand, true
 				}
 			}
 		}
-		return nil, "", false
+		return nil, "", "", false
 	}
 	host := make([]float32, m.lo.total)
 	used := map[string]bool{}
 	for _, h := range m.hfLayout() {
-		f, name, ok := lookup(h.name)
+		f, path, name, ok := lookup(h.name)
 		if !ok {
 			return nil, fmt.Errorf("%s: checkpoint has no tensor %q", dir, h.name)
 		}
@@ -311,6 +318,13 @@ func LoadHF(be gpu.Backend, dir string) (*Model, error) {
 		data, err := f.Float32(name)
 		if err != nil {
 			return nil, err
+		}
+		warning, err := checkWeights(path, name, data)
+		if err != nil {
+			return nil, err
+		}
+		if warning != "" {
+			m.Warnings = append(m.Warnings, warning)
 		}
 		views, cols := m.hfParts(h, host)
 		if h.transposed { // Conv1D (in, out) -> internal (out, in)
@@ -343,25 +357,27 @@ func ignorableBuffer(name string) bool {
 		strings.HasSuffix(name, "rotary_emb.inv_freq")
 }
 
-func openWeights(dir string) ([]*safetensors.File, error) {
+// openWeights reads the model's weight files and returns them with their
+// paths.
+func openWeights(dir string) ([]*safetensors.File, []string, error) {
 	single := filepath.Join(dir, "model.safetensors")
 	if _, err := os.Stat(single); err == nil {
 		f, err := safetensors.ReadFile(single)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return []*safetensors.File{f}, nil
+		return []*safetensors.File{f}, []string{single}, nil
 	}
 	index := filepath.Join(dir, "model.safetensors.index.json")
 	data, err := os.ReadFile(index)
 	if err != nil {
-		return nil, fmt.Errorf("%s: no model.safetensors or model.safetensors.index.json", dir)
+		return nil, nil, fmt.Errorf("%s: no model.safetensors or model.safetensors.index.json", dir)
 	}
 	var idx struct {
 		WeightMap map[string]string `json:"weight_map"`
 	}
 	if err := json.Unmarshal(data, &idx); err != nil {
-		return nil, fmt.Errorf("%s: %w", index, err)
+		return nil, nil, fmt.Errorf("%s: %w", index, err)
 	}
 	shards := map[string]bool{}
 	for _, f := range idx.WeightMap {
@@ -370,20 +386,22 @@ func openWeights(dir string) ([]*safetensors.File, error) {
 	names := make([]string, 0, len(shards))
 	for f := range shards {
 		if filepath.Base(f) != f {
-			return nil, fmt.Errorf("%s: shard %q must be a file name in the same directory", index, f)
+			return nil, nil, fmt.Errorf("%s: shard %q must be a file name in the same directory", index, f)
 		}
 		names = append(names, f)
 	}
 	sort.Strings(names)
 	var out []*safetensors.File
+	var paths []string
 	for _, n := range names {
-		f, err := safetensors.ReadFile(filepath.Join(dir, n))
+		p := filepath.Join(dir, n)
+		f, err := safetensors.ReadFile(p)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out = append(out, f)
+		out, paths = append(out, f), append(paths, p)
 	}
-	return out, nil
+	return out, paths, nil
 }
 
 // SaveOptimizer writes AdamW's moments (internal tensor names) and the step

@@ -23,6 +23,9 @@ type Model struct {
 	spare *Cache
 	// invFreq are the rotary frequencies under rope_scaling (nil: none).
 	invFreq []float32
+	// Warnings are what LoadHF found suspicious but not fatal (weights of
+	// absurd magnitude in a directory without checksums); callers show them.
+	Warnings []string
 }
 
 // New builds a model with freshly initialised weights (deterministic from seed).

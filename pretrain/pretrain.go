@@ -179,6 +179,9 @@ func Run(ctx context.Context, be gpu.Backend, c Config, out string, log io.Write
 	if err := os.WriteFile(filepath.Join(out, "pretrain.json"), append(js, '\n'), 0o644); err != nil {
 		return nil, err
 	}
+	if err := model.WriteChecksums(out); err != nil {
+		return nil, err
+	}
 	return rep, nil
 }
 

@@ -138,7 +138,8 @@ func LoadMember(be gpu.Backend, name, dir string, view int, withRef bool) (*rl.M
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
-// SaveMember writes a member's weights, optimizer state and tokenizer.
+// SaveMember writes a member's weights, optimizer state and tokenizer, then
+// their checksums (model.ChecksumsFile).
 func SaveMember(m *rl.Member, dir string) error {
 	if err := m.Model.SaveHF(dir); err != nil {
 		return err
@@ -150,7 +151,10 @@ func SaveMember(m *rl.Member, dir string) error {
 	if !ok {
 		return fmt.Errorf("member %s: tokenizer of type %T cannot be saved", m.Name, m.Tok)
 	}
-	return bpe.Save(dir)
+	if err := bpe.Save(dir); err != nil {
+		return err
+	}
+	return model.WriteChecksums(dir)
 }
 
 // EvalResult is held-out evaluation of the cohort.
@@ -253,6 +257,9 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 		}
 		if members[i], err = LoadMember(be, ms.Name, dir, ms.View, s.GRPO.Beta > 0); err != nil {
 			return err
+		}
+		for _, w := range members[i].Model.Warnings {
+			fmt.Fprintf(log, "warning: member %s: %s\n", ms.Name, w)
 		}
 		if st.Dir != "" && s.GRPO.Beta > 0 { // the reference stays the base model
 			if members[i].Ref, err = model.LoadHF(be, ms.Base); err != nil {
