@@ -51,6 +51,7 @@ import (
 	"github.com/corl-project/corl/metrics"
 	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/report"
+	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/train"
 	"github.com/corl-project/corl/workers"
 	"github.com/corl-project/corl/workflows"
@@ -1033,12 +1034,19 @@ func TestEveryEndingReleasesMembers(t *testing.T) {
 	cl, store := startServer(t, map[string]any{"store.kind": "local", "store.local_dir": blobs})
 	reg := metrics.New()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- workers.Run(ctx, workers.Options{Client: cl, Store: store, Backend: cpu.New(2), Pools: []string{"gpu", "cpu"},
-			Metrics: reg.Corl, ReclaimEvery: time.Second})
-	}()
-	defer func() { cancel(); <-done }()
+	var wg sync.WaitGroup
+	for _, o := range []workers.Options{{Pools: []string{"gpu"}, Metrics: reg.Corl, ReclaimEvery: time.Second}, {Pools: []string{"cpu"}}} {
+		o.Client, o.Store, o.Backend = cl, store, cpu.New(1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := workers.Run(ctx, o); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	defer wg.Wait()
+	defer cancel()
 	held := func() float64 { return testutil.ToFloat64(reg.Corl.Held) }
 	for _, end := range []string{"completed", "failed", "cancelled", "terminated", "timed-out"} {
 		file := specFile(t, "end-"+end, a, b, 30)
@@ -1050,15 +1058,19 @@ func TestEveryEndingReleasesMembers(t *testing.T) {
 		case "completed":
 			s.Rounds = 1
 		case "failed":
-			// The store refuses the first checkpoint (a file where its
-			// directory goes), in both attempts: the run fails at round 2.
-			dir := filepath.Join(blobs, "runs", "end-failed")
-			if err := os.MkdirAll(dir, 0o755); err != nil {
+			// The prompts file goes away once the members are placed:
+			// grading (another worker, which has not read it yet) fails the
+			// run, a bad spec, not retried.
+			rows := filepath.Join(t.TempDir(), "rows.jsonl")
+			var body strings.Builder
+			for i := range 60 {
+				fmt.Fprintf(&body, "{\"prompt\": \"What is %d + %d?\", \"answer\": \"%d\"}\n", i, i%7, i+i%7)
+			}
+			if err := os.WriteFile(rows, []byte(body.String()), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(dir, "checkpoints"), nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			s.Data = spec.Data{File: rows, AnswerType: "number", RLSize: 12}
+			s.Members[1].View = 0 // a file has one wording
 		}
 		opts := client.StartWorkflowOptions{ID: "end-" + end, TaskQueue: "corl"}
 		if end == "timed-out" {
@@ -1069,6 +1081,9 @@ func TestEveryEndingReleasesMembers(t *testing.T) {
 			t.Fatal(err)
 		}
 		switch end {
+		case "failed":
+			waitPlaced(t, cl, run.GetID())
+			err = os.Remove(s.Data.File)
 		case "cancelled":
 			waitRound(t, cl, run.GetID(), 1, 2*time.Minute)
 			err = cl.CancelWorkflow(context.Background(), run.GetID(), "")
@@ -1101,6 +1116,27 @@ func TestEveryEndingReleasesMembers(t *testing.T) {
 			t.Errorf("after a %s run the worker still holds %.0f members", end, held())
 		}
 	}
+}
+
+// waitPlaced polls the run until every member has a worker.
+func waitPlaced(t *testing.T, cl client.Client, id string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if d, err := cl.DescribeWorkflowExecution(context.Background(), id, ""); err == nil &&
+			d.GetWorkflowExecutionInfo().GetStatus() != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			break
+		}
+		if v, err := cl.QueryWorkflow(context.Background(), id, "", workflows.QueryProgress); err == nil {
+			var p workflows.Progress
+			if v.Get(&p) == nil && len(p.Queues) > 0 && !slices.Contains(p.Queues, "") {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	err := cl.GetWorkflow(context.Background(), id, "").Get(context.Background(), nil)
+	t.Fatalf("run %s never placed its members (%v)", id, err)
 }
 
 // TestCleanShutdownLeavesThePool: a GPU worker stopped with SIGTERM is out

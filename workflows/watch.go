@@ -64,7 +64,7 @@ func (m onMembers) run(c *call) {
 	c.fut, c.cancel = workflow.ExecuteActivity(ctx, c.fn, c.arg), cancel
 }
 
-// retryable reports whether a failed call should run once more on its
+// retryable reports whether a failed call should run again on its
 // worker (watched runs retry here, not in the server: a retry the server
 // schedules after a heartbeat timeout would wait out schedule-to-start on
 // the queue of a worker that has just died).
@@ -79,6 +79,11 @@ func retryable(err error) bool {
 	var ce *temporal.CanceledError
 	return !errors.As(err, &ce)
 }
+
+// memberAttempts is how often a watched run tries a member's activity that
+// fails with a retryable error: backoffs of 1, 2, 4, 8, 16 and then 30 s
+// add up to about 4 minutes.
+const memberAttempts = 12
 
 // memberNonRetryable are the error types that retrying a member's activity
 // cannot help.
@@ -117,9 +122,14 @@ func (m onMembers) await(ctx workflow.Context, s *spec.RunSpec, st *State, calls
 					activities.ErrMemberNotHere, nil)
 			} else {
 				errs[k] = get(k, f)
-				if errs[k] != nil && m.watch > 0 && c.attempt < 2 && retryable(errs[k]) {
-					m.run(c)
-					sel.AddFuture(c.fut, done)
+				if errs[k] != nil && m.watch > 0 && c.attempt < memberAttempts && retryable(errs[k]) {
+					// Again on the same worker after a backoff: a store or
+					// network outage of a few minutes is ridden out.
+					wait := min(time.Second<<(c.attempt-1), 30*time.Second)
+					sel.AddFuture(workflow.NewTimer(ctx, wait), func(workflow.Future) {
+						m.run(c)
+						sel.AddFuture(c.fut, done)
+					})
 					return
 				}
 			}
