@@ -26,7 +26,8 @@ test-unit:
 # Long tests: workflowcheck, fuzzing, and against real servers (the embedded
 # Temporal server and versitygw on 127.0.0.1, both started and stopped here):
 # S3 faults, the pipeline against the in-process trainer, SIGKILLed workers
-# and a SIGKILLed `corl dev`.
+# and a SIGKILLed `corl dev`, every way a run ends, and (as root) partitions
+# between network namespaces made on this machine (iproute2).
 test-long: tools tokref test-arm64 cuda-emu
 	$(WORKFLOWCHECK) ./workflows/...
 	$(GO) test -count=1 -run TestConformance -v ./tokenizer
@@ -39,7 +40,8 @@ test-long: tools tokref test-arm64 cuda-emu
 	CORL_CUDA_EMU=$(CUDA_EMU) $(GO) test -count=1 -tags long -timeout 30m -run TestLocalRoundsOnEmulatedCUDA -v ./train
 	$(GO) test -count=1 -run XXX -fuzz FuzzParse -fuzztime 1000000x ./safetensors
 	$(GO) test -count=1 -run XXX -fuzz FuzzBytesRoundTrip -fuzztime 15000x ./tokenizer
-	VERSITYGW=$(VERSITYGW) scripts/with-s3.sh $(GO) test -count=1 -timeout 30m -tags e2e ./blob ./e2e
+	@command -v ip >/dev/null || (apt-get update -qq && apt-get install -y -qq --no-install-recommends iproute2)
+	VERSITYGW=$(VERSITYGW) scripts/with-s3.sh $(GO) test -count=1 -timeout 40m -tags e2e ./blob ./e2e
 
 tools: $(VERSITYGW) $(WORKFLOWCHECK)
 

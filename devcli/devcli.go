@@ -48,6 +48,7 @@ type env struct {
 // registry (nil: no metrics).
 type devOptions struct {
 	dir     string
+	ip      string // the address the server listens on ("": 127.0.0.1)
 	port    int
 	backend gpu.Backend
 	metrics *metrics.Registry
@@ -83,7 +84,7 @@ func errSuffix(err error) string {
 
 func startLocked(ctx context.Context, o devOptions, stdio cli.IO, getenv func(string) string) (*env, error) {
 	dir, port, be := o.dir, o.port, o.backend
-	srv, err := devserver.Start(devserver.Options{DBFile: filepath.Join(dir, "temporal.db"), Port: port,
+	srv, err := devserver.Start(devserver.Options{DBFile: filepath.Join(dir, "temporal.db"), IP: o.ip, Port: port,
 		Namespace: "default", SearchAttributes: workflows.SearchAttributeTypes, LogFile: filepath.Join(dir, "temporal.log")})
 	if err != nil {
 		return nil, err
@@ -169,6 +170,7 @@ func newDevCmd(stdio cli.IO, getenv func(string) string) *cobra.Command {
 	var (
 		dir      string
 		port     int
+		ip       string
 		noWorker bool
 		bf       cli.BackendFlags
 		mAddr    string
@@ -204,7 +206,7 @@ from another terminal with corl run; stop with Ctrl-C.`,
 			if !cmd.Flags().Changed("ui-port") && port != 0 && port+1000 <= 65535 {
 				uiPort = port + 1000 // as temporal server start-dev
 			}
-			e, err := start(cmd.Context(), devOptions{dir: abs, port: port, backend: be, metrics: reg, ui: !headless, uiPort: uiPort}, stdio, getenv)
+			e, err := start(cmd.Context(), devOptions{dir: abs, ip: ip, port: port, backend: be, metrics: reg, ui: !headless, uiPort: uiPort}, stdio, getenv)
 			if err != nil {
 				return err
 			}
@@ -227,6 +229,7 @@ from another terminal with corl run; stop with Ctrl-C.`,
 	fl := cmd.Flags()
 	fl.StringVar(&dir, "dir", "corl-data", "data directory (Temporal database, blobs, logs)")
 	fl.IntVar(&port, "port", 7233, "Temporal frontend port (0: any free port)")
+	fl.StringVar(&ip, "ip", "127.0.0.1", "address the Temporal server listens on (one of this machine's; workers elsewhere dial it)")
 	fl.BoolVar(&noWorker, "no-worker", false, "run the server only")
 	fl.IntVar(&uiPort, "ui-port", 0, "Temporal Web UI port (default: --port + 1000, as temporal server start-dev; 0: any free port)")
 	fl.BoolVar(&headless, "headless", false, "do not serve the Temporal Web UI")

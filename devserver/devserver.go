@@ -129,7 +129,7 @@ func Start(o Options) (*Server, error) {
 	}
 	hosts := map[primitives.ServiceName]static.Hosts{}
 	for i, name := range []primitives.ServiceName{primitives.FrontendService, primitives.HistoryService, primitives.MatchingService, primitives.WorkerService} {
-		hosts[name] = static.SingleLocalHost(net.JoinHostPort("127.0.0.1", fmt.Sprint(ports[i])))
+		hosts[name] = static.SingleLocalHost(net.JoinHostPort(o.IP, fmt.Sprint(ports[i])))
 	}
 	dyn := dynamicconfig.StaticClient{
 		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
