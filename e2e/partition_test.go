@@ -280,7 +280,10 @@ func TestPartitions(t *testing.T) {
 				cl = dial(t, r.conn)
 			case "disk-full":
 				fill := filepath.Join(storeDir, "fill")
-				exec.Command("dd", "if=/dev/zero", "of="+fill, "bs=1M").Run() // until ENOSPC
+				out, _ := exec.Command("dd", "if=/dev/zero", "of="+fill, "bs=1M").CombinedOutput() // until ENOSPC
+				if !strings.Contains(string(out), "No space left on device") {
+					t.Fatalf("dd did not fill the store's filesystem: %s", out)
+				}
 				time.Sleep(40 * time.Second)
 				os.Remove(fill)
 			}
