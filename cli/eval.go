@@ -102,6 +102,11 @@ Examples:
 			if blind != "" {
 				printBlindSpot(stdio.Out, spot, probs, res)
 			}
+			if samples < 2 {
+				fmt.Fprintln(stdio.Out, "signal check: add --samples 8 to see whether RL has anything to learn from on these problems")
+			} else if err := printSignal(stdio.Out, res, res, "own vote", "model's own vote"); err != nil {
+				return err
+			}
 			if compare == "" {
 				return nil
 			}
@@ -114,6 +119,18 @@ Examples:
 				return err
 			}
 			printComparison(stdio.Out, dir, compare, res, other)
+			if samples >= 2 {
+				// Co-RL's reward: each model's samples against the other's vote.
+				for _, pair := range []struct {
+					name, by string
+					r, l     evaluate.Result
+				}{{dir, compare, res, other}, {compare, dir, other, res}} {
+					fmt.Fprintf(stdio.Out, "%s labelled by %s:\n", pair.name, pair.by)
+					if err := printSignal(stdio.Out, pair.r, pair.l, "peer vote", "peer's vote"); err != nil {
+						return err
+					}
+				}
+			}
 			if blind != "" {
 				fmt.Fprintf(stdio.Out, "%s:\n", compare)
 				printBlindSpot(stdio.Out, spot, probs, other)
@@ -140,6 +157,24 @@ Examples:
 	fl.StringVar(&compare, "compare", "", "a second checkpoint, scored on the same problems and samples: the paired difference with its interval, McNemar's test on the greedy answers")
 	bf.Register(fl, getenv)
 	return cmd
+}
+
+// printSignal prints the signal check of r's samples under ground truth
+// and under labeller's vote, and a warning with what to try when either
+// is too weak to learn from.
+func printSignal(w io.Writer, r, labeller evaluate.Result, row, vote string) error {
+	s, err := evaluate.SignalOf(r, labeller)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "signal check, %d samples per problem (GRPO learns only from prompts whose samples are rewarded unequally):\n", s.Samples)
+	fmt.Fprintf(w, "  ground truth  %3.0f%% of problems have samples both right and wrong\n", 100*s.Mixed)
+	fmt.Fprintf(w, "  %-12s  labels %.0f%% of problems (a unique plurality answer), right on %.0f%% of those; %.0f%% have samples both agreeing and disagreeing with the label\n",
+		row, 100*s.Labeled, 100*s.LabelAcc, 100*s.VoteMixed)
+	for _, a := range s.Advice(vote) {
+		fmt.Fprintln(w, "warning:", a)
+	}
+	return nil
 }
 
 // loadCheckpoint loads a checkpoint directory's model (on the chosen

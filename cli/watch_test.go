@@ -245,3 +245,23 @@ func TestEvalAndGenerateRefuseCorruptWeights(t *testing.T) {
 		}
 	}
 }
+
+// TestEvalSignalCheck: corl eval with samples prints the signal check and,
+// for a random model that no RL could improve, the warning with what to
+// try; with --compare, each model under the other's vote.
+func TestEvalSignalCheck(t *testing.T) {
+	a, b := testmodels.Base(t, model.Llama, 1), testmodels.Base(t, model.GPT2, 2)
+	code, out, errs := run(t, "eval", "--model", a, "--tasks", "mod", "--n", "4", "--max-new-tokens", "4", "--samples", "3", "--compare", b)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"signal check, 3 samples per problem", "ground truth    0% of problems have samples both right and wrong",
+		"warning: only 0% of problems", a + " labelled by " + b + ":", "peer vote"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, out, _ = run(t, "eval", "--model", a, "--tasks", "mod", "--n", "2", "--max-new-tokens", "2"); !strings.Contains(out, "signal check: add --samples") {
+		t.Errorf("without samples: %s", out)
+	}
+}

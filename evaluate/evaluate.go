@@ -50,6 +50,7 @@ type Result struct {
 	SampledByTask  map[string]float64 `json:"sampled_pass_at_1_by_task,omitempty"`
 	SampleCorrect  []int              `json:"sample_correct,omitempty"` // per problem: right samples of k
 	SampleAnswers  [][]string         `json:"-"`                        // per problem: the k normalised answers
+	Truth          []string           `json:"-"`                        // per problem: the normalised right answer
 	// 95% bootstrap intervals over problems.
 	PassAt1CI stats.Interval  `json:"pass_at_1_ci"`
 	SampledCI *stats.Interval `json:"sampled_pass_at_1_ci,omitempty"`
@@ -106,7 +107,8 @@ func Run(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.Problem, o
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{N: len(problems), ByTask: map[string]float64{}, Correct: make([]bool, len(problems)), Answers: make([]string, len(problems))}
+	res := Result{N: len(problems), ByTask: map[string]float64{}, Correct: make([]bool, len(problems)), Answers: make([]string, len(problems)),
+		Truth: make([]string, len(problems))}
 	if k > 0 {
 		res.Samples, res.SampledByTask = k, map[string]float64{}
 		res.SampleCorrect, res.SampleAnswers = make([]int, len(problems)), make([][]string, len(problems))
@@ -117,6 +119,7 @@ func Run(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.Problem, o
 		var v datasets.Verdict
 		rule := o.Answers.ForPrompt(p.Prompt)
 		res.Answers[i], v = rule.Judge(row[0].Text, p.Answer)
+		res.Truth[i] = rule.Normalize(p.Answer)
 		res.Correct[i] = v == datasets.Correct
 		count[p.Task]++
 		if res.Correct[i] {

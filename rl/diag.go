@@ -1,6 +1,7 @@
 package rl
 
 import (
+	"fmt"
 	"math"
 	"sort"
 
@@ -233,4 +234,21 @@ func CohortVote(answers [][][]string, right func(problem int, answer string) boo
 	r.Tie /= float64(P)
 	r.NoAnswer /= float64(P)
 	return r
+}
+
+// noSignal is the share of a member's prompts whose samples all got the
+// same reward beyond which its update is nearly empty.
+const noSignal = 0.9
+
+// Warnings says, for each member (named by names) whose update had almost
+// nothing to learn from this round, why and where to look.
+func (d Diagnostics) Warnings(names []string) []string {
+	var out []string
+	for i, m := range d.Models {
+		if i < len(names) && m.ZeroVarFrac >= noSignal {
+			out = append(out, fmt.Sprintf("member %s: %.0f%% of the round's prompts gave all its samples one reward (no gradient; labeled %.0f%%): the run can hardly learn; `corl eval --samples 8` on its base (with --compare a peer) says why",
+				names[i], 100*m.ZeroVarFrac, 100*m.LabeledFrac))
+		}
+	}
+	return out
 }

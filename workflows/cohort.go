@@ -645,6 +645,11 @@ func runRound(ctx workflow.Context, s *spec.RunSpec, st *State, members onMember
 	}
 	lap("update")
 	sum := RoundSummary{Round: st.Round + 1, Diag: grade.Diag, Loss: make([]float64, n), Stages: stages}
+	if st.Round == 0 { // the first round says whether learning is possible at all
+		for _, w := range grade.Diag.Warnings(s.MemberNames()) {
+			st.note("round 1: " + w)
+		}
+	}
 	for i, u := range ups {
 		sum.Loss[i] = u.Stats.Loss
 		secs[i] = u.Seconds
