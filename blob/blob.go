@@ -49,8 +49,12 @@ func JudgeKey(run string, round int, member string) string {
 
 // CheckpointPrefix is where member's state after round lives.
 func CheckpointPrefix(run string, round int, member string) string {
-	return fmt.Sprintf("runs/%s/checkpoints/round-%05d/%s", run, round, member)
+	return fmt.Sprintf("runs/%s/checkpoints/%s/%s", run, RoundName(round), member)
 }
+
+// RoundName names a round's checkpoints, in a store and in a local run's
+// directory alike (round-00040).
+func RoundName(round int) string { return fmt.Sprintf("round-%05d", round) }
 
 func checkKey(key string) error {
 	if key == "" || strings.HasPrefix(key, "/") || strings.Contains(key, "..") || strings.Contains(key, "\\") {

@@ -125,7 +125,7 @@ func reference(t *testing.T, file string) map[string]string {
 	}
 	out := map[string]string{}
 	for _, m := range s.Members {
-		b, err := os.ReadFile(filepath.Join(s.OutputDir, s.Name, "checkpoints", fmt.Sprintf("round-%d", s.Rounds), m.Name, "model.safetensors"))
+		b, err := os.ReadFile(filepath.Join(s.OutputDir, s.Name, "checkpoints", blob.RoundName(s.Rounds), m.Name, "model.safetensors"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/gpu"
 	"github.com/corl-project/corl/gpu/cpu"
@@ -101,8 +102,8 @@ func TestLocalRoundsOnEmulatedCUDA(t *testing.T) {
 
 	for _, m := range []string{"llama-odd", "gpt2-even"} {
 		base := tensors(t, filepath.Join("..", "examples", "zoo", m+"-small", "model.safetensors"))
-		a := tensors(t, filepath.Join(cpuDir, "checkpoints", "round-3", m, "model.safetensors"))
-		b := tensors(t, filepath.Join(gpuDir, "checkpoints", "round-3", m, "model.safetensors"))
+		a := tensors(t, filepath.Join(cpuDir, "checkpoints", blob.RoundName(3), m, "model.safetensors"))
+		b := tensors(t, filepath.Join(gpuDir, "checkpoints", blob.RoundName(3), m, "model.safetensors"))
 		var moved, diff, movedAbs, diffAbs float64
 		for name, x := range a {
 			y, w0 := b[name], base[name]

@@ -6,9 +6,9 @@ import (
 	"context"
 	"io"
 	"path/filepath"
-	"strconv"
 	"testing"
 
+	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/gpu/cpu"
@@ -63,7 +63,7 @@ func TestGroundTruthRLLearns(t *testing.T) {
 	}
 	for i, mb := range s.Members {
 		base := bases[i]
-		after := score(filepath.Join(s.OutputDir, s.Name, "checkpoints", "round-"+strconv.Itoa(s.Rounds), mb.Name))
+		after := score(filepath.Join(s.OutputDir, s.Name, "checkpoints", blob.RoundName(s.Rounds), mb.Name))
 		sampled, p := stats.PairedDiff(base.SampledScores(), after.SampledScores(), 1)
 		greedy, _ := stats.PairedDiff(base.Scores(), after.Scores(), 1)
 		t.Logf("%s, %d validation problems, %d rounds: sampled pass@1 %.3f -> %.3f (diff %+.3f [%+.3f, %+.3f], p %.3f); greedy %.3f -> %.3f (diff %+.3f [%+.3f, %+.3f])",

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/evaluate"
@@ -223,7 +224,8 @@ type Options struct {
 }
 
 // Local runs the spec in this process. Metrics go to
-// <output_dir>/<name>/metrics.jsonl; checkpoints to .../checkpoints/round-N.
+// <output_dir>/<name>/metrics.jsonl; checkpoints to .../checkpoints/round-NNNNN
+// (blob.RoundName, as the pipeline names them).
 // With Resume, it continues from the last checkpoint, re-running the rounds
 // after it with the same seeds, so the result equals an uninterrupted run.
 func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, log io.Writer) error {
@@ -356,7 +358,7 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 			return err
 		}
 		if last || r+1 == end || (s.Checkpoint.Every > 0 && (r+1)%s.Checkpoint.Every == 0) {
-			dir := filepath.Join(runDir, "checkpoints", fmt.Sprintf("round-%d", r+1))
+			dir := filepath.Join(runDir, "checkpoints", blob.RoundName(r+1))
 			t0 := time.Now()
 			for _, m := range members {
 				if err := SaveMember(m, filepath.Join(dir, m.Name)); err != nil {

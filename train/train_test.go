@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/evaluate"
@@ -92,8 +93,8 @@ func TestLocalRunAndExactResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"g", "l"} {
-		x := weights(t, filepath.Join(full, "t", "checkpoints", "round-3", name))
-		y := weights(t, filepath.Join(part, "t", "checkpoints", "round-3", name))
+		x := weights(t, filepath.Join(full, "t", "checkpoints", blob.RoundName(3), name))
+		y := weights(t, filepath.Join(part, "t", "checkpoints", blob.RoundName(3), name))
 		if !bytes.Equal(x, y) {
 			t.Fatalf("member %s: resumed run's weights differ from the uninterrupted run's", name)
 		}
@@ -180,7 +181,7 @@ func TestMaxFLOPsEndsALocalRun(t *testing.T) {
 			t.Fatalf("%d rounds under a budget spent in round 3", len(got))
 		}
 	}
-	if !fileExists(filepath.Join(budget, "t", "checkpoints", "round-3", "g", "model.safetensors")) {
+	if !fileExists(filepath.Join(budget, "t", "checkpoints", blob.RoundName(3), "g", "model.safetensors")) {
 		t.Error("no checkpoint after the round that spent the budget")
 	}
 	if !strings.Contains(log.String(), "spent max_flops") {
