@@ -523,7 +523,7 @@ func (a *Activities) Grade(ctx context.Context, in GradeInput) (GradeOutput, err
 	secs := time.Since(start).Seconds()
 	run := runKey(in.Run, s.Name)
 	for i, md := range gb.Diag.Models {
-		a.Metrics.Round(run, s.Members[i].Name, md.RewardMean, md.LabeledFrac)
+		a.Metrics.Round(run, s.Members[i].Name, md.RewardMean, md.LabeledFrac, md.ModalShare)
 	}
 	a.Metrics.Stage(run, "", "grade", secs, activity.GetInfo(ctx).Attempt)
 	return GradeOutput{Key: key, Diag: gb.Diag, Seconds: secs}, nil

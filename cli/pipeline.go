@@ -394,6 +394,7 @@ func printWaits(w io.Writer, p *workflows.Progress, now time.Time) {
 // Watch renders progress until the run ends, then its result.
 func Watch(ctx context.Context, cl client.Client, id string, w io.Writer, every time.Duration) error {
 	last, lastEval := "", -1
+	noted := map[string]bool{}
 	wait := every
 	for {
 		p, status, err := progress(ctx, cl, id)
@@ -420,6 +421,12 @@ func Watch(ctx context.Context, cl client.Client, id string, w io.Writer, every 
 		if line != last {
 			fmt.Fprintln(w, line)
 			last = line
+		}
+		for _, n := range p.Notes { // what went wrong and was worked around, a collapse, no gradient
+			if !noted[n] {
+				noted[n] = true
+				fmt.Fprintln(w, "note:", n)
+			}
 		}
 		if n := len(p.Evals); n > 0 && p.Evals[n-1].Round != lastEval {
 			lastEval = p.Evals[n-1].Round

@@ -36,6 +36,7 @@ type Corl struct {
 	Retries      *prometheus.CounterVec   // stage: activity attempts after the first
 	Placements   *prometheus.CounterVec   // run, member: members loaded on this worker
 	Held         prometheus.Gauge         // members this worker holds now
+	Modal        *prometheus.GaugeVec     // run, member: share of the latest round's prompts voting the member's most common answer
 }
 
 // Registry is a process's metrics.
@@ -68,10 +69,12 @@ func New() *Registry {
 			Help: "Activity attempts after the first, per stage."}, []string{"stage"}),
 		Placements: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "corl_member_placements_total",
 			Help: "Members loaded on this worker (a number above one per member means it moved here after a lost worker)."}, []string{"run", "member"}),
+		Modal: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "corl_modal_answer_share",
+			Help: "Share of the latest round's prompts whose vote is the member's most common answer (near 1: collapsed onto one answer)."}, []string{"run", "member"}),
 		Held: prometheus.NewGauge(prometheus.GaugeOpts{Name: "corl_members_held",
 			Help: "Members this worker holds now (released when their run ends, however it ends)."}),
 	}
-	reg.MustRegister(c.StageSeconds, c.Tokens, c.FLOPs, c.Reward, c.Labeled, c.PassAt1, c.Retries, c.Placements, c.Held)
+	reg.MustRegister(c.StageSeconds, c.Tokens, c.FLOPs, c.Reward, c.Labeled, c.PassAt1, c.Retries, c.Placements, c.Held, c.Modal)
 	reporter := tallyprom.NewReporter(tallyprom.Options{Registerer: reg})
 	scope, closer := tally.NewRootScope(tally.ScopeOptions{CachedReporter: reporter, Separator: tallyprom.DefaultSeparator,
 		SanitizeOptions: &sdktally.PrometheusSanitizeOptions}, time.Second)
@@ -146,13 +149,15 @@ func (c *Corl) Work(run, member, stage, kind string, tokens int, flops float64) 
 	c.FLOPs.WithLabelValues(run, member, stage).Add(flops)
 }
 
-// Round sets a member's latest mean reward and labeled fraction.
-func (c *Corl) Round(run, member string, reward, labeled float64) {
+// Round sets a member's latest mean reward, labeled fraction and modal
+// answer share.
+func (c *Corl) Round(run, member string, reward, labeled, modal float64) {
 	if c == nil {
 		return
 	}
 	c.Reward.WithLabelValues(run, member).Set(reward)
 	c.Labeled.WithLabelValues(run, member).Set(labeled)
+	c.Modal.WithLabelValues(run, member).Set(modal)
 }
 
 // Eval sets a member's latest pass@1 on the original wording and its own view.

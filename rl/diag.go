@@ -18,6 +18,12 @@ type ModelDiag struct {
 	AnswerEntropy   float64 `json:"answer_entropy"`   // nats, mean over prompts; collapse -> 0
 	DistinctAnswers float64 `json:"distinct_answers"` // mean over prompts
 	MeanLength      float64 `json:"mean_length"`
+	// ModalAnswer is the answer the member's votes give most often across
+	// the round's prompts, ModalShare the share of prompts voting it: near
+	// 1 when the member answers everything alike, a collapse across
+	// prompts that per-prompt entropy cannot see.
+	ModalAnswer string  `json:"modal_answer,omitempty"`
+	ModalShare  float64 `json:"modal_answer_share"`
 	// Against held-out truth, when the prompts have it (diagnostic only).
 	PseudoLabelAcc *float64 `json:"pseudo_label_accuracy,omitempty"` // labeled prompts whose label is right
 	SampleAcc      *float64 `json:"sample_accuracy,omitempty"`       // samples with the right answer
@@ -37,6 +43,10 @@ type PairDiag struct {
 type Diagnostics struct {
 	Models []ModelDiag `json:"models"`
 	Pairs  []PairDiag  `json:"pairs"`
+	// TruthModalShare is the share of the round's prompts whose right
+	// answer is the most common right answer: how alike the answers
+	// should be (nil without truth).
+	TruthModalShare *float64 `json:"truth_modal_share,omitempty"`
 }
 
 // Diagnose computes diagnostics from rollouts, the strategy output and,
@@ -88,6 +98,15 @@ func Diagnose(rollouts [][]Group, out Output, truth []string, threshold float64)
 			}
 		}
 		P := float64(len(m))
+		var voted []string
+		for _, v := range votes[i] {
+			if v.Answer != "" {
+				voted = append(voted, v.Answer)
+			}
+		}
+		if modal, n, _ := datasets.MostCommon(voted); n > 0 && P > 0 {
+			md.ModalAnswer, md.ModalShare = modal, float64(n)/P
+		}
 		md.RewardMean, md.RewardStd = meanStd(all)
 		if P > 0 {
 			md.ZeroVarFrac /= P
@@ -108,6 +127,11 @@ func Diagnose(rollouts [][]Group, out Output, truth []string, threshold float64)
 			}
 		}
 		d.Models = append(d.Models, md)
+	}
+	if len(truth) > 0 {
+		_, n, _ := datasets.MostCommon(truth)
+		share := float64(n) / float64(len(truth))
+		d.TruthModalShare = &share
 	}
 	for i := range rollouts {
 		for j := i + 1; j < len(rollouts); j++ {
@@ -249,6 +273,53 @@ func (d Diagnostics) Warnings(names []string) []string {
 			out = append(out, fmt.Sprintf("member %s: %.0f%% of the round's prompts gave all its samples one reward (no gradient; labeled %.0f%%): the run can hardly learn; `corl eval --samples 8` on its base (with --compare a peer) says why",
 				names[i], 100*m.ZeroVarFrac, 100*m.LabeledFrac))
 		}
+	}
+	return out
+}
+
+// A member has collapsed when at least half the round's prompts vote one
+// answer and, with truth, a quarter of the prompts more than the right
+// answers share (a task whose answers are mostly "yes" is not a collapse).
+const (
+	collapseShare  = 0.5
+	collapseMargin = 0.25
+)
+
+// Collapsed reports whether member i's votes have collapsed onto one
+// answer across the round's prompts.
+func (d Diagnostics) Collapsed(i int) bool {
+	m := d.Models[i]
+	if m.ModalShare < collapseShare {
+		return false
+	}
+	return d.TruthModalShare == nil || m.ModalShare >= *d.TruthModalShare+collapseMargin
+}
+
+// Collapse says which members (named by names) have collapsed onto one
+// answer this round, and whether the whole cohort has, onto the same one:
+// then peer rewards reinforce it, whatever pass@1 says.
+func (d Diagnostics) Collapse(names []string) []string {
+	var out []string
+	same, all := "", len(d.Models) > 1
+	for i, m := range d.Models {
+		if i >= len(names) || !d.Collapsed(i) {
+			all = false
+			continue
+		}
+		expect := "no labels to compare with"
+		if d.TruthModalShare != nil {
+			expect = fmt.Sprintf("the right answers share at most %.0f%%", 100**d.TruthModalShare)
+		}
+		out = append(out, fmt.Sprintf("member %s: %.0f%% of the round's prompts vote one answer (%q; %s): its answers are collapsing across prompts",
+			names[i], 100*m.ModalShare, m.ModalAnswer, expect))
+		if i == 0 {
+			same = m.ModalAnswer
+		} else if m.ModalAnswer != same {
+			all = false
+		}
+	}
+	if all {
+		out = append(out, fmt.Sprintf("the cohort has collapsed onto one answer (%q): every member votes it on most prompts, so peer rewards reinforce it", same))
 	}
 	return out
 }

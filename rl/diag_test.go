@@ -12,3 +12,42 @@ func TestWarningsNameMembersWithoutSignal(t *testing.T) {
 		t.Errorf("warnings %q", w)
 	}
 }
+
+// groupsVoting is one model's rollout whose prompts' samples all answer as
+// given.
+func groupsVoting(answers ...string) []Group {
+	gs := make([]Group, len(answers))
+	for p, a := range answers {
+		gs[p] = Group{{Answer: a}, {Answer: a}, {Answer: a}}
+	}
+	return gs
+}
+
+// TestCollapseAcrossPromptsIsSeen: members whose every prompt gets the same
+// answer (each prompt's samples agree, so per-prompt entropy is 0 either
+// way) are flagged when the labels are varied, and the cohort when they
+// share the answer; a task whose right answers are mostly alike is not a
+// collapse.
+func TestCollapseAcrossPromptsIsSeen(t *testing.T) {
+	zero := func(n int) [][]float64 { return make([][]float64, n) }
+	out := Output{Rewards: [][][]float64{zero(4), zero(4)}}
+	healthy := [][]Group{groupsVoting("1", "2", "3", "4"), groupsVoting("1", "2", "3", "5")}
+	collapsed := [][]Group{groupsVoting("yes", "yes", "yes", "no"), groupsVoting("yes", "yes", "yes", "yes")}
+	names := []string{"a", "b"}
+	if w := Diagnose(healthy, out, []string{"1", "2", "3", "4"}, 0).Collapse(names); len(w) != 0 {
+		t.Errorf("a healthy cohort flagged: %q", w)
+	}
+	d := Diagnose(collapsed, out, []string{"yes", "no", "no", "yes"}, 0)
+	if d.Models[1].ModalShare != 1 || d.Models[0].ModalShare != 0.75 || *d.TruthModalShare != 0.5 {
+		t.Fatalf("modal shares %+v, truth %v", d.Models, *d.TruthModalShare)
+	}
+	w := strings.Join(d.Collapse(names), "\n")
+	for _, want := range []string{`member a: 75% of the round's prompts vote one answer ("yes"`, "member b: 100%", "the cohort has collapsed onto one answer"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("collapse warnings %q lack %q", w, want)
+		}
+	}
+	if w := Diagnose(collapsed, out, []string{"yes", "yes", "yes", "yes"}, 0).Collapse(names); len(w) != 0 {
+		t.Errorf("answers as alike as the labels flagged: %q", w)
+	}
+}

@@ -334,14 +334,17 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 			}
 		}
 		fmt.Fprintln(log)
+		names := make([]string, len(members))
+		for i, m := range members {
+			names[i] = m.Name
+		}
 		if r == 0 { // the first round says whether learning is possible at all
-			names := make([]string, len(members))
-			for i, m := range members {
-				names[i] = m.Name
-			}
 			for _, w := range met.Diag.Warnings(names) {
 				fmt.Fprintln(log, "warning:", w)
 			}
+		}
+		for _, w := range met.Diag.Collapse(names) {
+			fmt.Fprintf(log, "warning: round %d: %s\n", r+1, w)
 		}
 		last := r+1 == s.Rounds || budgetSpent()
 		if len(data.Eval) > 0 && (last || (s.Eval.Every > 0 && (r+1)%s.Eval.Every == 0)) {

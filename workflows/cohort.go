@@ -650,6 +650,13 @@ func runRound(ctx workflow.Context, s *spec.RunSpec, st *State, members onMember
 			st.note("round 1: " + w)
 		}
 	}
+	for _, w := range grade.Diag.Collapse(s.MemberNames()) {
+		// Once per member (and once for the cohort) while it lasts in the notes.
+		what := w[:strings.Index(w+":", ":")]
+		if !slices.ContainsFunc(st.Notes, func(n string) bool { return strings.Contains(n, "collaps") && strings.Contains(n, ": "+what) }) {
+			st.note(fmt.Sprintf("round %d: %s", st.Round+1, w))
+		}
+	}
 	for i, u := range ups {
 		sum.Loss[i] = u.Stats.Loss
 		secs[i] = u.Seconds

@@ -45,6 +45,8 @@ type fake struct {
 	acquire func(context.Context, activities.AcquireInput) (activities.AcquireOutput, error)
 	// dead queues: their workers never finish what they were given.
 	dead map[string]bool
+	// diag, when set, is every round's grade diagnostics.
+	diag *rl.Diagnostics
 }
 
 func (f *fake) isDead(ctx context.Context) bool {
@@ -96,7 +98,11 @@ func newEnv(t *testing.T, f *fake) *testsuite.TestWorkflowEnvironment {
 	}).After(time.Minute) // test-clock time: a round takes a minute
 	env.OnActivity(a.Grade, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.GradeInput) (activities.GradeOutput, error) {
 		f.note("Grade", activities.MemberRef{Spec: in.Spec, Round: in.Round})
-		return activities.GradeOutput{Key: fmt.Sprintf("g%d", in.Round), Diag: rl.Diagnostics{Models: make([]rl.ModelDiag, 2)}}, nil
+		d := rl.Diagnostics{Models: make([]rl.ModelDiag, 2)}
+		if f.diag != nil {
+			d = *f.diag
+		}
+		return activities.GradeOutput{Key: fmt.Sprintf("g%d", in.Round), Diag: d}, nil
 	})
 	env.OnActivity(a.Update, mock.Anything, mock.Anything).Return(func(_ context.Context, ref activities.MemberRef) (activities.UpdateOutput, error) {
 		return activities.UpdateOutput{Stats: rl.UpdateStats{Loss: 0.5}, Seconds: 1, FLOPs: 5}, f.note("Update", ref)
@@ -675,5 +681,33 @@ func TestNoStageWaitsOnADeadWorker(t *testing.T) {
 				t.Errorf("the run took %s of workflow time: it waited on a dead worker", took)
 			}
 		})
+	}
+}
+
+// TestCollapseIsNoted: a cohort whose members vote one answer on most
+// prompts, against varied labels, is noted in the run's progress, once per
+// member and once for the cohort however many rounds it lasts; so is a
+// first round without gradient.
+func TestCollapseIsNoted(t *testing.T) {
+	f := newFake()
+	truth := 0.3
+	f.diag = &rl.Diagnostics{Models: []rl.ModelDiag{{ModalAnswer: "yes", ModalShare: 0.9, ZeroVarFrac: 1}, {ModalAnswer: "yes", ModalShare: 1}},
+		TruthModalShare: &truth}
+	env := newEnv(t, f)
+	var notes []string
+	env.RegisterDelayedCallback(func() { notes = queryProgress(t, env).Notes }, 250*time.Second)
+	env.ExecuteWorkflow(CohortRun, Input{RunSpec: testSpec(5)})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(notes, "\n")
+	for _, want := range []string{"round 1: member a: 100% of the round's prompts gave all its samples one reward",
+		"round 1: member a: 90% of the round's prompts vote one answer", "round 1: member b: 100%", "round 1: the cohort has collapsed onto one answer (\"yes\")"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("notes lack %q:\n%s", want, joined)
+		}
+	}
+	if len(notes) != 4 {
+		t.Errorf("%d notes after 4 collapsed rounds, want 4 (each once):\n%s", len(notes), joined)
 	}
 }
