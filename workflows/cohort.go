@@ -98,6 +98,7 @@ type State struct {
 	Stage           string         `json:"stage"`
 	Moves           int            `json:"moves"`             // members re-placed after a lost worker
 	Suspect         []string       `json:"suspect,omitempty"` // queues whose worker timed out since the last placement
+	NoEvalSet       bool           `json:"no_eval_set,omitempty"` // the data has no evaluation problems: nothing to evaluate
 	Waits           []Wait         `json:"waits,omitempty"`   // what the current stage waits for
 	Pool            *PoolView      `json:"pool,omitempty"`    // the pool as last listed while waiting
 	Notes           []string       `json:"notes,omitempty"`   // the latest things that went wrong and were worked around
@@ -364,7 +365,7 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 		if !allPlaced(st.Queue) {
 			continue
 		}
-		if st.Round == 0 && len(st.Evals) == 0 {
+		if st.Round == 0 && len(st.Evals) == 0 && !st.NoEvalSet {
 			// The bases' scores, so every later evaluation has its baseline.
 			if err := evaluateAll(ctx, &s, st, members, ref, place); err != nil {
 				return nil, err
@@ -391,7 +392,10 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 			}
 			noteStage(st, "checkpoint", workflow.Now(ctx).Sub(t0).Seconds())
 		}
-		if last || (s.Eval.Every > 0 && st.Round%s.Eval.Every == 0) {
+		// As the local runner: no evaluation without evaluation problems
+		// (versioned: histories recorded before evaluated anyway).
+		skipEval := st.NoEvalSet && workflow.GetVersion(ctx, "skip-empty-eval", workflow.DefaultVersion, 1) == 1
+		if !skipEval && (last || (s.Eval.Every > 0 && st.Round%s.Eval.Every == 0)) {
 			t0 := workflow.Now(ctx)
 			if err := evaluateAll(ctx, &s, st, members, ref, place); err != nil {
 				return nil, err
@@ -784,6 +788,12 @@ func evaluateAll(ctx workflow.Context, s *spec.RunSpec, st *State, members onMem
 		func(i int, f workflow.Future) error { return f.Get(ctx, &outs[i]) })
 	if err != nil {
 		return err
+	}
+	if len(outs[0].Correct) == 0 {
+		// No evaluation problems (data.file_split: none, or a file without
+		// labelled held-out rows): a score of 0 would be a lie.
+		st.NoEvalSet = true
+		return nil
 	}
 	ev := EvalSummary{Round: st.Round, PassAt1: make([]float64, n), PassAt1OwnView: make([]float64, n), PassAt1CI: make([]stats.Interval, n)}
 	if s.Eval.Samples > 0 {

@@ -47,6 +47,8 @@ type fake struct {
 	dead map[string]bool
 	// diag, when set, is every round's grade diagnostics.
 	diag *rl.Diagnostics
+	// noEvalSet: evaluations find no problems.
+	noEvalSet bool
 }
 
 func (f *fake) isDead(ctx context.Context) bool {
@@ -114,6 +116,9 @@ func newEnv(t *testing.T, f *fake) *testsuite.TestWorkflowEnvironment {
 		return f.note("Release", ref)
 	})
 	env.OnActivity(a.Evaluate, mock.Anything, mock.Anything).Return(func(_ context.Context, ref activities.MemberRef) (activities.EvalOutput, error) {
+		if f.noEvalSet {
+			return activities.EvalOutput{}, f.note("Evaluate", ref)
+		}
 		return activities.EvalOutput{PassAt1: 0.5, Correct: []bool{true}, Answers: []string{"1"},
 			Pool: [][]string{{"1"}}, Truth: []string{"1"}}, f.note("Evaluate", ref)
 	})
@@ -709,5 +714,29 @@ func TestCollapseIsNoted(t *testing.T) {
 	}
 	if len(notes) != 4 {
 		t.Errorf("%d notes after 4 collapsed rounds, want 4 (each once):\n%s", len(notes), joined)
+	}
+}
+
+// TestNoEvaluationWithoutProblems: a run whose data has no evaluation
+// problems evaluates once, learns there is nothing to score, records no
+// score (a pass@1 of 0 would be a lie) and does not evaluate again, as the
+// local runner does.
+func TestNoEvaluationWithoutProblems(t *testing.T) {
+	f := newFake()
+	f.noEvalSet = true
+	env := newEnv(t, f)
+	s := testSpec(4)
+	s.Eval.Every = 2
+	env.ExecuteWorkflow(CohortRun, Input{RunSpec: s})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res Result
+	env.GetWorkflowResult(&res)
+	if res.Rounds != 4 || len(res.Evals) != 0 {
+		t.Fatalf("result %+v, want 4 rounds and no evaluation", res)
+	}
+	if f.calls["Evaluate"] != 2 {
+		t.Errorf("Evaluate called %d times, want once per member (the bases)", f.calls["Evaluate"])
 	}
 }
