@@ -96,12 +96,12 @@ type State struct {
 	Paused          bool           `json:"paused"`
 	Stopping        bool           `json:"stopping"`
 	Stage           string         `json:"stage"`
-	Moves           int            `json:"moves"`             // members re-placed after a lost worker
-	Suspect         []string       `json:"suspect,omitempty"` // queues whose worker timed out since the last placement
+	Moves           int            `json:"moves"`                 // members re-placed after a lost worker
+	Suspect         []string       `json:"suspect,omitempty"`     // queues whose worker timed out since the last placement
 	NoEvalSet       bool           `json:"no_eval_set,omitempty"` // the data has no evaluation problems: nothing to evaluate
-	Waits           []Wait         `json:"waits,omitempty"`   // what the current stage waits for
-	Pool            *PoolView      `json:"pool,omitempty"`    // the pool as last listed while waiting
-	Notes           []string       `json:"notes,omitempty"`   // the latest things that went wrong and were worked around
+	Waits           []Wait         `json:"waits,omitempty"`       // what the current stage waits for
+	Pool            *PoolView      `json:"pool,omitempty"`        // the pool as last listed while waiting
+	Notes           []string       `json:"notes,omitempty"`       // the latest things that went wrong and were worked around
 	GenFLOPs        []float64      `json:"generation_flops"`
 	UpdateFLOPs     []float64      `json:"update_flops"`
 	JudgeFLOPs      []float64      `json:"judge_flops,omitempty"` // self-certainty and entropy scoring passes
