@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +54,7 @@ func newLab(t *testing.T) *lab {
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("partition tests need iproute2's ip")
 	}
+	clearStaleLabs()
 	var b [2]byte
 	rand.Read(b[:])
 	l := &lab{t: t, id: hex.EncodeToString(b[:])}
@@ -73,6 +75,30 @@ func newLab(t *testing.T) *lab {
 	}
 	return l
 }
+
+// clearStaleLabs removes the namespaces and bridges of labs whose test was
+// killed before its cleanup: their addresses would clash with a new lab's.
+func clearStaleLabs() {
+	if out, err := exec.Command("ip", "netns", "list").Output(); err == nil {
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) > 0 && staleNS.MatchString(f[0]) {
+				exec.Command("ip", "netns", "del", f[0]).Run()
+			}
+		}
+	}
+	if out, err := exec.Command("ip", "-o", "link", "show", "type", "bridge").Output(); err == nil {
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && staleBridge.MatchString(strings.TrimSuffix(f[1], ":")) {
+				exec.Command("ip", "link", "del", strings.TrimSuffix(f[1], ":")).Run()
+			}
+		}
+	}
+}
+
+var (
+	staleNS     = regexp.MustCompile(`^corl-[0-9a-f]{4}-[0-9]+$`)
+	staleBridge = regexp.MustCompile(`^cb[0-9a-f]{4}[st]$`)
+)
 
 func (l *lab) bridge(kind byte) string { return fmt.Sprintf("cb%s%c", l.id, kind) }
 func (l *lab) ns(i int) string         { return fmt.Sprintf("corl-%s-%d", l.id, i) }
