@@ -83,8 +83,8 @@ answers.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdio.Out, "saved %s: %d parameters, %d steps in %.0fs, loss %.3f, eval pass@1 %.3f\n",
-				out, rep.Params, rep.Steps, rep.Seconds, rep.Loss, rep.Eval.PassAt1)
+			fmt.Fprintf(stdio.Out, "saved %s: %d parameters, %d steps in %.0fs, loss %.3f; the weights of step %d, eval pass@1 %.3f (the best evaluated)\n",
+				out, rep.Params, rep.Steps, rep.Seconds, rep.Loss, rep.BestStep, rep.Eval.PassAt1)
 			for _, t := range rep.Eval.Tasks() {
 				fmt.Fprintf(stdio.Out, "  %-8s pass@1 %.3f\n", t, rep.Eval.ByTask[t])
 			}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -96,5 +97,38 @@ func TestCorruptWeightsAreRefused(t *testing.T) {
 	os.Remove(filepath.Join(dir2, "config.json"))
 	if _, err := LoadHF(cpu.New(1), dir2); err == nil || !strings.Contains(err.Error(), "config.json: missing") {
 		t.Errorf("a listed file removed: %v", err)
+	}
+}
+
+// TestSetParamsRestoresCopiedWeights: weights copied before training and
+// set back afterwards are bitwise the copied ones (corl pretrain saves its
+// best evaluated step this way).
+func TestSetParamsRestoresCopiedWeights(t *testing.T) {
+	dir, _ := savedModel(t)
+	m, err := LoadHF(cpu.New(1), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := m.CopyParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := Batch{B: 1, T: 4, Inputs: []int32{1, 2, 3, 4}, Targets: []int32{2, 3, 4, 5}}
+	if _, err := m.TrainStep(b, DefaultOptim(1e-2)); err != nil {
+		t.Fatal(err)
+	}
+	trained, _ := m.CopyParams()
+	if slices.Equal(trained, before) {
+		t.Fatal("the training step changed nothing: the test cannot tell")
+	}
+	if err := m.SetParams(before); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := m.CopyParams()
+	if !slices.Equal(after, before) {
+		t.Error("SetParams did not restore the copied weights")
+	}
+	if err := m.SetParams(before[:10]); err == nil {
+		t.Error("a short copy was accepted")
 	}
 }

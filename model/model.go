@@ -75,6 +75,22 @@ func (m *Model) NumParams() int { return m.lo.total }
 // Params is the parameter buffer (all tensors, see Tensors for the layout).
 func (m *Model) Params() gpu.Buffer { return m.params }
 
+// CopyParams returns the weights as they are now, on the host.
+func (m *Model) CopyParams() ([]float32, error) {
+	host := make([]float32, m.lo.total)
+	m.be.Download(host, m.params)
+	return host, m.be.Sync()
+}
+
+// SetParams puts back weights CopyParams returned.
+func (m *Model) SetParams(host []float32) error {
+	if len(host) != m.lo.total {
+		return fmt.Errorf("set params: %d values for a model of %d", len(host), m.lo.total)
+	}
+	m.be.Upload(m.params, host)
+	return m.be.Sync()
+}
+
 // Grads is the gradient buffer, laid out like Params.
 func (m *Model) Grads() gpu.Buffer { return m.grads }
 

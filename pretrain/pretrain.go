@@ -61,7 +61,10 @@ type Report struct {
 	Config   Config          `json:"config"`
 	Steps    int             `json:"steps"`
 	Loss     float64         `json:"final_loss"`
-	Eval     evaluate.Result `json:"eval"`
+	Eval     evaluate.Result `json:"eval"` // of the saved weights: those of BestStep
+	// BestStep is the evaluated step whose weights are saved: the best
+	// early-stopping pass@1 (the later of equals), not necessarily the last.
+	BestStep int `json:"best_step"`
 	Seconds  float64         `json:"seconds"`
 	Params   int             `json:"params"`
 	TokensPS float64         `json:"train_tokens_per_second"`
@@ -131,6 +134,8 @@ func Run(ctx context.Context, be gpu.Backend, c Config, out string, log io.Write
 	if evalEvery <= 0 {
 		evalEvery = c.Steps
 	}
+	var best []float32 // the best evaluated step's weights
+	bestPass, lastEval := -1.0, 0
 	for step := 1; step <= c.Steps; step++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -151,15 +156,27 @@ func Run(ctx context.Context, be gpu.Backend, c Config, out string, log io.Write
 			if err != nil {
 				return nil, err
 			}
-			rep.Eval = res
 			fmt.Fprintf(log, "step %d: eval pass@1 %.3f (no answer %.3f)", step, res.PassAt1, res.NoAnswer)
 			for _, t := range res.Tasks() {
 				fmt.Fprintf(log, "  %s %.2f", t, res.ByTask[t])
 			}
 			fmt.Fprintln(log)
+			lastEval = step
+			if res.PassAt1 >= bestPass { // the later of equals: more training at the same score
+				bestPass, rep.BestStep, rep.Eval = res.PassAt1, step, res
+				if best, err = m.CopyParams(); err != nil {
+					return nil, err
+				}
+			}
 			if c.TargetPass > 0 && res.PassAt1 >= c.TargetPass {
 				break
 			}
+		}
+	}
+	if rep.BestStep != lastEval {
+		fmt.Fprintf(log, "saving step %d's weights (pass@1 %.3f), the best evaluated, not step %d's\n", rep.BestStep, bestPass, lastEval)
+		if err := m.SetParams(best); err != nil {
+			return nil, err
 		}
 	}
 	rep.Seconds = time.Since(start).Seconds()

@@ -1,0 +1,67 @@
+package pretrain
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/corl-project/corl/datasets"
+	"github.com/corl-project/corl/evaluate"
+	"github.com/corl-project/corl/gpu/cpu"
+	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/tokenizer"
+)
+
+// TestSavesTheBestEvaluatedStep: the saved weights are those of the
+// evaluated step with the best early-stopping pass@1 (the later of
+// equals), not the last step's; re-evaluating the saved model gives that
+// score exactly.
+func TestSavesTheBestEvaluatedStep(t *testing.T) {
+	c := Config{Model: model.Config{Family: model.Llama, Layers: 1, Dim: 48, Heads: 2, MaxSeq: 128},
+		Tasks: []string{"mod"}, DataSeed: 1, PerTask: 400, MaxLevel: 1, Views: 1, EvalN: 40, Steps: 240, Batch: 16,
+		LR: 3e-3, Warmup: 10, Seed: 1, EvalEvery: 20, MaxNew: 24}
+	out := filepath.Join(t.TempDir(), "base")
+	var log bytes.Buffer
+	rep, err := Run(context.Background(), cpu.New(2), c, out, &log)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	bestPass, bestStep := -1.0, 0
+	var seen []string
+	for _, m := range regexp.MustCompile(`step (\d+): eval pass@1 ([0-9.]+)`).FindAllStringSubmatch(log.String(), -1) {
+		step, _ := strconv.Atoi(m[1])
+		p, _ := strconv.ParseFloat(m[2], 64)
+		seen = append(seen, m[1]+":"+m[2])
+		if p >= bestPass-1e-9 {
+			bestPass, bestStep = p, step
+		}
+	}
+	t.Logf("evaluations (step:pass@1): %v; saved step %d", seen, rep.BestStep)
+	if rep.BestStep != bestStep || math.Abs(rep.Eval.PassAt1-bestPass) > 1e-3 {
+		t.Fatalf("saved step %d (pass@1 %.3f), want the best evaluated step %d (%.3f)", rep.BestStep, rep.Eval.PassAt1, bestStep, bestPass)
+	}
+	m, err := model.LoadHF(cpu.New(2), out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, _ := datasets.LookupTask("mod")
+	sp, err := task.Split(c.DataSeed, datasets.SplitSizes{Pretrain: c.PerTask, PretrainVal: c.EvalN, MaxLevel: c.MaxLevel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := evaluate.PassAt1(m, tok, datasets.Rephrase(sp.PretrainVal, c.FirstView), c.MaxNew, datasets.TaskAnswers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PassAt1 != rep.Eval.PassAt1 {
+		t.Errorf("the saved model scores %.3f, the report says %.3f (step %d)", res.PassAt1, rep.Eval.PassAt1, rep.BestStep)
+	}
+}
