@@ -58,16 +58,16 @@ type Config struct {
 
 // Report is written next to the checkpoint as pretrain.json.
 type Report struct {
-	Config   Config          `json:"config"`
-	Steps    int             `json:"steps"`
-	Loss     float64         `json:"final_loss"`
-	Eval     evaluate.Result `json:"eval"` // of the saved weights: those of BestStep
+	Config Config          `json:"config"`
+	Steps  int             `json:"steps"`
+	Loss   float64         `json:"final_loss"`
+	Eval   evaluate.Result `json:"eval"` // of the saved weights: those of BestStep
 	// BestStep is the evaluated step whose weights are saved: the best
 	// early-stopping pass@1 (the later of equals), not necessarily the last.
-	BestStep int `json:"best_step"`
-	Seconds  float64         `json:"seconds"`
-	Params   int             `json:"params"`
-	TokensPS float64         `json:"train_tokens_per_second"`
+	BestStep int     `json:"best_step"`
+	Seconds  float64 `json:"seconds"`
+	Params   int     `json:"params"`
+	TokensPS float64 `json:"train_tokens_per_second"`
 }
 
 type example struct {
