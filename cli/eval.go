@@ -5,9 +5,11 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/corl-project/corl/checker"
 	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/model"
@@ -27,6 +29,8 @@ func newEvalCmd(stdio IO, getenv func(string) string) *cobra.Command {
 		file, pField    string
 		aField, aType   string
 		blind           string
+		check           string
+		checkTimeout    time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "eval",
@@ -81,6 +85,13 @@ Examples:
 				probs = append(probs, datasets.Rephrase(set, view)...)
 			}
 			o := evaluate.Options{MaxNew: maxNT, Answers: rule, Samples: samples, Temperature: temp, Seed: seed}
+			if check != "" {
+				c := checker.Spec{Command: strings.Fields(check), Timeout: checkTimeout}
+				if err := c.Validate(); err != nil {
+					return fmt.Errorf("--checker: %w", err)
+				}
+				o.Checker = &c
+			}
 			res, err := evaluate.Run(m, tok, probs, o)
 			if err != nil {
 				return err
@@ -150,6 +161,8 @@ Examples:
 	fl.Float32Var(&temp, "temperature", 1, "sampling temperature with --samples")
 	fl.StringVar(&split, "split", "test", "held-out split: test or validation")
 	fl.StringVar(&file, "file", "", "score a JSONL/Parquet file's held-out rows instead of --tasks")
+	fl.StringVar(&check, "checker", "", "judge responses with your own checker program (\"python3 /abs/check.py\"; see examples/checkers), sandboxed, instead of the answer type")
+	fl.DurationVar(&checkTimeout, "checker-timeout", time.Minute, "how long the checker may take over all responses")
 	fl.StringVar(&pField, "prompt-field", "", "--file's prompt field (default: prompt, question or problem)")
 	fl.StringVar(&aField, "answer-field", "", "--file's answer field (default: answer or solution)")
 	fl.StringVar(&aType, "answer-type", "", "--file's answer type: number, text, choice, expression (default: inferred)")

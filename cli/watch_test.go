@@ -265,3 +265,33 @@ func TestEvalSignalCheck(t *testing.T) {
 		t.Errorf("without samples: %s", out)
 	}
 }
+
+// TestEvalWithAChecker: corl eval --checker judges every response with the
+// user's program: a checker that keys every response alike makes the own
+// vote label every problem (the signal check shows it), and one that calls
+// every response right scores pass@1 1; a checker that cannot be found is
+// refused before any evaluation.
+func TestEvalWithAChecker(t *testing.T) {
+	a := testmodels.Base(t, model.Llama, 1)
+	dir := t.TempDir()
+	for _, p := range []string{filepath.Dir(dir), dir} {
+		os.Chmod(p, 0o755)
+	}
+	prog := filepath.Join(dir, "all-right.sh")
+	body := "#!/bin/bash\nwhile read -r line; do echo '{\"answer_key\": \"same\", \"correct\": true}'; done\n"
+	if err := os.WriteFile(prog, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, "eval", "--model", a, "--tasks", "mod", "--n", "3", "--max-new-tokens", "4", "--samples", "2", "--checker", prog)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{": pass@1 1.000", "own vote      labels 100% of problems"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, _, errs := run(t, "eval", "--model", a, "--tasks", "mod", "--checker", "no-such-checker-program"); code == 0 || !strings.Contains(errs, "--checker") {
+		t.Errorf("a missing checker: exit %d, %s", code, errs)
+	}
+}

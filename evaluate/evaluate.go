@@ -5,9 +5,11 @@
 package evaluate
 
 import (
+	"context"
 	"fmt"
 	"sort"
 
+	"github.com/corl-project/corl/checker"
 	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/generate"
 	"github.com/corl-project/corl/model"
@@ -33,6 +35,10 @@ type Options struct {
 	Samples     int
 	Temperature float32
 	Seed        uint64
+	// Checker, when set, judges the responses instead of Answers: its
+	// answer_key is the answer (the label's key, from the label given as a
+	// response, is the right one) and its correct, when given, the verdict.
+	Checker *checker.Spec `json:",omitempty"`
 }
 
 // Result is an evaluation summary.
@@ -113,13 +119,23 @@ func Run(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.Problem, o
 		res.Samples, res.SampledByTask = k, map[string]float64{}
 		res.SampleCorrect, res.SampleAnswers = make([]int, len(problems)), make([][]string, len(problems))
 	}
+	judge := func(i, j int, rule datasets.AnswerRule) (string, datasets.Verdict) {
+		return rule.Judge(outs[i*(1+k)+j].Text, problems[i].Answer)
+	}
+	if o.Checker != nil {
+		if judge, err = checkerJudge(*o.Checker, problems, outs, k, res.Truth); err != nil {
+			return Result{}, err
+		}
+	}
 	count := map[string]int{}
 	for i, p := range problems {
 		row := outs[i*(1+k) : (i+1)*(1+k)]
 		var v datasets.Verdict
 		rule := o.Answers.ForPrompt(p.Prompt)
-		res.Answers[i], v = rule.Judge(row[0].Text, p.Answer)
-		res.Truth[i] = rule.Normalize(p.Answer)
+		if o.Checker == nil {
+			res.Truth[i] = rule.Normalize(p.Answer)
+		}
+		res.Answers[i], v = judge(i, 0, rule)
 		res.Correct[i] = v == datasets.Correct
 		count[p.Task]++
 		if res.Correct[i] {
@@ -133,9 +149,9 @@ func Run(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.Problem, o
 			continue
 		}
 		answers := make([]string, k)
-		for j, out := range row[1:] {
+		for j := range row[1:] {
 			var sv datasets.Verdict
-			if answers[j], sv = rule.Judge(out.Text, p.Answer); sv == datasets.Correct {
+			if answers[j], sv = judge(i, j+1, rule); sv == datasets.Correct {
 				res.SampleCorrect[i]++
 			}
 		}
@@ -143,7 +159,7 @@ func Run(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.Problem, o
 		frac := float64(res.SampleCorrect[i]) / float64(k)
 		res.SampledPassAt1 += frac
 		res.SampledByTask[p.Task] += frac
-		if maj, _, tie := datasets.MostCommon(answers); !tie && maj != "" && maj == rule.Normalize(p.Answer) {
+		if maj, _, tie := datasets.MostCommon(answers); !tie && maj != "" && maj == res.Truth[i] {
 			res.MajAtK++
 		}
 	}
@@ -166,6 +182,45 @@ func Run(m *model.Model, tok tokenizer.Tokenizer, problems []datasets.Problem, o
 		res.SampledCI = &ci
 	}
 	return res, nil
+}
+
+// checkerJudge runs the checker once over every response (and every label,
+// given as a response, for its key, written to truth) and returns the
+// judge that reads its verdicts.
+func checkerJudge(c checker.Spec, problems []datasets.Problem, outs []generate.Output, k int, truth []string) (func(i, j int, _ datasets.AnswerRule) (string, datasets.Verdict), error) {
+	items := make([]checker.Item, 0, len(outs)+len(problems))
+	for i, p := range problems {
+		for j := 0; j <= k; j++ {
+			items = append(items, checker.Item{Prompt: p.Prompt, Response: outs[i*(1+k)+j].Text, Answer: p.Answer})
+		}
+	}
+	for _, p := range problems {
+		items = append(items, checker.Item{Prompt: p.Prompt, Response: p.Answer})
+	}
+	vs, err := checker.Run(context.Background(), c, items)
+	if err != nil {
+		return nil, err
+	}
+	key := func(v checker.Verdict) string {
+		if v.AnswerKey == nil {
+			return ""
+		}
+		return *v.AnswerKey
+	}
+	for i := range problems {
+		truth[i] = key(vs[len(outs)+i])
+	}
+	return func(i, j int, _ datasets.AnswerRule) (string, datasets.Verdict) {
+		v := vs[i*(1+k)+j]
+		a := key(v)
+		switch {
+		case a == "" && v.Correct == nil:
+			return "", datasets.NoAnswer
+		case v.Correct != nil && *v.Correct, v.Correct == nil && a == truth[i]:
+			return a, datasets.Correct
+		}
+		return a, datasets.Wrong
+	}, nil
 }
 
 // sampleSeed derives sample j of problem i's seed (splitmix64 steps).
