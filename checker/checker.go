@@ -41,7 +41,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -78,6 +77,10 @@ type Verdict struct {
 }
 
 func (s Spec) name() string { return strings.Join(s.Command, " ") }
+
+// sandboxArg makes a corl binary (or a test binary linking this package)
+// the launcher: corl <sandboxArg> DIR MEMORY_MB PROCESSES PROGRAM ARGS...
+const sandboxArg = "__corl_checker_sandbox"
 
 // sandboxPath is the checker's PATH.
 const sandboxPath = "/usr/local/bin:/usr/bin:/bin"
@@ -180,7 +183,9 @@ func Run(ctx context.Context, s Spec, items []Item) ([]Verdict, error) {
 	cmd.Stdin = &in
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &limited{w: &stderr, n: 8 << 10}
-	cmd.SysProcAttr = isolation(dir)
+	if cmd.SysProcAttr, err = isolation(dir); err != nil {
+		return nil, fmt.Errorf("checker %s: %w", s.name(), err)
+	}
 	cmd.WaitDelay = time.Second
 	runErr := cmd.Run()
 	if ctx.Err() == context.DeadlineExceeded {
@@ -274,23 +279,3 @@ func (l *limited) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
-
-// isolation is the launcher's namespaces: a new network namespace, and
-// when corl is not root a user namespace mapping this user, which
-// unprivileged network namespaces need. (As root, the launcher becomes the
-// unprivileged user nobody, owner of dir, before the program runs.)
-func isolation(dir string) *syscall.SysProcAttr {
-	attr := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Setpgid: true}
-	if os.Geteuid() == 0 {
-		// The launcher (corl's own binary, perhaps where nobody may not
-		// look) starts as root and becomes nobody before the program.
-		os.Chown(dir, nobody, nobody)
-		return attr
-	}
-	attr.Cloneflags |= syscall.CLONE_NEWUSER
-	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
-	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
-	return attr
-}
-
-const nobody = 65534

@@ -11,10 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// sandboxArg makes a corl binary (or a test binary linking this package)
-// the launcher: corl <sandboxArg> DIR MEMORY_MB PROCESSES PROGRAM ARGS...
-const sandboxArg = "__corl_checker_sandbox"
-
 func init() {
 	if len(os.Args) > 1 && os.Args[1] == sandboxArg {
 		launch(os.Args[2:])
@@ -123,3 +119,23 @@ func landlock(dir string) error {
 	}
 	return nil
 }
+
+// isolation is the launcher's namespaces: a new network namespace, and
+// when corl is not root a user namespace mapping this user, which
+// unprivileged network namespaces need. (As root, the launcher becomes the
+// unprivileged user nobody, owner of dir, before the program runs.)
+func isolation(dir string) (*syscall.SysProcAttr, error) {
+	attr := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Setpgid: true}
+	if os.Geteuid() == 0 {
+		// The launcher (corl's own binary, perhaps where nobody may not
+		// look) starts as root and becomes nobody before the program.
+		os.Chown(dir, nobody, nobody)
+		return attr, nil
+	}
+	attr.Cloneflags |= syscall.CLONE_NEWUSER
+	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
+	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+	return attr, nil
+}
+
+const nobody = 65534
