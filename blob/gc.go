@@ -37,15 +37,7 @@ type Lister interface {
 // List implements Lister. Temporary files are not objects.
 func (l Local) List(ctx context.Context, prefix string) ([]Object, error) {
 	var out []Object
-	err := filepath.WalkDir(l.Root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		rel, _ := filepath.Rel(l.Root, p)
-		key := filepath.ToSlash(rel)
+	err := l.walk(func(_, key string, d fs.DirEntry) error {
 		if d.IsDir() {
 			if key == TempDir {
 				return filepath.SkipDir
@@ -67,6 +59,22 @@ func (l Local) List(ctx context.Context, prefix string) ([]Object, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
+}
+
+// walk calls fn on everything under the store's root, with its path and
+// its key (slash-separated, relative to the root); what vanishes during
+// the walk is passed over.
+func (l Local) walk(fn func(path, key string, d fs.DirEntry) error) error {
+	return filepath.WalkDir(l.Root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		rel, _ := filepath.Rel(l.Root, p)
+		return fn(p, filepath.ToSlash(rel), d)
+	})
 }
 
 // Delete implements Lister.
@@ -94,15 +102,7 @@ func isLegacyTemp(key string) bool {
 func (l Local) SweepTemp(olderThan time.Duration, dryRun bool) ([]Object, error) {
 	var gone []Object
 	cutoff := time.Now().Add(-olderThan)
-	err := filepath.WalkDir(l.Root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		rel, _ := filepath.Rel(l.Root, p)
-		key := filepath.ToSlash(rel)
+	err := l.walk(func(p, key string, d fs.DirEntry) error {
 		if d.IsDir() || !(strings.HasPrefix(key, TempDir+"/") || isLegacyTemp(key)) {
 			return nil
 		}
