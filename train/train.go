@@ -334,16 +334,12 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 			}
 		}
 		fmt.Fprintln(log)
-		names := make([]string, len(members))
-		for i, m := range members {
-			names[i] = m.Name
-		}
 		if r == 0 { // the first round says whether learning is possible at all
-			for _, w := range met.Diag.Warnings(names) {
+			for _, w := range met.Diag.Warnings(s.MemberNames()) {
 				fmt.Fprintln(log, "warning:", w)
 			}
 		}
-		for _, w := range met.Diag.Collapse(names) {
+		for _, w := range met.Diag.Collapse(s.MemberNames()) {
 			fmt.Fprintf(log, "warning: round %d: %s\n", r+1, w)
 		}
 		last := r+1 == s.Rounds || budgetSpent()
