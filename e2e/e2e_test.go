@@ -344,6 +344,24 @@ func startServer(t *testing.T, storeCfg map[string]any) (client.Client, blob.Sto
 	return cl, store
 }
 
+// runWorkers runs workers in this process, each with the client, the store
+// and a one-thread CPU backend; the returned func stops them and waits.
+func runWorkers(t *testing.T, cl client.Client, store blob.Store, opts ...workers.Options) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, o := range opts {
+		o.Client, o.Store, o.Backend = cl, store, cpu.New(1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := workers.Run(ctx, o); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	return func() { cancel(); wg.Wait() }
+}
+
 func dial(t *testing.T, conn *config.Connection) client.Client {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
@@ -718,20 +736,8 @@ func TestPlacementSpreadsOverWorkers(t *testing.T) {
 	a, b := bases(t)
 	file := specFile(t, "spread", a, b, 3)
 	cl, store := startServer(t, map[string]any{"store.kind": "local", "store.local_dir": t.TempDir()})
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for _, o := range []workers.Options{{Pools: []string{"cpu"}}, {Pools: []string{"gpu"}, QueueID: "w1"}, {Pools: []string{"gpu"}, QueueID: "w2"}} {
-		o.Client, o.Store, o.Backend = cl, store, cpu.New(1)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := workers.Run(ctx, o); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	defer wg.Wait()
-	defer cancel()
+	defer runWorkers(t, cl, store, workers.Options{Pools: []string{"cpu"}}, workers.Options{Pools: []string{"gpu"}, QueueID: "w1"},
+		workers.Options{Pools: []string{"gpu"}, QueueID: "w2"})()
 	// Both GPU workers poll the pool before the run starts.
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -1033,20 +1039,8 @@ func TestEveryEndingReleasesMembers(t *testing.T) {
 	blobs := t.TempDir()
 	cl, store := startServer(t, map[string]any{"store.kind": "local", "store.local_dir": blobs})
 	reg := metrics.New()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for _, o := range []workers.Options{{Pools: []string{"gpu"}, Metrics: reg.Corl, ReclaimEvery: time.Second}, {Pools: []string{"cpu"}}} {
-		o.Client, o.Store, o.Backend = cl, store, cpu.New(1)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := workers.Run(ctx, o); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	defer wg.Wait()
-	defer cancel()
+	defer runWorkers(t, cl, store, workers.Options{Pools: []string{"gpu"}, Metrics: reg.Corl, ReclaimEvery: time.Second},
+		workers.Options{Pools: []string{"cpu"}})()
 	held := func() float64 { return testutil.ToFloat64(reg.Corl.Held) }
 	for _, end := range []string{"completed", "failed", "cancelled", "terminated", "timed-out"} {
 		file := specFile(t, "end-"+end, a, b, 30)
