@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/corl-project/corl/blob"
+	"github.com/corl-project/corl/checker"
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/gpu"
 	"github.com/corl-project/corl/metrics"
@@ -480,12 +481,13 @@ func (a *Activities) Grade(ctx context.Context, in GradeInput) (GradeOutput, err
 	}
 	prompts := train.PromptsForRound(d.RL, s.Seed, in.Round, s.PromptsPerRound)
 	groups := make([][]rl.Group, len(in.Rollouts))
+	rollouts := make([]rl.Rollout, len(in.Rollouts))
 	for i, key := range in.Rollouts {
 		rb, err := a.loadRollout(ctx, key)
 		if err != nil {
 			return GradeOutput{}, err
 		}
-		groups[i] = rb.Groups
+		groups[i], rollouts[i] = rb.Groups, rb.Rollout
 		if i < len(in.JudgeKeys) && in.JudgeKeys[i] != "" {
 			b, err := a.Store.Get(ctx, in.JudgeKeys[i])
 			if err != nil {
@@ -503,6 +505,23 @@ func (a *Activities) Grade(ctx context.Context, in GradeInput) (GradeOutput, err
 		}
 	}
 	c := config.RoundConfig(s)
+	if c.Checker != nil {
+		views := make([]int, len(s.Members))
+		for i, m := range s.Members {
+			views[i] = m.View
+		}
+		run := func(ctx context.Context, items []checker.Item) ([]checker.Verdict, error) {
+			return a.check(ctx, *c.Checker, blob.CheckKey(runKey(in.Run, s.Name), in.Round, checker.Key(*c.Checker, items)), items)
+		}
+		prompts = slices.Clone(prompts)
+		if err := rl.Check(ctx, run, prompts, views, rollouts, groups, c.Reward == rl.GroundTruthRL); err != nil {
+			if errors.Is(err, checker.ErrTimeout) || ctx.Err() != nil {
+				return GradeOutput{}, err
+			}
+			// A checker that crashed or answered garbage does so again.
+			return GradeOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrChecker, err)
+		}
+	}
 	strategy, err := rl.StrategyFor(c, prompts)
 	if err != nil {
 		return GradeOutput{}, badSpec(err)
@@ -527,6 +546,28 @@ func (a *Activities) Grade(ctx context.Context, in GradeInput) (GradeOutput, err
 	}
 	a.Metrics.Stage(run, "", "grade", secs, activity.GetInfo(ctx).Attempt)
 	return GradeOutput{Key: key, Diag: gb.Diag, Seconds: secs}, nil
+}
+
+// check runs the task's checker on items, or returns the verdicts a
+// previous try of the same grade stored under key.
+func (a *Activities) check(ctx context.Context, c checker.Spec, key string, items []checker.Item) ([]checker.Verdict, error) {
+	if b, err := a.Store.Get(ctx, key); err == nil {
+		var vs []checker.Verdict
+		if err := json.Unmarshal(b, &vs); err == nil && len(vs) == len(items) {
+			return vs, nil
+		}
+	} else if !errors.Is(err, blob.ErrNotFound) {
+		return nil, err
+	}
+	vs, err := checker.Run(ctx, c, items)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(vs)
+	if err != nil {
+		return nil, err
+	}
+	return vs, a.Store.Put(ctx, key, b)
 }
 
 // Update applies the member's policy update for the round. A retry after the

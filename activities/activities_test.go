@@ -588,3 +588,79 @@ func TestAWorkerThatLeftIsNotListed(t *testing.T) {
 		t.Errorf("after w1 restarted the pool is %s", got)
 	}
 }
+
+// TestGradeWithAChecker: a spec naming a checker has Grade key the answers
+// with it (a checker that keys every response alike makes every vote
+// label its prompt, so every sample earns the peer's label); the verdicts
+// are stored under the hash of their input, and a retried grade reads
+// them instead of running the program again (here a program that now
+// fails); a checker that crashes fails the grade without a retry, naming
+// the program.
+func TestGradeWithAChecker(t *testing.T) {
+	e := newEnv(t)
+	s := testSpec(t)
+	s.Reward.Mode = "peer-ring"
+	dir := t.TempDir()
+	for _, p := range []string{filepath.Dir(dir), dir} {
+		os.Chmod(p, 0o755)
+	}
+	prog := filepath.Join(dir, "same.sh")
+	write := func(body string) {
+		if err := os.WriteFile(prog, []byte("#!/bin/bash\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("while read -r line; do echo '{\"answer_key\": \"same\"}'; done\n")
+	s.Data.Checker = spec.Checker{Command: []string{prog}}
+	if err := config.Validate(&s); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for m := range s.Members {
+		ref := MemberRef{Spec: s, Member: m}
+		if err := e.run(e.a.Acquire, AcquireInput{MemberRef: ref}, nil); err != nil {
+			t.Fatal(err)
+		}
+		var g GenerateOutput
+		if err := e.run(e.a.Generate, ref, &g); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, g.Key)
+	}
+	var grade GradeOutput
+	if err := e.run(e.a.Grade, GradeInput{Spec: s, Round: 0, Rollouts: keys}, &grade); err != nil {
+		t.Fatal(err)
+	}
+	for _, md := range grade.Diag.Models {
+		if md.LabeledFrac != 1 || md.RewardMean != 1 {
+			t.Fatalf("with every answer keyed alike: %+v", md)
+		}
+	}
+	objs, err := e.a.Store.(blob.Local).List(context.Background(), "runs/act/round-00000/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := 0
+	for _, o := range objs {
+		if strings.Contains(o.Key, "/check-") {
+			cached++
+		}
+	}
+	if cached != 1 {
+		t.Fatalf("%d stored verdict sets: %+v", cached, objs)
+	}
+	write("echo broken >&2; exit 3\n")
+	var again GradeOutput
+	if err := e.run(e.a.Grade, GradeInput{Spec: s, Round: 0, Rollouts: keys}, &again); err != nil {
+		t.Fatalf("a retried grade ran the checker again: %v", err)
+	}
+	if again.Diag.Models[0].RewardMean != 1 {
+		t.Fatalf("retried grade: %+v", again.Diag.Models[0])
+	}
+	s.Reward.Mode = "ground-truth" // rows with labels: no stored verdicts
+	var ae *temporal.ApplicationError
+	err = e.run(e.a.Grade, GradeInput{Spec: s, Round: 0, Rollouts: keys}, nil)
+	if !errors.As(err, &ae) || ae.Type() != ErrChecker || !ae.NonRetryable() || !strings.Contains(err.Error(), prog) || !strings.Contains(err.Error(), "broken") {
+		t.Fatalf("a crashing checker: %v", err)
+	}
+}

@@ -32,6 +32,9 @@ const (
 	// ErrWorkerFull: a placement asked a worker that already holds as many
 	// members as it has slots; the workflow asks the next one.
 	ErrWorkerFull = "WorkerFull"
+	// ErrChecker: the task's checker crashed or answered what is not its
+	// protocol; it would again (a checker that timed out is retried).
+	ErrChecker = "CheckerFailed"
 )
 
 // MemberRef names one member of a run at a round.

@@ -47,6 +47,13 @@ func JudgeKey(run string, round int, member string) string {
 	return fmt.Sprintf("runs/%s/round-%05d/judge-%s.json", run, round, member)
 }
 
+// CheckKey holds a task checker's verdicts on a round's responses, named
+// by the hash of the checker and its input (checker.Key), so a retried
+// grade finds them instead of running the checker again.
+func CheckKey(run string, round int, hash string) string {
+	return fmt.Sprintf("runs/%s/round-%05d/check-%s.json", run, round, hash)
+}
+
 // CheckpointPrefix is where member's state after round lives.
 func CheckpointPrefix(run string, round int, member string) string {
 	return fmt.Sprintf("runs/%s/checkpoints/%s/%s", run, RoundName(round), member)

@@ -44,6 +44,10 @@ import (
 	"time"
 )
 
+// ErrTimeout is returned (wrapped) when the checker did not answer within
+// its timeout: the one failure that another try may not repeat.
+var ErrTimeout = errors.New("timed out")
+
 // Spec names a checker and its limits (the run spec's checker section).
 type Spec struct {
 	// Command is the program and its arguments, e.g. [python3,
@@ -189,7 +193,7 @@ func Run(ctx context.Context, s Spec, items []Item) ([]Verdict, error) {
 	cmd.WaitDelay = time.Second
 	runErr := cmd.Run()
 	if ctx.Err() == context.DeadlineExceeded {
-		return nil, fmt.Errorf("checker %s: did not answer %d rows within %s (killed)%s", s.name(), len(items), timeout, tail(stderr.String()))
+		return nil, fmt.Errorf("checker %s: did not answer %d rows within %s (killed): %w%s", s.name(), len(items), timeout, ErrTimeout, tail(stderr.String()))
 	}
 	if runErr != nil {
 		return nil, fmt.Errorf("checker %s: %v%s", s.name(), runErr, tail(stderr.String()))

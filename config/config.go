@@ -16,10 +16,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
 
+	"github.com/corl-project/corl/checker"
 	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/model"
@@ -98,8 +100,12 @@ func Load(file string, getenv func(string) string, overrides map[string]any) (*R
 	if err := v.Unmarshal(&rs, dec); err != nil {
 		return nil, where(decodeError(err))
 	}
+	if len(rs.Data.Checker.Command) == 1 {
+		rs.Data.Checker.Command = strings.Fields(rs.Data.Checker.Command[0])
+	}
 	if file != "" {
 		ResolveBases(rs.Members, filepath.Dir(file))
+		resolveChecker(&rs.Data.Checker, filepath.Dir(file))
 	}
 	inferAnswerType(&rs)
 	if err := Validate(&rs); err != nil {
@@ -261,6 +267,35 @@ func ResolveBases(members []spec.Member, specDir string) {
 	}
 }
 
+// resolveChecker makes the checker's program and arguments that name
+// files next to the spec file (and not in the working directory) absolute:
+// the checker runs in an empty directory of its own.
+func resolveChecker(c *spec.Checker, specDir string) {
+	for i, a := range c.Command {
+		if a == "" || filepath.IsAbs(a) || strings.HasPrefix(a, "-") {
+			continue
+		}
+		for _, p := range []string{a, filepath.Join(specDir, a)} {
+			if st, err := os.Stat(p); err == nil && !st.IsDir() && (i > 0 || strings.Contains(a, "/")) {
+				if abs, err := filepath.Abs(p); err == nil {
+					c.Command[i] = abs
+				}
+				break
+			}
+		}
+	}
+}
+
+// Checker is the spec's task checker, nil when it names none.
+func Checker(s *RunSpec) *checker.Spec {
+	c := s.Data.Checker
+	if len(c.Command) == 0 {
+		return nil
+	}
+	return &checker.Spec{Command: c.Command, Timeout: time.Duration(c.TimeoutSeconds * float64(time.Second)),
+		MemoryMB: c.MemoryMB, Processes: c.Processes}
+}
+
 func dirExists(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.IsDir()
@@ -349,6 +384,19 @@ func Validate(s *RunSpec) error {
 	}
 	if f := s.Data.FileSplit; f != "" && f != "hash" && f != "none" {
 		bad(fmt.Errorf("data.file_split: %q is not one of hash, none", f))
+	}
+	if c := Checker(s); c != nil {
+		if err := c.Validate(); err != nil {
+			bad(fmt.Errorf("data.%w", err))
+		}
+		if s.Data.Checker.TimeoutSeconds < 0 || math.IsNaN(s.Data.Checker.TimeoutSeconds) {
+			bad(fmt.Errorf("data.checker.timeout_seconds: %v must not be negative", s.Data.Checker.TimeoutSeconds))
+		}
+		if s.Reward.Mode == rl.PeerJudge {
+			bad(fmt.Errorf("data.checker: reward.mode peer-judge scores answers by a peer's likelihood of them, not by keys; use another mode with a checker"))
+		}
+	} else if ch := s.Data.Checker; ch.TimeoutSeconds != 0 || ch.MemoryMB != 0 || ch.Processes != 0 {
+		bad(fmt.Errorf("data.checker.command: the program to run is required when data.checker sets limits"))
 	}
 	if s.Data.AnswerType != "" && s.Data.File == "" {
 		bad(fmt.Errorf("data.answer_type: applies to data.file; the built-in tasks' answers are numbers"))
@@ -483,7 +531,7 @@ func RoundConfig(s *RunSpec) rl.Config {
 		TopP: s.Generation.TopP, MaxNewTokens: s.Generation.MaxCompletion, KV: model.KVType(s.Generation.KVCache), GRPO: g,
 		LearningRate: s.Optim.LearningRate, WarmupSteps: WarmupSteps(s), TotalSteps: s.Rounds * s.GRPO.StepsPerRound(),
 		MinLRRatio: s.Optim.MinLRRatio, MicroBatch: s.MicroBatchSize, Seed: s.Seed,
-		Optim: modelOptim(s.Optim), Answers: AnswerRule(s),
+		Optim: modelOptim(s.Optim), Answers: AnswerRule(s), Checker: Checker(s),
 	}
 }
 
@@ -496,7 +544,7 @@ func EvalOptions(s *RunSpec) evaluate.Options {
 		temp = s.Generation.Temperature
 	}
 	return evaluate.Options{MaxNew: s.Generation.MaxCompletion, Answers: AnswerRule(s), Samples: s.Eval.Samples,
-		Temperature: temp, Seed: s.Seed}
+		Temperature: temp, Seed: s.Seed, Checker: Checker(s)}
 }
 
 // AnswerRule is what counts as a final answer for the spec's data: numbers

@@ -267,3 +267,49 @@ func TestWarmupByDefault(t *testing.T) {
 		t.Errorf("ratio 1: %v", err)
 	}
 }
+
+// TestCheckerInTheSpec: data.checker reaches the round and the
+// evaluation; a command given as one string is split at spaces, and a
+// script next to the spec is named absolutely (the checker runs in an
+// empty directory); a program that cannot be found, negative limits,
+// limits without a program and peer-judge are refused, naming the key.
+func TestCheckerInTheSpec(t *testing.T) {
+	p := write(t, good+"\n")
+	dir := filepath.Dir(p)
+	if err := os.WriteFile(filepath.Join(dir, "check.py"), []byte("print()\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Replace(good, "  tasks: [arith, linear]\n", "  tasks: [arith, linear]\n  checker: {command: sh check.py --strict, timeout_seconds: 5}\n", 1)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(p, noEnv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"sh", filepath.Join(dir, "check.py"), "--strict"}
+	if got := s.Data.Checker.Command; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("command %q, want %q", got, want)
+	}
+	c := RoundConfig(s).Checker
+	if c == nil || c.Timeout.Seconds() != 5 || EvalOptions(s).Checker == nil {
+		t.Fatalf("round checker %+v, evaluation %+v", c, EvalOptions(s).Checker)
+	}
+	if s, err := Load(write(t, good), noEnv, nil); err != nil || RoundConfig(s).Checker != nil {
+		t.Fatalf("no checker: %+v, %v", RoundConfig(s).Checker, err)
+	}
+	for _, tc := range []struct{ set, want string }{
+		{"checker: {command: [no-such-checker-program]}", "data.checker.command: no-such-checker-program"},
+		{"checker: {command: [sh], timeout_seconds: -1}", "data.checker.timeout_seconds"},
+		{"checker: {memory_mb: 100}", "data.checker.command: the program to run is required"},
+	} {
+		body := strings.Replace(good, "  tasks: [arith, linear]\n", "  tasks: [arith, linear]\n  "+tc.set+"\n", 1)
+		if _, err := Load(write(t, body), noEnv, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.set, err, tc.want)
+		}
+	}
+	judge := strings.Replace(strings.Replace(good, "mode: peer-majority", "mode: peer-judge", 1), "  tasks: [arith, linear]\n", "  tasks: [arith, linear]\n  checker: {command: [sh]}\n", 1)
+	if _, err := Load(write(t, judge), noEnv, nil); err == nil || !strings.Contains(err.Error(), "peer-judge") {
+		t.Errorf("peer-judge with a checker: %v", err)
+	}
+}

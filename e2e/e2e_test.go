@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -593,14 +594,37 @@ func TestEveryRewardMatchesLocalRun(t *testing.T) {
 	g, l := filepath.Join("..", "examples", "bases", "gpt2-small"), filepath.Join("..", "examples", "bases", "llama-small")
 	two := fmt.Sprintf("  - {name: g, base: %q}\n  - {name: l, base: %q, view: 1}\n", g, l)
 	three := two + fmt.Sprintf("  - {name: l2, base: %q}\n", l)
-	cases := []struct{ mode, grpo, members string }{
-		{"peer-ring", "{beta: 0.04, num_iterations: 2}", two},
-		{"peer-majority", "{num_iterations: 1}", three},
-		{"peer-judge", "{num_iterations: 1}", two},
-		{"ground-truth", "{beta: 0.04, num_iterations: 1}", two},
-		{"self-vote", "{num_iterations: 2}", two},
-		{"self-certainty", "{beta: 0.04, num_iterations: 1}", two},
-		{"entropy", "{num_iterations: 2}", two},
+	// In the checker cases a checker keys answers by the parity of their
+	// last number, so votes, rewards and weights differ from the built-in
+	// rule's (checked below); the grading activity runs it on the CPU
+	// pool, the in-process round in its own process.
+	dir := t.TempDir()
+	for _, p := range []string{filepath.Dir(dir), dir} {
+		os.Chmod(p, 0o755)
+	}
+	parity := filepath.Join(dir, "parity.py")
+	prog := `import json, re, sys
+for line in sys.stdin:
+    row = json.loads(line)
+    n = re.findall(r"-?[0-9]+", row["response"])
+    key = None if not n else ("odd" if int(n[-1]) % 2 else "even")
+    print(json.dumps({"answer_key": key}))
+`
+	if err := os.WriteFile(parity, []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check := fmt.Sprintf(", checker: {command: [python3, %q]}", parity)
+	plain := map[string]map[string]string{} // final weights' hashes of each case, by name
+	cases := []struct{ name, mode, grpo, members, data string }{
+		{"peer-ring", "peer-ring", "{beta: 0.04, num_iterations: 2}", two, ""},
+		{"peer-majority", "peer-majority", "{num_iterations: 1}", three, ""},
+		{"peer-judge", "peer-judge", "{num_iterations: 1}", two, ""},
+		{"ground-truth", "ground-truth", "{beta: 0.04, num_iterations: 1}", two, ""},
+		{"self-vote", "self-vote", "{num_iterations: 2}", two, ""},
+		{"self-certainty", "self-certainty", "{beta: 0.04, num_iterations: 1}", two, ""},
+		{"entropy", "entropy", "{num_iterations: 2}", two, ""},
+		{"peer-ring-checker", "peer-ring", "{beta: 0.04, num_iterations: 2}", two, check},
+		{"ground-truth-checker", "ground-truth", "{beta: 0.04, num_iterations: 1}", two, check},
 	}
 	cl, store, stop := startPipeline(t, map[string]any{"store.kind": "local", "store.local_dir": t.TempDir()})
 	defer func() {
@@ -609,12 +633,12 @@ func TestEveryRewardMatchesLocalRun(t *testing.T) {
 		}
 	}()
 	for _, tc := range cases {
-		t.Run(tc.mode, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			body := fmt.Sprintf(`name: every-%s
 seed: 4
 rounds: 2
 prompts_per_round: 3
-data: {tasks: [arith, linear], rl_size: 12, max_level: 1}
+data: {tasks: [arith, linear], rl_size: 12, max_level: 1%s}
 reward: {mode: %s}
 generation: {num_generations: 4, temperature: 0.8, max_completion_length: 32}
 grpo: %s
@@ -623,18 +647,24 @@ eval: {size: 2, every: 2}
 checkpoint: {every: 2}
 output_dir: %q
 members:
-%s`, tc.mode, tc.mode, tc.grpo, t.TempDir(), tc.members)
+%s`, tc.name, tc.data, tc.mode, tc.grpo, t.TempDir(), tc.members)
 			file := filepath.Join(t.TempDir(), "spec.yaml")
 			if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			want := reference(t, file)
+			plain[tc.name] = want
+			if tc.data != "" {
+				if without := plain[tc.mode]; without != nil && maps.Equal(without, want) {
+					t.Fatalf("keyed by the checker, %s ends with the weights of the built-in rule's run", tc.mode)
+				}
+			}
 			s, err := config.Load(file, noEnv, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			js, _ := config.JSON(s)
-			run, err := cl.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "every-" + tc.mode, TaskQueue: "corl"},
+			run, err := cl.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "every-" + tc.name, TaskQueue: "corl"},
 				"CohortRun", json.RawMessage(js))
 			if err != nil {
 				t.Fatal(err)

@@ -1,10 +1,13 @@
 package rl
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
+	"github.com/corl-project/corl/checker"
 	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/generate"
@@ -28,13 +31,16 @@ type Prompt struct {
 	ID    string
 	Views []string
 	Truth string
+	// Label is the answer as the data gives it (not normalised), what a
+	// task's checker is shown.
+	Label string
 }
 
 // PromptsFrom converts problems into prompts with their truth.
 func PromptsFrom(ps []datasets.Problem) []Prompt {
 	out := make([]Prompt, len(ps))
 	for i, p := range ps {
-		out[i] = Prompt{ID: p.ID, Views: p.Views(), Truth: datasets.Normalize(p.Answer)}
+		out[i] = Prompt{ID: p.ID, Views: p.Views(), Truth: datasets.Normalize(p.Answer), Label: p.Answer}
 		if len(out[i].Views) == 0 {
 			out[i].Views = []string{p.Prompt}
 		}
@@ -65,6 +71,8 @@ type Config struct {
 	Seed         uint64 `json:"seed"`
 	// Answers is what counts as a final answer (corl's tasks: numbers only).
 	Answers datasets.AnswerRule `json:"answers"`
+	// Checker, when set, keys the answers instead of Answers (see Check).
+	Checker *checker.Spec `json:"checker,omitempty"`
 }
 
 // Completion is one sampled response.
@@ -557,11 +565,27 @@ func Round(members []*Member, prompts []Prompt, c Config, round, steps int, prog
 		met.Stages.Generate += mr.GenSeconds
 		mr.GenTokens, mr.GenFLOPs = ro.Cost(m.Model)
 	}
+	t0 := time.Now()
+	if c.Checker != nil {
+		note("check")
+		prompts = slices.Clone(prompts) // Check re-keys their truth
+		views := make([]int, len(members))
+		for i, m := range members {
+			views[i] = m.View
+		}
+		run := func(ctx context.Context, items []checker.Item) ([]checker.Verdict, error) {
+			return checker.Run(ctx, *c.Checker, items)
+		}
+		if err := Check(context.Background(), run, prompts, views, rollouts, groups, c.Reward == GroundTruthRL); err != nil {
+			return nil, fmt.Errorf("round %d: %w", round, err)
+		}
+	}
+	met.Stages.Grade = time.Since(t0).Seconds()
 	strategy, err := StrategyFor(c, prompts)
 	if err != nil {
 		return nil, err
 	}
-	t0 := time.Now()
+	t0 = time.Now()
 	if err := intrinsicSignals(members, prompts, rollouts, groups, c, met, note); err != nil {
 		return nil, err
 	}
@@ -573,7 +597,7 @@ func Round(members []*Member, prompts []Prompt, c Config, round, steps int, prog
 		return nil, err
 	}
 	met.Diag = Diagnose(groups, out, TruthOf(prompts), c.Threshold)
-	met.Stages.Grade = time.Since(t0).Seconds()
+	met.Stages.Grade += time.Since(t0).Seconds()
 	for i, m := range members {
 		note("update " + m.Name)
 		t0 := time.Now()

@@ -53,6 +53,27 @@ type Data struct {
 	// the same data_seed never saw; evaluation scores its test or
 	// validation rows); "none" every row, with no evaluation.
 	FileSplit string `json:"file_split,omitempty" mapstructure:"file_split"`
+	// Checker is the task's own answer checker, a program spoken to over
+	// line-delimited JSON (package checker), that keys answers for votes
+	// and, for the ground-truth reward and evaluation, says which are
+	// right, instead of answer_type's rules. It runs, sandboxed, where
+	// rounds are graded (the CPU pool) and evaluated.
+	Checker Checker `json:"checker,omitzero" mapstructure:"checker"`
+}
+
+// Checker names a task's answer checker and its limits.
+type Checker struct {
+	// Command is the program and its arguments (a list, or one string
+	// split at spaces); it runs in an empty directory, so a file it reads
+	// is named by an absolute path (a relative one that exists next to
+	// the spec file is made absolute when the spec is loaded).
+	Command []string `json:"command,omitempty" mapstructure:"command"`
+	// TimeoutSeconds bounds one batch (a round's responses; 0: 60).
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty" mapstructure:"timeout_seconds"`
+	// MemoryMB bounds its address space (0: 1024); Processes the processes
+	// it may run at once (0: 32).
+	MemoryMB  int `json:"memory_mb,omitempty" mapstructure:"memory_mb"`
+	Processes int `json:"processes,omitempty" mapstructure:"processes"`
 }
 
 // Reward selects the strategy.

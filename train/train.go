@@ -63,7 +63,7 @@ func LoadData(s *config.RunSpec) (*Data, error) {
 				s.Data.File, len(ds.Prompts))
 		}
 		for _, p := range rows {
-			d.RL = append(d.RL, rl.Prompt{ID: p.ID, Views: []string{p.Prompt}, Truth: rule.ForPrompt(p.Prompt).Normalize(p.Answer)})
+			d.RL = append(d.RL, rl.Prompt{ID: p.ID, Views: []string{p.Prompt}, Truth: rule.ForPrompt(p.Prompt).Normalize(p.Answer), Label: p.Answer})
 		}
 	}
 	var perTask [][]rl.Prompt
