@@ -91,15 +91,6 @@ func (m *Model) SetParams(host []float32) error {
 	return m.be.Sync()
 }
 
-// Grads is the gradient buffer, laid out like Params.
-func (m *Model) Grads() gpu.Buffer { return m.grads }
-
-// OptimizerState returns AdamW's first and second moments and the step count.
-func (m *Model) OptimizerState() (mom, vel gpu.Buffer, step int) { return m.m, m.v, m.step }
-
-// SetOptimizerStep restores the step count after loading optimizer state.
-func (m *Model) SetOptimizerStep(step int) { m.step = step }
-
 // FLOPsPerToken estimates the floating-point operations of one training token
 // (forward and backward) at sequence length T: 6 per weight of every matmul the
 // token passes through (the LM head included; embedding lookups excluded) plus
