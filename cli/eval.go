@@ -245,11 +245,11 @@ func printComparison(w io.Writer, a, b string, ra, rb evaluate.Result) {
 	d, p := stats.PairedDiff(ra.Scores(), rb.Scores(), 1)
 	onlyA, onlyB, pm := stats.McNemar(ra.Correct, rb.Correct)
 	fmt.Fprintf(w, "%s: pass@1 %.3f [%.3f, %.3f]\n", b, rb.PassAt1, rb.PassAt1CI.Lo, rb.PassAt1CI.Hi)
-	fmt.Fprintf(w, "difference (second - first): pass@1 %+.3f [%+.3f, %+.3f], paired bootstrap p %.3f; McNemar: %d solved only by the first, %d only by the second, p %.3f\n",
-		d.Mean, d.Lo, d.Hi, p, onlyA, onlyB, pm)
+	fmt.Fprintf(w, "difference (--compare minus --model, %s minus %s): pass@1 %+.3f [%+.3f, %+.3f], paired bootstrap p %.3f; McNemar: %d solved only by --model, %d only by --compare, p %.3f\n",
+		b, a, d.Mean, d.Lo, d.Hi, p, onlyA, onlyB, pm)
 	if ra.Samples > 0 {
 		ds, ps := stats.PairedDiff(ra.SampledScores(), rb.SampledScores(), 1)
-		fmt.Fprintf(w, "  sampled pass@1 %.3f vs %.3f: %+.3f [%+.3f, %+.3f], p %.3f\n", ra.SampledPassAt1, rb.SampledPassAt1, ds.Mean, ds.Lo, ds.Hi, ps)
+		fmt.Fprintf(w, "  sampled pass@1 %.3f -> %.3f: %+.3f [%+.3f, %+.3f], p %.3f\n", ra.SampledPassAt1, rb.SampledPassAt1, ds.Mean, ds.Lo, ds.Hi, ps)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/corl-project/corl/cli"
 	"github.com/corl-project/corl/examples"
+	"github.com/corl-project/corl/report"
 )
 
 func newQuickstartCmd(stdio cli.IO, getenv func(string) string) *cobra.Command {
@@ -23,10 +24,11 @@ func newQuickstartCmd(stdio cli.IO, getenv func(string) string) *cobra.Command {
 		Short: "Run a small built-in cohort end to end on an embedded Temporal server",
 		Long: `Starts an embedded Temporal server, a worker and a local blob store, then runs
 the built-in cohort (two small base models of different families, peer-ring
-rewards, no labels) for a few rounds as a durable workflow, printing progress,
-the evaluation before and after, and where everything was written. About
-half a minute on 2 cores once built (the first build compiles the embedded
-Temporal server: several minutes).`,
+rewards, no labels) for 20 rounds as a durable workflow, printing progress,
+the evaluation before and after, what training did to each member (paired
+problem by problem, with McNemar's test), what each number means, and where
+everything was written. About two minutes on 2 cores once built (the first
+build compiles the embedded Temporal server: several minutes).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -82,6 +84,13 @@ Temporal server: several minutes).`,
 			fmt.Fprintf(stdio.Out, "started workflow %s on Temporal at %s\n", run.GetID(), e.srv.Addr())
 			if err := cli.Watch(ctx, cl, run.GetID(), stdio.Out, time.Second); err != nil {
 				return err
+			}
+			runs, err := report.FromTemporal(ctx, cl, run.GetID())
+			if err != nil {
+				return fmt.Errorf("read the run's evaluations back: %w", err)
+			}
+			if len(runs) == 1 {
+				explainRun(stdio.Out, runs[0])
 			}
 			fmt.Fprintf(stdio.Out, "\ndone in %.0fs.\n  blob store (rollouts, grades, checkpoints): %s\n  Temporal database: %s\n  base models and spec: %s\n",
 				time.Since(start).Seconds(), e.conn.Store.Local, filepath.Join(abs, "temporal.db"), abs)

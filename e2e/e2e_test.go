@@ -1295,3 +1295,35 @@ func TestWorkerLostDuringCheckpoint(t *testing.T) {
 	}
 	sameWeights(t, "weights after a worker lost mid-checkpoint", finalHashes(t, store, res), want)
 }
+
+// TestQuickstartShowsAGain: `corl quickstart` as a newcomer runs it, on
+// its embedded defaults: the cohort trains through the embedded server,
+// and the closing summary pairs each member's test problems before and
+// after, shows a gain a paired test tells from chance for at least one
+// member, and explains each number it printed.
+func TestQuickstartShowsAGain(t *testing.T) {
+	cmd := exec.Command(corlBin, "quickstart", "--dir", t.TempDir())
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("quickstart: %v\n%s", err, out)
+	}
+	text := string(out)
+	members := regexp.MustCompile(`(?m)^  (llama-odd|gpt2-even) +pass@1 ([0-9.]+) -> ([0-9.]+) .* McNemar p ([0-9.]+), (.*)$`).FindAllStringSubmatch(text, -1)
+	if len(members) != 2 {
+		t.Fatalf("want a paired line per member:\n%s", text)
+	}
+	gained := false
+	for _, m := range members {
+		t.Logf("%s: %s -> %s, p %s: %s", m[1], m[2], m[3], m[4], m[5])
+		gained = gained || m[5] == "a gain, unlikely by chance"
+	}
+	if !gained {
+		t.Errorf("no member gained measurably:\n%s", text)
+	}
+	for _, want := range []string{"what the numbers mean:", "cohort vote", "labels right", "why it can work here"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, text)
+		}
+	}
+}

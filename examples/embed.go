@@ -1,19 +1,24 @@
-// Package examples ships the project's example run specs and two small base
-// models (byte-level, different families and sizes), embedded so that
-// `corl quickstart` works from any directory. Regenerate the bases with
-// `make bases` (deterministic: same bytes on any machine with the same
-// kernels).
+// Package examples ships the project's example run specs and the base
+// models the quickstart trains (byte-level, two families, from the zoo),
+// embedded so that `corl quickstart` works from any directory. Regenerate
+// the bases with `make zoo` (deterministic: same bytes on any machine with
+// the same kernels).
 package examples
 
 import (
 	"embed"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 )
 
-//go:embed quickstart.yaml local.yaml bases
+//go:embed quickstart.yaml zoo/llama-odd-3k zoo/gpt2-even-3k
 var files embed.FS
+
+// QuickstartBases are the zoo bases the quickstart spec names (as
+// bases/<name>).
+var QuickstartBases = []string{"llama-odd-3k", "gpt2-even-3k"}
 
 // Quickstart is the quickstart run spec.
 func Quickstart() []byte {
@@ -21,20 +26,29 @@ func Quickstart() []byte {
 	return b
 }
 
-// WriteBases copies the embedded base models into dir/<name> and returns dir.
+// WriteBases copies the quickstart's embedded base models into
+// dir/bases/<name>.
 func WriteBases(dir string) error {
-	return fs.WalkDir(files, "bases", func(p string, d fs.DirEntry, err error) error {
+	for _, name := range QuickstartBases {
+		root := path.Join("zoo", name)
+		err := fs.WalkDir(files, root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(filepath.FromSlash(root), filepath.FromSlash(p))
+			target := filepath.Join(dir, "bases", name, rel)
+			if d.IsDir() {
+				return os.MkdirAll(target, 0o755)
+			}
+			b, err := files.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(target, b, 0o644)
+		})
 		if err != nil {
 			return err
 		}
-		target := filepath.Join(dir, filepath.FromSlash(p))
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		b, err := files.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, b, 0o644)
-	})
+	}
+	return nil
 }
