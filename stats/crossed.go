@@ -1,0 +1,233 @@
+package stats
+
+import (
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// Crossed is a difference between two methods estimated from outcomes
+// that vary both by training seed and by problem: its mean, 95% interval
+// and two-sided p with both sources of variance in them, the minimum
+// difference the design detects (80% power at the 5% level), and the p
+// adjusted for the other tests of its table (Holm), when set.
+type Crossed struct {
+	Interval
+	P float64 `json:"p"`
+	// PAdjusted is P after the table's multiplicity correction (Holm),
+	// set by the table's builder; 0 when not corrected yet.
+	PAdjusted float64 `json:"p_adjusted,omitempty"`
+	// SE is the difference's standard error, and DF the degrees of
+	// freedom of its t distribution (Welch-Satterthwaite).
+	SE float64 `json:"se"`
+	DF float64 `json:"df"`
+	// SeedShare is the share of SE^2 that comes from training seeds (the
+	// rest from which problems were drawn).
+	SeedShare float64 `json:"seed_share"`
+	// MDD is the smallest true difference the design finds significant at
+	// the 5% level four times in five: (t_.975 + t_.8) x SE.
+	MDD   float64 `json:"min_detectable"`
+	Seeds [2]int  `json:"seeds"` // of a and of b
+	Probs int     `json:"problems"`
+}
+
+// CrossedDiff estimates mean(b) - mean(a), where a[s][p] is the outcome of
+// problem p under training seed s of method a (the same problems, in the
+// same order, for every seed and for b). Seeds and problems are crossed
+// random factors (a two-way random-effects design), so the variance of
+// the difference has a seed part, the variance of each method's per-seed
+// means over its seeds, and a problem part, the variance over problems of
+// the seed-averaged difference; each of those also holds the seed x
+// problem residual once, which is estimated from the two-way table and
+// taken out once (the method of moments; the result never falls below
+// the larger part). The interval and p use Student's t with
+// Welch-Satterthwaite degrees of freedom, so three seeds give the wide
+// interval three seeds deserve. With pairedSeeds, a and b are the same
+// runs before and after training (a[s] and b[s] share seed s), and the
+// seed part is that of the per-seed differences. With one seed per method
+// the seed part is unknown and left out: the result is the paired
+// difference over problems, with the problems' degrees of freedom.
+func CrossedDiff(a, b [][]float64, pairedSeeds bool) Crossed {
+	c := Crossed{Seeds: [2]int{len(a), len(b)}, P: 1}
+	if len(a) == 0 || len(b) == 0 || (pairedSeeds && len(a) != len(b)) {
+		return c
+	}
+	np := len(a[0])
+	for _, rows := range [][][]float64{a, b} {
+		for _, x := range rows {
+			if len(x) != np {
+				panic("stats: crossed outcomes cover different numbers of problems")
+			}
+		}
+	}
+	c.Probs = np
+	if np == 0 {
+		return c
+	}
+	c.Mean = grandMean(b) - grandMean(a)
+	// The seed part: one term per independent set of seeds.
+	type part struct{ v, df float64 }
+	var parts []part
+	resid := 0.0 // the residual's share of the parts, counted once too often
+	seedPart := func(x [][]float64) {
+		if len(x) < 2 {
+			return
+		}
+		m := make([]float64, len(x))
+		for s, row := range x {
+			m[s] = mean(row)
+		}
+		sd := stddev(m)
+		parts = append(parts, part{sd * sd / float64(len(x)), float64(len(x) - 1)})
+		resid += residualVar(x) / float64(len(x)*np)
+	}
+	if pairedSeeds {
+		d := make([][]float64, len(a))
+		for s := range a {
+			d[s] = make([]float64, np)
+			for p := range d[s] {
+				d[s][p] = b[s][p] - a[s][p]
+			}
+		}
+		seedPart(d)
+	} else {
+		seedPart(a)
+		seedPart(b)
+	}
+	seedV := 0.0
+	for _, pt := range parts {
+		seedV += pt.v
+	}
+	ma, mb := seedMeans(a), seedMeans(b)
+	dp := make([]float64, np)
+	for p := range dp {
+		dp[p] = mb[p] - ma[p]
+	}
+	sdp := stddev(dp)
+	probV := sdp * sdp / float64(np)
+	parts = append(parts, part{probV, float64(np - 1)})
+	v := math.Max(seedV+probV-resid, math.Max(seedV, probV))
+	var num, den float64
+	for _, pt := range parts {
+		num += pt.v
+		if pt.df > 0 {
+			den += pt.v * pt.v / pt.df
+		}
+	}
+	c.DF = float64(np - 1)
+	if den > 0 {
+		c.DF = num * num / den
+	}
+	c.SE = math.Sqrt(v)
+	if v > 0 {
+		c.SeedShare = math.Min(1, seedV/(seedV+probV))
+	}
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: math.Max(c.DF, 1)}
+	q := t.Quantile(0.975)
+	c.Lo, c.Hi = c.Mean-q*c.SE, c.Mean+q*c.SE
+	c.MDD = (q + t.Quantile(0.8)) * c.SE
+	switch {
+	case c.SE == 0 && c.Mean == 0:
+		c.P = 1
+	case c.SE == 0:
+		c.P = 0
+	default:
+		c.P = math.Min(1, 2*t.CDF(-math.Abs(c.Mean)/c.SE))
+	}
+	return c
+}
+
+// residualVar is the seed x problem residual variance of a two-way table
+// (x[s][p] minus its seed and problem means plus the grand mean).
+func residualVar(x [][]float64) float64 {
+	ns, np := len(x), len(x[0])
+	if ns < 2 || np < 2 {
+		return 0
+	}
+	col, g := seedMeans(x), grandMean(x)
+	var ss float64
+	for _, row := range x {
+		m := mean(row)
+		for p, v := range row {
+			e := v - m - col[p] + g
+			ss += e * e
+		}
+	}
+	return ss / float64((ns-1)*(np-1))
+}
+
+// ProblemsOnly is the same difference bootstrapped over problems alone,
+// after averaging the seeds: what ignoring seed variance would report
+// (kept to show the difference it makes).
+func ProblemsOnly(a, b [][]float64, seed uint64) (Interval, float64) {
+	return PairedDiff(seedMeans(a), seedMeans(b), seed)
+}
+
+// Holm adjusts p-values for the family of tests they came from (Holm's
+// step-down method: controls the chance of any false rejection at the
+// nominal level, with no assumption on how the tests depend on each
+// other). The result is in the order of ps.
+func Holm(ps []float64) []float64 {
+	idx := make([]int, len(ps))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(i, j int) int {
+		switch {
+		case ps[i] < ps[j]:
+			return -1
+		case ps[i] > ps[j]:
+			return 1
+		}
+		return 0
+	})
+	out := make([]float64, len(ps))
+	run := 0.0
+	for rank, i := range idx {
+		adj := math.Min(1, float64(len(ps)-rank)*ps[i])
+		run = math.Max(run, adj) // adjusted p-values never decrease with rank
+		out[i] = run
+	}
+	return out
+}
+
+func grandMean(x [][]float64) float64 {
+	var s float64
+	n := 0
+	for _, row := range x {
+		for _, v := range row {
+			s += v
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return s / float64(n)
+}
+
+func seedMeans(x [][]float64) []float64 {
+	if len(x) == 0 {
+		return nil
+	}
+	out := make([]float64, len(x[0]))
+	for _, row := range x {
+		for p, v := range row {
+			out[p] += v / float64(len(x))
+		}
+	}
+	return out
+}
+
+func stddev(x []float64) float64 {
+	m := mean(x)
+	var s float64
+	for _, v := range x {
+		s += (v - m) * (v - m)
+	}
+	if len(x) < 2 {
+		return 0
+	}
+	return math.Sqrt(s / float64(len(x)-1))
+}

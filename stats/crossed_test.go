@@ -1,0 +1,152 @@
+package stats
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// simulate draws a method's outcomes: seeds x problems of right (1) or
+// wrong (0), with problem difficulty shared by every method and seed
+// (difficulty[p]), a per-seed shift of the log-odds with standard
+// deviation seedSD, and a method effect on the log-odds.
+func simulate(r *rand.Rand, difficulty []float64, seeds int, seedSD, effect float64) [][]float64 {
+	out := make([][]float64, seeds)
+	for s := range out {
+		shift := r.NormFloat64() * seedSD
+		out[s] = make([]float64, len(difficulty))
+		for p, d := range difficulty {
+			if r.Float64() < 1/(1+math.Exp(-(d+shift+effect))) {
+				out[s][p] = 1
+			}
+		}
+	}
+	return out
+}
+
+func problems(r *rand.Rand, n int) []float64 {
+	d := make([]float64, n)
+	for i := range d {
+		d[i] = r.NormFloat64() * 1.5
+	}
+	return d
+}
+
+// TestSeedVarianceWidensTheInterval: where training seeds differ a lot
+// (a seed-heavy design), resampling seeds and problems gives a wider
+// interval than bootstrapping problems after averaging seeds; with no
+// seed variance the two agree.
+func TestSeedVarianceWidensTheInterval(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	d := problems(r, 400)
+	a, b := simulate(r, d, 5, 0.6, 0), simulate(r, d, 5, 0.6, 0)
+	c := CrossedDiff(a, b, false)
+	po, _ := ProblemsOnly(a, b, 1)
+	if w, wpo := c.Hi-c.Lo, po.Hi-po.Lo; w < 1.5*wpo {
+		t.Errorf("seed-heavy: crossed width %.3f, problems-only %.3f; want the crossed clearly wider", w, wpo)
+	}
+	a, b = simulate(r, d, 5, 0, 0), simulate(r, d, 5, 0, 0)
+	c = CrossedDiff(a, b, false)
+	po, _ = ProblemsOnly(a, b, 1)
+	if w, wpo := c.Hi-c.Lo, po.Hi-po.Lo; math.Abs(w-wpo) > 0.35*wpo {
+		t.Errorf("no seed variance: crossed width %.3f, problems-only %.3f; want about equal", w, wpo)
+	}
+}
+
+// TestEqualMethodsDoNotDiffer: eight methods equal by construction (one
+// process, independent seeds), every pair compared: bootstrapping
+// problems alone calls some pairs different, while the crossed bootstrap
+// with Holm's correction over the table calls none.
+func TestEqualMethodsDoNotDiffer(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	d := problems(r, 300)
+	var methods [][][]float64
+	for range 8 {
+		methods = append(methods, simulate(r, d, 5, 0.4, 0))
+	}
+	var ps []float64
+	naive := 0
+	for i := range methods {
+		for j := i + 1; j < len(methods); j++ {
+			ps = append(ps, CrossedDiff(methods[i], methods[j], false).P)
+			if _, p := ProblemsOnly(methods[i], methods[j], 1); p < 0.05 {
+				naive++
+			}
+		}
+	}
+	if naive == 0 {
+		t.Error("problems-only found no false difference: the test's design shows nothing")
+	}
+	for k, p := range Holm(ps) {
+		if p < 0.05 {
+			t.Errorf("comparison %d: Holm-adjusted p %.3f for two equal methods", k, p)
+		}
+	}
+	t.Logf("28 comparisons of equal methods: %d significant by problems alone", naive)
+}
+
+// TestCrossedFindsARealDifference: a method better by construction is
+// found better, its interval covers the true difference, and the minimum
+// detectable difference is below it; pairing seeds (before and after the
+// same runs) removes the seed shift from the difference.
+func TestCrossedFindsARealDifference(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	d := problems(r, 500)
+	a := simulate(r, d, 6, 0.3, 0)
+	b := simulate(r, d, 6, 0.3, 0.8)
+	c := CrossedDiff(a, b, false)
+	truth := grandMean(b) - grandMean(a)
+	if c.P >= 0.01 || c.Lo > truth || c.Hi < truth || c.MDD >= c.Mean || c.Seeds != [2]int{6, 6} || c.Probs != 500 {
+		t.Errorf("a real difference: %+v (observed %.3f)", c, truth)
+	}
+	// Before and after on the same seeds: b[s] is a[s] with some problems
+	// newly solved, so the seed shift cancels in the pairing.
+	after := make([][]float64, len(a))
+	for s := range a {
+		after[s] = append([]float64(nil), a[s]...)
+		for p := range after[s] {
+			if after[s][p] == 0 && r.Float64() < 0.1 {
+				after[s][p] = 1
+			}
+		}
+	}
+	paired, unpaired := CrossedDiff(a, after, true), CrossedDiff(a, after, false)
+	if paired.Hi-paired.Lo >= unpaired.Hi-unpaired.Lo || paired.P >= 0.01 {
+		t.Errorf("paired seeds %+v, unpaired %+v: pairing should narrow the interval", paired, unpaired)
+	}
+}
+
+func TestHolm(t *testing.T) {
+	got := Holm([]float64{0.01, 0.04, 0.03, 0.5})
+	want := []float64{0.04, 0.09, 0.09, 0.5}
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-12 {
+			t.Fatalf("Holm %v, want %v", got, want)
+		}
+	}
+	if len(Holm(nil)) != 0 {
+		t.Error("no tests")
+	}
+}
+
+// TestCrossedIsCalibrated: over many pairs of methods equal by
+// construction, with seed and problem variance both present, about 5% of
+// the comparisons come out significant at the 5% level (the interval
+// covers the truth about 95% of the time): neither the anti-conservative
+// rate of ignoring seeds nor a uselessly wide interval.
+func TestCrossedIsCalibrated(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const trials = 400
+	false5 := 0
+	for range trials {
+		d := problems(r, 200)
+		if c := CrossedDiff(simulate(r, d, 5, 0.4, 0), simulate(r, d, 5, 0.4, 0), false); c.P < 0.05 {
+			false5++
+		}
+	}
+	if rate := float64(false5) / trials; rate < 0.02 || rate > 0.09 {
+		t.Errorf("equal methods significant in %.1f%% of %d comparisons, want about 5%%", 100*rate, trials)
+	} else {
+		t.Logf("false positives: %.1f%%", 100*rate)
+	}
+}
