@@ -155,7 +155,7 @@ body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:.3em .6em;text-align:right}
 th:first-child,td:first-child{text-align:left}figure{display:inline-block;margin:.5em}figcaption{font-size:.9em;color:#555}
 .k{font-variant-numeric:tabular-nums}</style></head><body>`)
-	fmt.Fprintf(&b, "<h1>corl report</h1><p>%d run(s), made %s. Numbers are %s on held-out problems; intervals are 95%% (over seeds when there are several, else a bootstrap over problems).</p>",
+	fmt.Fprintf(&b, "<h1>corl report</h1><p>%d run(s), made %s. Numbers are %s on held-out problems; intervals are 95%%, over training seeds and problems together when there are several seeds (a two-way random-effects variance, Student t), else a bootstrap over problems; each p is shown raw and Holm-corrected over every test of the table.</p>",
 		len(runs), time.Now().UTC().Format("2006-01-02 15:04 UTC"), html.EscapeString(metric))
 	if t.Member != "" {
 		fmt.Fprintf(&b, "<p>The table scores member %s in every run (the member the compared runs share); the plots show every member.</p>", html.EscapeString(t.Member))
@@ -186,7 +186,7 @@ th:first-child,td:first-child{text-align:left}figure{display:inline-block;margin
 		b.WriteString("</table>")
 	}
 	if len(t.Comparisons) > 0 {
-		b.WriteString("<h2>Methods compared</h2><p>Each method's per-problem outcomes (averaged over its seeds) minus another's on the same problems; 95% paired bootstrap over problems.</p>")
+		b.WriteString("<h2>Methods compared</h2><p>Each method's per-problem outcomes minus another's on the same problems; the interval holds both methods' seed variance and the problems' (see the table's note), p raw and Holm-corrected.</p>")
 		b.WriteString("<table id=\"comparisons\"><tr><th>method A</th><th>method B</th><th>A - B (paired)</th><th>greedy A - B (paired)</th></tr>")
 		for _, c := range t.Comparisons {
 			fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td class=k>%s</td><td class=k>%s</td></tr>",

@@ -235,14 +235,23 @@ type Collapse struct {
 	DistinctLast  float64 `json:"distinct_answers_last"`
 }
 
-// Paired is a method's final evaluation minus its base's, problem by
-// problem on the same problems (and, sampled, the same draws), averaged
-// over seeds: the mean with its 95% paired-bootstrap interval over
-// problems and the two-sided p.
+// Paired is a difference on the same problems: a method's final
+// evaluation minus its base's (each seed against its own round 0), or one
+// method's minus another's. Its interval and p hold both training-seed
+// and problem variance (stats.CrossedDiff; over problems alone when there
+// is one seed), and PHolm is p adjusted for every test of the table
+// (Holm). MDD is the smallest true difference this design detects four
+// times in five; ProblemsOnly, beside it, is the interval that
+// bootstrapping problems after averaging the seeds would give.
 type Paired struct {
-	Diff     stats.Interval `json:"diff"`
-	P        float64        `json:"p"`
-	Problems int            `json:"problems"`
+	Diff         stats.Interval  `json:"diff"`
+	P            float64         `json:"p"`
+	PHolm        float64         `json:"p_holm"`
+	Problems     int             `json:"problems"`
+	Seeds        [2]int          `json:"seeds"`
+	MDD          float64         `json:"min_detectable"`
+	SeedShare    float64         `json:"seed_share"`
+	ProblemsOnly *stats.Interval `json:"problems_only,omitempty"`
 }
 
 // Table is the paper-style comparison.
@@ -258,9 +267,9 @@ type Table struct {
 	Comparisons []Comparison `json:"comparisons,omitempty"`
 }
 
-// Comparison is one paired test between two methods: each method's
-// per-problem outcomes averaged over its seeds, A minus B with a 95%
-// paired-bootstrap interval over problems and the two-sided p.
+// Comparison is one test between two methods on the same problems: A's
+// final outcomes minus B's, with both methods' seed variance and the
+// problems' in it (see Paired).
 type Comparison struct {
 	A      string  `json:"a"`
 	B      string  `json:"b"`
@@ -271,11 +280,13 @@ type Comparison struct {
 // BuildTable groups runs by method; each run contributes the mean over its
 // members (or member alone, when set; runs without it are left out) of its
 // final evaluation, and the Base row is the runs' first evaluation (round
-// 0), once per seed (its own sampling draws). Over several seeds the
-// interval is a 95% t-interval of the seeds' means; with one seed, the
-// run's own bootstrap interval over problems. Where the evaluations kept
-// per-problem outcomes, each method row has its paired gain over its
-// round-0 evaluation.
+// 0), once per seed (its own sampling draws). With one seed the interval
+// is the run's own bootstrap over problems; over several, one over seeds
+// and problems together (level) where the evaluations kept per-problem
+// outcomes, else a t-interval of the seeds' means. With per-problem
+// outcomes each method row has its gain over its round-0 evaluation, and
+// every pair of methods is compared (see Paired); all of the table's p
+// values are Holm-corrected together.
 func BuildTable(runs []*Run, member string) Table {
 	t := Table{Member: member}
 	taskSet := map[string]bool{}
@@ -293,7 +304,7 @@ func BuildTable(runs []*Run, member string) Table {
 	groups := map[string][]sample{}
 	type final struct {
 		method  string
-		to, gTo []float64 // seed-averaged final outcomes per problem
+		to, gTo [][]float64 // final outcomes per seed and problem
 	}
 	var finals []final
 	labels := map[string]string{}
@@ -364,9 +375,9 @@ func BuildTable(runs []*Run, member string) Table {
 				ci, gci := scoreCI(m), m.PassAt1CI
 				s.ci, s.gci = &ci, &gci
 			}
+			s.to, s.gTo = perProblem(pick.e, scored, false), perProblem(pick.e, scored, true)
 			if pick.label != "Base" {
-				s.from, s.to = from, perProblem(pick.e, scored, false)
-				s.gFrom, s.gTo = gFrom, perProblem(pick.e, scored, true)
+				s.from, s.gFrom = from, gFrom
 				s.collapse = collapseOf(r, scored)
 			}
 			add(pick.key, pick.label, s)
@@ -398,6 +409,14 @@ func BuildTable(runs []*Run, member string) Table {
 		if len(ss) == 1 && ss[0].ci != nil {
 			row.Average, row.Greedy = *ss[0].ci, *ss[0].gci
 		}
+		if len(ss) > 1 { // with the problems' variance too, where kept
+			if lv := level(seedOutcomes(ss, func(s sample) []float64 { return s.to })); lv != nil {
+				row.Average = *lv
+			}
+			if lv := level(seedOutcomes(ss, func(s sample) []float64 { return s.gTo })); lv != nil {
+				row.Greedy = *lv
+			}
+		}
 		for _, task := range t.Tasks {
 			v := make([]float64, len(ss))
 			for i, s := range ss {
@@ -410,8 +429,8 @@ func BuildTable(runs []*Run, member string) Table {
 		row.GreedyGain = pairedGain(ss, func(s sample) ([]float64, []float64) { return s.gFrom, s.gTo })
 		t.Rows = append(t.Rows, row)
 		if method != "Base" {
-			finals = append(finals, final{method, meanOutcomes(ss, func(s sample) []float64 { return s.to }),
-				meanOutcomes(ss, func(s sample) []float64 { return s.gTo })})
+			finals = append(finals, final{method, seedOutcomes(ss, func(s sample) []float64 { return s.to }),
+				seedOutcomes(ss, func(s sample) []float64 { return s.gTo })})
 		}
 	}
 	// Base first (it is the same model for every run: keep one row).
@@ -420,12 +439,33 @@ func BuildTable(runs []*Run, member string) Table {
 	})
 	for i, a := range finals {
 		for _, b := range finals[i+1:] {
-			if c := (Comparison{A: a.method, B: b.method, Diff: paired(b.to, a.to), Greedy: paired(b.gTo, a.gTo)}); c.Diff != nil {
+			if c := (Comparison{A: a.method, B: b.method, Diff: crossed(b.to, a.to, false), Greedy: crossed(b.gTo, a.gTo, false)}); c.Diff != nil {
 				t.Comparisons = append(t.Comparisons, c)
 			}
 		}
 	}
+	t.adjust()
 	return t
+}
+
+// adjust sets every test's PHolm: Holm's correction over all the table's
+// tests (each row's gains, headline and greedy, and every comparison).
+func (t *Table) adjust() {
+	var tests []*Paired
+	for _, r := range t.Rows {
+		tests = append(tests, r.Gain, r.GreedyGain)
+	}
+	for _, c := range t.Comparisons {
+		tests = append(tests, c.Diff, c.Greedy)
+	}
+	tests = slices.DeleteFunc(tests, func(p *Paired) bool { return p == nil })
+	ps := make([]float64, len(tests))
+	for i, p := range tests {
+		ps[i] = p.P
+	}
+	for i, adj := range stats.Holm(ps) {
+		tests[i].PHolm = adj
+	}
 }
 
 // collapseOf is the scored members' answer entropy and distinct answers
@@ -470,33 +510,20 @@ func meanCollapse[S any](ss []S, pick func(S) *Collapse) *Collapse {
 	return out
 }
 
-// meanOutcomes averages the seeds' per-problem outcomes; nil unless every
-// seed kept them on the same number of problems.
-func meanOutcomes[S any](ss []S, pick func(S) []float64) []float64 {
-	var out []float64
-	for _, s := range ss {
-		x := pick(s)
-		if x == nil || (out != nil && len(x) != len(out)) {
-			return nil
-		}
-		if out == nil {
-			out = make([]float64, len(x))
-		}
-		for i, v := range x {
-			out[i] += v / float64(len(ss))
-		}
-	}
-	return out
-}
-
-// paired is to minus from, problem by problem; nil when either is missing
-// or they cover different numbers of problems.
-func paired(from, to []float64) *Paired {
-	if from == nil || to == nil || len(from) != len(to) {
+// crossed is to minus from over the same problems, from each seed's
+// outcomes (pairedSeeds: from[s] and to[s] are one run before and after);
+// nil when either is missing.
+func crossed(from, to [][]float64, pairedSeeds bool) *Paired {
+	if from == nil || to == nil || len(from[0]) != len(to[0]) {
 		return nil
 	}
-	iv, p := stats.PairedDiff(from, to, 1)
-	return &Paired{Diff: iv, P: p, Problems: len(from)}
+	c := stats.CrossedDiff(from, to, pairedSeeds)
+	p := &Paired{Diff: c.Interval, P: c.P, Problems: c.Probs, Seeds: c.Seeds, MDD: c.MDD, SeedShare: c.SeedShare}
+	if len(from) > 1 || len(to) > 1 {
+		po, _ := stats.ProblemsOnly(from, to, 1)
+		p.ProblemsOnly = &po
+	}
+	return p
 }
 
 // perProblem is the headline outcome of each problem (the share of right
@@ -524,13 +551,26 @@ func perProblem(e train.EvalResult, members []string, greedy bool) []float64 {
 	return out
 }
 
-// pairedGain averages each seed's per-problem outcomes before and after
-// and compares them problem by problem; nil unless every seed kept them
-// on the same number of problems.
+// pairedGain compares each seed's per-problem outcomes after with its
+// own before; nil unless every seed kept them on the same problems.
 func pairedGain[S any](ss []S, pair func(S) (from, to []float64)) *Paired {
-	from := meanOutcomes(ss, func(s S) []float64 { a, _ := pair(s); return a })
-	to := meanOutcomes(ss, func(s S) []float64 { _, b := pair(s); return b })
-	return paired(from, to)
+	from := seedOutcomes(ss, func(s S) []float64 { a, _ := pair(s); return a })
+	to := seedOutcomes(ss, func(s S) []float64 { _, b := pair(s); return b })
+	return crossed(from, to, true)
+}
+
+// seedOutcomes is each seed's per-problem outcomes; nil unless every seed
+// kept them on the same number of problems.
+func seedOutcomes[S any](ss []S, pick func(S) []float64) [][]float64 {
+	var out [][]float64
+	for _, s := range ss {
+		x := pick(s)
+		if x == nil || (out != nil && len(x) != len(out[0])) {
+			return nil
+		}
+		out = append(out, x)
+	}
+	return out
 }
 
 // groupKey is the run's spec without what varies between seeds of one
@@ -575,6 +615,18 @@ func memberNames(e train.EvalResult) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// level is the mean of outcomes per seed and problem with a 95% interval
+// that holds both the seeds' variance and the problems' (so never
+// narrower than what evaluating on other problems alone would vary by);
+// nil without outcomes.
+func level(x [][]float64) *stats.Interval {
+	if x == nil || len(x[0]) == 0 {
+		return nil
+	}
+	iv := stats.CrossedDiff([][]float64{make([]float64, len(x[0]))}, x, false).Interval
+	return &iv
 }
 
 // seedInterval is the mean with a 95% t-interval over seeds (the mean
@@ -644,7 +696,7 @@ func (t Table) CSV() string {
 	for _, task := range append(append([]string(nil), t.Tasks...), "average") {
 		fmt.Fprintf(&b, ",%s_mean,%s_lo,%s_hi", task, task, task)
 	}
-	b.WriteString(",greedy_mean,greedy_lo,greedy_hi,gain_mean,gain_lo,gain_hi,gain_p,greedy_gain_mean,greedy_gain_lo,greedy_gain_hi,greedy_gain_p,flops\n")
+	b.WriteString(",greedy_mean,greedy_lo,greedy_hi,gain_mean,gain_lo,gain_hi,gain_p,gain_p_holm,greedy_gain_mean,greedy_gain_lo,greedy_gain_hi,greedy_gain_p,greedy_gain_p_holm,flops\n")
 	for _, r := range t.Rows {
 		fmt.Fprintf(&b, "%q,%d,%q", r.Method, r.Seeds, r.Metric)
 		for _, task := range t.Tasks {
@@ -654,9 +706,9 @@ func (t Table) CSV() string {
 		fmt.Fprintf(&b, ",%.4f,%.4f,%.4f,%.4f,%.4f,%.4f", r.Average.Mean, r.Average.Lo, r.Average.Hi, r.Greedy.Mean, r.Greedy.Lo, r.Greedy.Hi)
 		for _, g := range []*Paired{r.Gain, r.GreedyGain} {
 			if g != nil {
-				fmt.Fprintf(&b, ",%.4f,%.4f,%.4f,%.4g", g.Diff.Mean, g.Diff.Lo, g.Diff.Hi, g.P)
+				fmt.Fprintf(&b, ",%.4f,%.4f,%.4f,%.4g,%.4g", g.Diff.Mean, g.Diff.Lo, g.Diff.Hi, g.P, g.PHolm)
 			} else {
-				b.WriteString(",,,,")
+				b.WriteString(",,,,,")
 			}
 		}
 		fmt.Fprintf(&b, ",%.4g\n", r.FLOPs)
@@ -664,16 +716,20 @@ func (t Table) CSV() string {
 	return b.String()
 }
 
-// String is the gain as "+0.041 [+0.029, +0.053], p 0.012" ("-" when absent).
+// String is the gain as "+0.041 [+0.029, +0.053], p 0.012, Holm 0.048"
+// ("-" when absent).
 func (p *Paired) String() string {
 	if p == nil {
 		return "-"
 	}
-	pv := fmt.Sprintf("p %.2g", p.P)
-	if p.P == 0 {
-		pv = fmt.Sprintf("p < %.2g", 1.0/stats.Resamples) // no resample crossed zero
+	return fmt.Sprintf("%+.3f [%+.3f, %+.3f], p %s, Holm %s", p.Diff.Mean, p.Diff.Lo, p.Diff.Hi, formatP(p.P), formatP(p.PHolm))
+}
+
+func formatP(p float64) string {
+	if p < 0.001 {
+		return "< 0.001"
 	}
-	return fmt.Sprintf("%+.3f [%+.3f, %+.3f], %s", p.Diff.Mean, p.Diff.Lo, p.Diff.Hi, pv)
+	return fmt.Sprintf("%.2g", p)
 }
 
 func formatCI(iv stats.Interval) string {

@@ -337,3 +337,76 @@ func TestUploadedBasesNamedByFamily(t *testing.T) {
 		t.Errorf("llama and gpt2: %q", got)
 	}
 }
+
+// TestTableIntervalsHoldSeedVariance: five seeds of a method whose
+// training outcome varies a lot between seeds (each seed solves a
+// different share of the same problems) against a method equal to the
+// base: the table's gain interval holds the seed variance (wider than
+// bootstrapping problems after averaging the seeds, which it shows
+// beside it), and every p is corrected for the table's tests (Holm's
+// never below the raw p).
+func TestTableIntervalsHoldSeedVariance(t *testing.T) {
+	const n = 200
+	greedy := func(right func(p int) bool) evaluate.Result {
+		r := evaluate.Result{N: n, Correct: make([]bool, n), ByTask: map[string]float64{"mod": 0}}
+		for p := range r.Correct {
+			r.Correct[p] = right(p)
+			if r.Correct[p] {
+				r.PassAt1 += 1.0 / n
+			}
+		}
+		r.ByTask["mod"] = r.PassAt1
+		return r
+	}
+	base := greedy(func(p int) bool { return p%10 < 3 }) // 0.30
+	run := func(mode string, seed uint64, after evaluate.Result) *Run {
+		r := &Run{Spec: spec.Default()}
+		r.Spec.Name, r.Spec.Seed, r.Spec.Reward.Mode = mode, seed, mode
+		r.Spec.Members = []spec.Member{{Name: "a", Base: "base-a"}}
+		r.Evals = []train.EvalResult{{Round: 0, Members: map[string]evaluate.Result{"a": base}},
+			{Round: 5, Members: map[string]evaluate.Result{"a": after}}}
+		return r
+	}
+	var rs []*Run
+	for seed := uint64(1); seed <= 5; seed++ {
+		// Seed s solves the base's problems and a seed-dependent share of
+		// the others: from +0.0 to +0.4, mean +0.2.
+		extra := int(seed - 1)
+		rs = append(rs, run(rl.GroundTruthRL, seed, greedy(func(p int) bool { return p%10 < 3 || (p%10 >= 3 && p%10 < 3+extra) })))
+		rs = append(rs, run(rl.SelfVote, seed, base))
+	}
+	tb := BuildTable(rs, "a")
+	var gt *Row
+	for i := range tb.Rows {
+		if tb.Rows[i].Method == "Ground-truth" {
+			gt = &tb.Rows[i]
+		}
+	}
+	if gt == nil || gt.GreedyGain == nil || gt.GreedyGain.ProblemsOnly == nil {
+		t.Fatalf("rows %+v", tb.Rows)
+	}
+	g := gt.GreedyGain
+	if math.Abs(g.Diff.Mean-0.2) > 1e-9 || g.Seeds != [2]int{5, 5} {
+		t.Errorf("gain %+v, want +0.2 over 5 seeds", g)
+	}
+	if w, wpo := g.Diff.Hi-g.Diff.Lo, g.ProblemsOnly.Hi-g.ProblemsOnly.Lo; w < 2*wpo || g.SeedShare < 0.5 {
+		t.Errorf("seed-heavy gain: width %.3f against problems-only %.3f, seed share %.2f", w, wpo, g.SeedShare)
+	}
+	tests := 0
+	for _, r := range tb.Rows {
+		for _, p := range []*Paired{r.Gain, r.GreedyGain} {
+			if p != nil {
+				tests++
+				if p.PHolm < p.P {
+					t.Errorf("%s: Holm p %.3g below p %.3g", r.Method, p.PHolm, p.P)
+				}
+			}
+		}
+	}
+	if tests == 0 || len(tb.Comparisons) != 1 || tb.Comparisons[0].Greedy.PHolm < tb.Comparisons[0].Greedy.P {
+		t.Errorf("tests %d, comparisons %+v", tests, tb.Comparisons)
+	}
+	if !strings.Contains(g.String(), "Holm") {
+		t.Errorf("gain shown as %q", g)
+	}
+}
