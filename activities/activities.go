@@ -544,6 +544,9 @@ func (a *Activities) Grade(ctx context.Context, in GradeInput) (GradeOutput, err
 	for i, md := range gb.Diag.Models {
 		a.Metrics.Round(run, s.Members[i].Name, md.RewardMean, md.LabeledFrac, md.ModalShare)
 	}
+	for _, pd := range gb.Diag.Pairs {
+		a.Metrics.Agree(run, s.Members[pd.Pair[0]].Name+"/"+s.Members[pd.Pair[1]].Name, pd.Agreement)
+	}
 	a.Metrics.Stage(run, "", "grade", secs, activity.GetInfo(ctx).Attempt)
 	return GradeOutput{Key: key, Diag: gb.Diag, Seconds: secs}, nil
 }

@@ -37,6 +37,7 @@ type Corl struct {
 	Placements   *prometheus.CounterVec   // run, member: members loaded on this worker
 	Held         prometheus.Gauge         // members this worker holds now
 	Modal        *prometheus.GaugeVec     // run, member: share of the latest round's prompts voting the member's most common answer
+	Agreement    *prometheus.GaugeVec     // run, pair: share of the latest round's prompts both members vote alike
 }
 
 // Registry is a process's metrics.
@@ -71,10 +72,12 @@ func New() *Registry {
 			Help: "Members loaded on this worker (a number above one per member means it moved here after a lost worker)."}, []string{"run", "member"}),
 		Modal: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "corl_modal_answer_share",
 			Help: "Share of the latest round's prompts whose vote is the member's most common answer (near 1: collapsed onto one answer)."}, []string{"run", "member"}),
+		Agreement: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "corl_vote_agreement",
+			Help: "Share of the latest round's prompts on which two members vote the same answer (near 1 with labels mostly wrong: consensus collapse)."}, []string{"run", "pair"}),
 		Held: prometheus.NewGauge(prometheus.GaugeOpts{Name: "corl_members_held",
 			Help: "Members this worker holds now (released when their run ends, however it ends)."}),
 	}
-	reg.MustRegister(c.StageSeconds, c.Tokens, c.FLOPs, c.Reward, c.Labeled, c.PassAt1, c.Retries, c.Placements, c.Held, c.Modal)
+	reg.MustRegister(c.StageSeconds, c.Tokens, c.FLOPs, c.Reward, c.Labeled, c.PassAt1, c.Retries, c.Placements, c.Held, c.Modal, c.Agreement)
 	reporter := tallyprom.NewReporter(tallyprom.Options{Registerer: reg})
 	scope, closer := tally.NewRootScope(tally.ScopeOptions{CachedReporter: reporter, Separator: tallyprom.DefaultSeparator,
 		SanitizeOptions: &sdktally.PrometheusSanitizeOptions}, time.Second)
@@ -158,6 +161,15 @@ func (c *Corl) Round(run, member string, reward, labeled, modal float64) {
 	c.Reward.WithLabelValues(run, member).Set(reward)
 	c.Labeled.WithLabelValues(run, member).Set(labeled)
 	c.Modal.WithLabelValues(run, member).Set(modal)
+}
+
+// Agree sets how often two members (pair "a/b") voted alike in the
+// latest round.
+func (c *Corl) Agree(run, pair string, agreement float64) {
+	if c == nil {
+		return
+	}
+	c.Agreement.WithLabelValues(run, pair).Set(agreement)
 }
 
 // Eval sets a member's latest pass@1 on the original wording and its own view.

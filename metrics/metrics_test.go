@@ -23,6 +23,7 @@ func TestScrape(t *testing.T) {
 	r.Corl.Work("wf-1", "g", "generate", "generated", 100, 3e9)
 	r.Corl.Round("wf-1", "g", 0.25, 1, 0.9)
 	r.Corl.Holding(2)
+	r.Corl.Agree("wf-1", "g/l", 0.95)
 	r.Corl.Eval("wf-1", "g", 0.4, 0.45)
 	r.Corl.Placed("wf-1", "g")
 	r.SDK().WithTags(map[string]string{"task_queue": "corl"}).Counter("temporal_request").Inc(3)
@@ -41,6 +42,7 @@ func TestScrape(t *testing.T) {
 		`corl_member_placements_total{member="g",run="wf-1"} 1`,
 		`corl_modal_answer_share{member="g",run="wf-1"} 0.9`,
 		`corl_members_held 2`,
+		`corl_vote_agreement{pair="g/l",run="wf-1"} 0.95`,
 		`temporal_request_total{task_queue="corl"} 3`, // tally reports every second
 		`go_goroutines`,
 	}

@@ -321,5 +321,34 @@ func (d Diagnostics) Collapse(names []string) []string {
 	if all {
 		out = append(out, fmt.Sprintf("the cohort has collapsed onto one answer (%q): every member votes it on most prompts, so peer rewards reinforce it", same))
 	}
+	for _, pd := range d.Pairs { // Pair, not I and J: diagnostics also arrive as JSON
+		i, j := pd.Pair[0], pd.Pair[1]
+		if i < len(names) && j < len(names) && j < len(d.Models) && d.consensus(pd) {
+			out = append(out, fmt.Sprintf("members %s and %s: they vote the same answer on %.0f%% of the round's prompts, and the labels they give are right on %.0f%%: a consensus collapse onto shared errors, which peer rewards reinforce",
+				names[i], names[j], 100*pd.Agreement, 100*d.pairLabelAcc(pd)))
+		}
+	}
 	return out
+}
+
+// Two members have fallen into consensus collapse when they vote the same
+// answer on most prompts (consensusAgreement) while the labels they give
+// each other are right no more than consensusAccuracy of the time:
+// agreement that is not accuracy. It needs truth; a pair that agrees
+// because both are right is learning, not collapsing.
+const (
+	consensusAgreement = 0.9
+	consensusAccuracy  = 0.5
+)
+
+func (d Diagnostics) consensus(pd PairDiag) bool {
+	if pd.Agreement < consensusAgreement || d.Models[pd.Pair[0]].PseudoLabelAcc == nil || d.Models[pd.Pair[1]].PseudoLabelAcc == nil {
+		return false
+	}
+	return d.pairLabelAcc(pd) <= consensusAccuracy
+}
+
+// pairLabelAcc is the mean pseudo-label accuracy of the pair's members.
+func (d Diagnostics) pairLabelAcc(pd PairDiag) float64 {
+	return (*d.Models[pd.Pair[0]].PseudoLabelAcc + *d.Models[pd.Pair[1]].PseudoLabelAcc) / 2
 }

@@ -1,6 +1,7 @@
 package rl
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -49,5 +50,49 @@ func TestCollapseAcrossPromptsIsSeen(t *testing.T) {
 	}
 	if w := Diagnose(collapsed, out, []string{"yes", "yes", "yes", "yes"}, 0).Collapse(names); len(w) != 0 {
 		t.Errorf("answers as alike as the labels flagged: %q", w)
+	}
+}
+
+// TestConsensusCollapseIsSeen: two members converging on the same wrong
+// answers, prompt by prompt and with varied answers (so no single answer
+// dominates and the across-prompts rule stays quiet), are flagged once
+// they agree on nearly every prompt while their labels are mostly wrong;
+// not before, while they still disagree, and not a pair that agrees
+// because both are right.
+func TestConsensusCollapseIsSeen(t *testing.T) {
+	truth := []string{"11", "12", "13", "14", "15", "16", "17", "18", "19", "20"}
+	peer, err := NewStrategy(PeerRing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diag := func(a, b []string) Diagnostics {
+		g := [][]Group{groupsVoting(a...), groupsVoting(b...)}
+		out, err := peer.Reward(Input{Rollouts: g})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Diagnose(g, out, truth, 0)
+	}
+	names := []string{"a", "b"}
+	wrong := []string{"1", "2", "3", "4", "5", "6", "7", "8", "19", "20"} // right on two of ten
+	early := diag(wrong, []string{"1", "12", "3", "14", "15", "6", "17", "18", "19", "20"})
+	if w := early.Collapse(names); len(w) != 0 {
+		t.Errorf("members that still disagree flagged: %q", w)
+	}
+	late := diag(wrong, wrong)
+	b, _ := json.Marshal(late) // as the workflow receives it from the grade
+	var sent Diagnostics
+	if err := json.Unmarshal(b, &sent); err != nil {
+		t.Fatal(err)
+	}
+	w := strings.Join(sent.Collapse(names), "\n")
+	if !strings.Contains(w, "members a and b: they vote the same answer on 100% of the round's prompts, and the labels they give are right on 20%") {
+		t.Errorf("consensus on shared errors not seen: %q", w)
+	}
+	if strings.Contains(w, "member a:") {
+		t.Errorf("the across-prompts rule fired on varied answers: %q", w)
+	}
+	if w := diag(truth, truth).Collapse(names); len(w) != 0 {
+		t.Errorf("a pair agreeing because both are right flagged: %q", w)
 	}
 }
