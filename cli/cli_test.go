@@ -285,7 +285,7 @@ func TestEvalCompare(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"pass@1 ", "] on 12 test problems", "difference (--compare minus --model, ../examples/bases/llama-small minus ../examples/bases/gpt2-small): pass@1 ", "McNemar: ", "sampled pass@1 "} {
+	for _, want := range []string{"pass@1 ", "] on 12 test problems", "difference (--compare minus --model, ../examples/bases/llama-small minus ../examples/bases/gpt2-small): pass@1 ", "McNemar: ", "sampled pass@1 ", "what each could teach the other (votes of the samples): where ../examples/bases/gpt2-small's vote is wrong"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

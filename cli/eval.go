@@ -13,6 +13,7 @@ import (
 	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/stats"
 	"github.com/corl-project/corl/tokenizer"
 )
@@ -247,6 +248,11 @@ func printComparison(w io.Writer, a, b string, ra, rb evaluate.Result) {
 	fmt.Fprintf(w, "%s: pass@1 %.3f [%.3f, %.3f]\n", b, rb.PassAt1, rb.PassAt1CI.Lo, rb.PassAt1CI.Hi)
 	fmt.Fprintf(w, "difference (--compare minus --model, %s minus %s): pass@1 %+.3f [%+.3f, %+.3f], paired bootstrap p %.3f; McNemar: %d solved only by --model, %d only by --compare, p %.3f\n",
 		b, a, d.Mean, d.Lo, d.Hi, p, onlyA, onlyB, pm)
+	if len(ra.Truth) > 0 {
+		pp := rl.Predict(ra.CohortAnswers(), rb.CohortAnswers(), ra.Correct, rb.Correct, func(p int, x string) bool { return p < len(ra.Truth) && x == ra.Truth[p] })
+		fmt.Fprintf(w, "what each could teach the other (votes%s): where %s's vote is wrong, %s's is right on %.0f%%; the other way %.0f%%; both vote the same wrong answer on %.0f%% of problems; kappa %.2f, complementarity %.2f\n",
+			map[bool]string{true: " of the samples", false: ": greedy answers"}[ra.Samples > 0], a, b, 100*pp.RescueAB, 100*pp.RescueBA, 100*pp.SharedError, pp.Kappa, pp.Complementarity)
+	}
 	if ra.Samples > 0 {
 		ds, ps := stats.PairedDiff(ra.SampledScores(), rb.SampledScores(), 1)
 		fmt.Fprintf(w, "  sampled pass@1 %.3f -> %.3f: %+.3f [%+.3f, %+.3f], p %.3f\n", ra.SampledPassAt1, rb.SampledPassAt1, ds.Mean, ds.Lo, ds.Hi, ps)

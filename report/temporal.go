@@ -252,12 +252,8 @@ func evalResult(round int, names []string, samples int, outs []*activities.EvalO
 		pools[i] = o.Pool
 	}
 	truth := outs[0].Truth
-	er.Cohort = rl.CohortVote(pools, func(p int, a string) bool { return a == truth[p] })
-	for i := range outs {
-		for j := i + 1; j < len(outs); j++ {
-			key := names[i] + "/" + names[j]
-			er.Kappa[key], er.Compl[key] = rl.CohenKappa(outs[i].Correct, outs[j].Correct), rl.Complementarity(outs[i].Correct, outs[j].Correct)
-		}
-	}
+	right := func(p int, a string) bool { return p < len(truth) && a == truth[p] }
+	er.Cohort = rl.CohortVote(pools, right)
+	er.SetPairs(names, pools, right)
 	return er, true
 }

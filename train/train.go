@@ -168,6 +168,26 @@ type EvalResult struct {
 	Cohort  rl.CohortResult            `json:"cohort_vote"`     // plurality of the members' pooled answers (samples when eval.samples > 0), original wording
 	Kappa   map[string]float64         `json:"kappa,omitempty"` // per member pair, of per-problem correctness
 	Compl   map[string]float64         `json:"complementarity,omitempty"`
+	// Pairs holds, per member pair "a/b", what each can teach the other
+	// (rescue rates, shared errors, vote accuracy): at round 0, the
+	// cohort's predictors.
+	Pairs map[string]rl.PairPredictors `json:"pairs,omitempty"`
+}
+
+// SetPairs fills the evaluation's pairwise numbers (kappa,
+// complementarity and the predictors) from each member's answer pool, in
+// names' order: the one place a local run and a report of the pipeline
+// both compute them.
+func (er *EvalResult) SetPairs(names []string, pools [][][]string, right func(problem int, answer string) bool) {
+	er.Kappa, er.Compl, er.Pairs = map[string]float64{}, map[string]float64{}, map[string]rl.PairPredictors{}
+	for i := range names {
+		for j := i + 1; j < len(names); j++ {
+			a, b := er.Members[names[i]].Correct, er.Members[names[j]].Correct
+			key := names[i] + "/" + names[j]
+			pp := rl.Predict(pools[i], pools[j], a, b, right)
+			er.Kappa[key], er.Compl[key], er.Pairs[key] = pp.Kappa, pp.Complementarity, pp
+		}
+	}
 }
 
 // EvaluateMember scores a member on the original wording of the problems
@@ -198,14 +218,13 @@ func Evaluate(members []*rl.Member, eval []datasets.Problem, round int, o evalua
 		}
 		answers[i] = res.CohortAnswers()
 	}
-	er.Cohort = rl.CohortVote(answers, func(p int, a string) bool { return a == datasets.Normalize(eval[p].Answer) })
-	for i := range members {
-		for j := i + 1; j < len(members); j++ {
-			a, b := er.Members[members[i].Name].Correct, er.Members[members[j].Name].Correct
-			key := members[i].Name + "/" + members[j].Name
-			er.Kappa[key], er.Compl[key] = rl.CohenKappa(a, b), rl.Complementarity(a, b)
-		}
+	right := func(p int, a string) bool { return a == datasets.Normalize(eval[p].Answer) }
+	er.Cohort = rl.CohortVote(answers, right)
+	names := make([]string, len(members))
+	for i, m := range members {
+		names[i] = m.Name
 	}
+	er.SetPairs(names, answers, right)
 	return er, nil
 }
 
@@ -406,6 +425,9 @@ func printEval(w io.Writer, er *EvalResult) {
 	fmt.Fprintf(w, "  cohort vote %.3f (ties %.3f)", er.Cohort.Correct, er.Cohort.Tie)
 	for _, k := range sortedKeys(er.Kappa) {
 		fmt.Fprintf(w, "  kappa(%s) %.2f compl %.2f", k, er.Kappa[k], er.Compl[k])
+		if pp, ok := er.Pairs[k]; ok {
+			fmt.Fprintf(w, " rescue %.2f/%.2f shared-error %.2f", pp.RescueAB, pp.RescueBA, pp.SharedError)
+		}
 	}
 	fmt.Fprintln(w)
 }
