@@ -24,6 +24,7 @@ import (
 	"github.com/corl-project/corl/internal/atomicfile"
 	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/rl"
+	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/tokenizer"
 )
 
@@ -233,7 +234,32 @@ type state struct {
 	Round int     `json:"completed_rounds"`
 	Steps int     `json:"optimizer_steps"`
 	Dir   string  `json:"checkpoint"`
-	FLOPs float64 `json:"flops,omitempty"` // spent so far, for max_flops
+	FLOPs float64 `json:"flops,omitempty"` // spent so far (the sum of the three below)
+	// Per member, as the workflow keeps them, so that both compare the
+	// same sum with max_flops (spec.SpentFLOPs).
+	GenFLOPs    []float64 `json:"generation_flops,omitempty"`
+	UpdateFLOPs []float64 `json:"update_flops,omitempty"`
+	JudgeFLOPs  []float64 `json:"judge_flops,omitempty"`
+}
+
+// spent is the run's FLOPs so far, as the schedule counts them.
+func (st *state) spent() float64 { return spec.SpentFLOPs(st.GenFLOPs, st.UpdateFLOPs, st.JudgeFLOPs) }
+
+// add counts a round's FLOPs, member by member.
+func (st *state) add(met *rl.Metrics) {
+	n := len(met.Models)
+	if len(st.GenFLOPs) < n {
+		// A fresh run, or a state from before per-member FLOPs: its total
+		// stands as the first member's generation.
+		st.GenFLOPs, st.UpdateFLOPs, st.JudgeFLOPs = make([]float64, n), make([]float64, n), make([]float64, n)
+		st.GenFLOPs[0] = st.FLOPs
+	}
+	for i, mr := range met.Models {
+		st.GenFLOPs[i] += mr.GenFLOPs
+		st.UpdateFLOPs[i] += mr.UpdateFLOPs
+		st.JudgeFLOPs[i] += mr.JudgeFLOPs
+	}
+	st.FLOPs = st.spent()
 }
 
 // Options control one invocation of Local.
@@ -324,12 +350,11 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 	if o.StopAfter > 0 {
 		end = min(end, st.Round+o.StopAfter)
 	}
-	budgetSpent := func() bool { return s.MaxFLOPs > 0 && st.FLOPs >= s.MaxFLOPs }
 	for r := st.Round; r < end; r++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if budgetSpent() {
+		if s.BudgetSpent(st.spent()) {
 			break // a resumed run that had spent its budget
 		}
 		prompts := PromptsForRound(data.RL, s.Seed, r, s.PromptsPerRound)
@@ -341,9 +366,7 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 		}
 		st.Steps += s.GRPO.StepsPerRound()
 		st.Round = r + 1
-		for _, mr := range met.Models {
-			st.FLOPs += mr.FLOPs()
-		}
+		st.add(met)
 		rec := map[string]any{"round": met}
 		fmt.Fprintf(log, "\r%s round %d/%d: %.1fs", bar(r+1, s.Rounds, 20), r+1, s.Rounds, met.Seconds)
 		for i, md := range met.Diag.Models {
@@ -361,8 +384,8 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 		for _, w := range met.Diag.Collapse(s.MemberNames()) {
 			fmt.Fprintf(log, "warning: round %d: %s\n", r+1, w)
 		}
-		last := r+1 == s.Rounds || budgetSpent()
-		if len(data.Eval) > 0 && (last || (s.Eval.Every > 0 && (r+1)%s.Eval.Every == 0)) {
+		last := s.LastRound(r+1, st.spent())
+		if len(data.Eval) > 0 && s.EvaluateAfter(r+1, last) {
 			t0 := time.Now()
 			er, err := Evaluate(members, data.Eval, r+1, config.EvalOptions(s))
 			if err != nil {
@@ -375,7 +398,7 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 		if err := enc.Encode(rec); err != nil {
 			return err
 		}
-		if last || r+1 == end || (s.Checkpoint.Every > 0 && (r+1)%s.Checkpoint.Every == 0) {
+		if s.CheckpointAfter(r+1, last) || r+1 == end {
 			dir := filepath.Join(runDir, "checkpoints", blob.RoundName(r+1))
 			t0 := time.Now()
 			for _, m := range members {

@@ -23,7 +23,7 @@ import (
 	"github.com/corl-project/corl/rl"
 )
 
-func spec(t *testing.T, out string, rounds int, a, b string) *config.RunSpec {
+func runSpec(t *testing.T, out string, rounds int, a, b string) *config.RunSpec {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "run.yaml")
 	body := fmt.Sprintf(`name: t
@@ -67,7 +67,7 @@ func TestLocalRunAndExactResume(t *testing.T) {
 	a, b := testmodels.Base(t, model.GPT2, 1), testmodels.Base(t, model.Llama, 2)
 	var log bytes.Buffer
 	full := t.TempDir()
-	if err := Local(context.Background(), cpu.New(2), spec(t, full, 3, a, b), Options{}, &log); err != nil {
+	if err := Local(context.Background(), cpu.New(2), runSpec(t, full, 3, a, b), Options{}, &log); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	f, _ := os.Open(filepath.Join(full, "t", "metrics.jsonl"))
@@ -86,10 +86,10 @@ func TestLocalRunAndExactResume(t *testing.T) {
 	}
 	part := t.TempDir()
 	// Interrupted after 2 rounds, resumed on another thread count.
-	if err := Local(context.Background(), cpu.New(1), spec(t, part, 3, a, b), Options{StopAfter: 2}, &log); err != nil {
+	if err := Local(context.Background(), cpu.New(1), runSpec(t, part, 3, a, b), Options{StopAfter: 2}, &log); err != nil {
 		t.Fatal(err)
 	}
-	if err := Local(context.Background(), cpu.New(3), spec(t, part, 3, a, b), Options{Resume: true}, &log); err != nil {
+	if err := Local(context.Background(), cpu.New(3), runSpec(t, part, 3, a, b), Options{Resume: true}, &log); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"g", "l"} {
@@ -151,7 +151,7 @@ func TestMaxFLOPsEndsALocalRun(t *testing.T) {
 	a, b := testmodels.Base(t, model.GPT2, 1), testmodels.Base(t, model.Llama, 2)
 	var log bytes.Buffer
 	full := t.TempDir()
-	if err := Local(context.Background(), cpu.New(2), spec(t, full, 3, a, b), Options{}, &log); err != nil {
+	if err := Local(context.Background(), cpu.New(2), runSpec(t, full, 3, a, b), Options{}, &log); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	r, err := readRounds(filepath.Join(full, "t", "metrics.jsonl"))
@@ -167,7 +167,7 @@ func TestMaxFLOPsEndsALocalRun(t *testing.T) {
 		upTo = append(upTo, total)
 	}
 	budget := t.TempDir()
-	s := spec(t, budget, 5, a, b)
+	s := runSpec(t, budget, 5, a, b)
 	s.MaxFLOPs = (upTo[1] + upTo[2]) / 2
 	for range 2 { // the second time resumes from the final checkpoint
 		if err := Local(context.Background(), cpu.New(2), s, Options{Resume: fileExists(filepath.Join(budget, "t", "state.json"))}, &log); err != nil {
@@ -218,7 +218,7 @@ func readRounds(path string) ([]rl.Metrics, error) {
 func TestCheckMembersRefusesTooLongCompletions(t *testing.T) {
 	a, b := testmodels.Base(t, model.GPT2, 1), testmodels.Base(t, model.Llama, 2)
 	out := t.TempDir()
-	s := spec(t, out, 1, a, b)
+	s := runSpec(t, out, 1, a, b)
 	data, err := LoadData(s)
 	if err != nil {
 		t.Fatal(err)

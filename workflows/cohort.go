@@ -351,7 +351,7 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 		}
 	}()
 
-	for st.Round < s.Rounds && !st.Stopping && !budgetSpent(&s, st) {
+	for st.Round < s.Rounds && !st.Stopping && !s.BudgetSpent(st.spentFLOPs()) {
 		if st.Paused {
 			st.Stage = "paused"
 			if err := workflow.Await(ctx, func() bool { return !st.Paused || st.Stopping }); err != nil {
@@ -384,8 +384,8 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 		st.RoundSeconds += secs
 		st.Summaries[len(st.Summaries)-1].Seconds = secs
 		st.Round++
-		last := st.Round == s.Rounds || budgetSpent(&s, st)
-		if last || st.Stopping || (s.Checkpoint.Every > 0 && st.Round%s.Checkpoint.Every == 0) {
+		last := s.LastRound(st.Round, st.spentFLOPs())
+		if s.CheckpointAfter(st.Round, last) || st.Stopping {
 			t0 := workflow.Now(ctx)
 			if err := checkpointAll(ctx, &s, st, members, ref, place); err != nil {
 				return nil, err
@@ -395,7 +395,7 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 		// As the local runner: no evaluation without evaluation problems
 		// (versioned: histories recorded before evaluated anyway).
 		skipEval := st.NoEvalSet && workflow.GetVersion(ctx, "skip-empty-eval", workflow.DefaultVersion, 1) == 1
-		if !skipEval && (last || (s.Eval.Every > 0 && st.Round%s.Eval.Every == 0)) {
+		if !skipEval && s.EvaluateAfter(st.Round, last) {
 			t0 := workflow.Now(ctx)
 			if err := evaluateAll(ctx, &s, st, members, ref, place); err != nil {
 				return nil, err
@@ -427,18 +427,9 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 		JudgeFLOPs: st.JudgeFLOPs}, nil
 }
 
-// budgetSpent reports whether the run has spent the spec's max_flops.
-func budgetSpent(s *spec.RunSpec, st *State) bool {
-	if s.MaxFLOPs <= 0 {
-		return false
-	}
-	var spent float64
-	for _, fs := range [][]float64{st.GenFLOPs, st.UpdateFLOPs, st.JudgeFLOPs} {
-		for _, f := range fs {
-			spent += f
-		}
-	}
-	return spent >= s.MaxFLOPs
+// spentFLOPs is the run's FLOPs so far, as the schedule counts them.
+func (st *State) spentFLOPs() float64 {
+	return spec.SpentFLOPs(st.GenFLOPs, st.UpdateFLOPs, st.JudgeFLOPs)
 }
 
 // listWorkers is the pool's live workers (activities.Workers), or none
