@@ -15,6 +15,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/corl-project/corl/rl"
 )
 
 // series is one line of a plot: y against x, with a band [lo, hi] where
@@ -23,18 +25,26 @@ type series struct {
 	name   string
 	x, y   []float64
 	lo, hi []float64
+	// col is the series' colour (its method's); scatter draws points
+	// without a line.
+	col     color.Color
+	scatter bool
 }
 
-// svgPlot draws series as an inline SVG (a band under each line that has one).
-func svgPlot(title, xlabel, ylabel string, ss []series) (string, error) {
+// svgPlot draws series as an inline SVG of the given size in inches (a
+// band under each line that has one). It draws no legend: the report
+// shows one legend for every plot, outside them.
+func svgPlot(title, xlabel, ylabel string, ss []series, w, h float64) (string, error) {
 	p := plot.New()
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, xlabel, ylabel
-	p.Legend.Top = true
 	for i, s := range ss {
 		if len(s.x) == 0 {
 			continue
 		}
-		c := plotutil.Color(i)
+		c := s.col
+		if c == nil {
+			c = plotutil.Color(i)
+		}
 		if s.lo != nil {
 			poly := make(plotter.XYs, 0, 2*len(s.x))
 			for k := range s.x {
@@ -56,6 +66,15 @@ func svgPlot(title, xlabel, ylabel string, ss []series) (string, error) {
 		for k := range s.x {
 			pts[k] = plotter.XY{X: s.x[k], Y: s.y[k]}
 		}
+		if s.scatter {
+			sc, err := plotter.NewScatter(pts)
+			if err != nil {
+				return "", err
+			}
+			sc.Color, sc.Shape = c, draw.CircleGlyph{}
+			p.Add(sc)
+			continue
+		}
 		line, points, err := plotter.NewLinePoints(pts)
 		if err != nil {
 			return "", err
@@ -63,10 +82,13 @@ func svgPlot(title, xlabel, ylabel string, ss []series) (string, error) {
 		line.Color, points.Color = c, c
 		points.Shape = draw.CircleGlyph{}
 		p.Add(line, points)
-		p.Legend.Add(s.name, line)
 	}
-	canvas := vgsvg.New(7.5*vg.Inch, 4*vg.Inch)
-	p.Draw(draw.New(canvas))
+	canvas := vgsvg.New(vg.Length(w)*vg.Inch, vg.Length(h)*vg.Inch)
+	// A margin inside the canvas: browsers' fonts are taller and wider
+	// than the metrics the plot is laid out with, and an SVG clips what
+	// crosses its edge.
+	const margin = 6 * vg.Millimeter
+	p.Draw(draw.Crop(draw.New(canvas), margin, -margin, margin, -margin))
 	var b bytes.Buffer
 	if _, err := canvas.WriteTo(&b); err != nil {
 		return "", err
@@ -82,70 +104,84 @@ func svgPlot(title, xlabel, ylabel string, ss []series) (string, error) {
 // in one file that needs nothing else.
 func HTML(runs []*Run, t Table) (string, error) {
 	var plots []string
-	add := func(title, caption, xl, yl string, ss []series) error {
-		svg, err := svgPlot(title, xl, yl, ss)
+	add := func(title, caption, xl, yl string, ss []series, w, h float64) error {
+		svg, err := svgPlot(title, xl, yl, ss, w, h)
 		if err != nil {
 			return fmt.Errorf("report: %s: %w", title, err)
 		}
-		plots = append(plots, fmt.Sprintf("<figure>%s<figcaption>%s</figcaption></figure>", svg, html.EscapeString(caption)))
+		plots = append(plots, fmt.Sprintf(`<figure style="width:%gin">%s<figcaption>%s</figcaption></figure>`, w, svg, html.EscapeString(caption)))
 		return nil
-	}
-	var byRound, byFLOPs, entropy, distinct, labelAcc []series
-	for _, r := range runs {
-		flops := r.FLOPs()
-		for _, name := range memberNames(r.Evals[0]) {
-			label := runLabel(r) + " / " + name
-			var s, f series
-			s.name, f.name = label, label
-			for _, e := range r.Evals {
-				v, ok := score(e, name)
-				if !ok {
-					continue
-				}
-				ci := scoreCI(e.Members[name])
-				s.x, s.y, s.lo, s.hi = append(s.x, float64(e.Round)), append(s.y, v), append(s.lo, ci.Lo), append(s.hi, ci.Hi)
-				fl := 0.0
-				if e.Round > 0 && e.Round <= len(flops) {
-					fl = flops[e.Round-1]
-				}
-				f.x, f.y, f.lo, f.hi = append(f.x, fl/1e12), append(f.y, v), append(f.lo, ci.Lo), append(f.hi, ci.Hi)
-			}
-			byRound, byFLOPs = append(byRound, s), append(byFLOPs, f)
-		}
-		for i := range r.Spec.Members {
-			name := r.Spec.Members[i].Name
-			label := runLabel(r) + " / " + name
-			en, di, la := series{name: label}, series{name: label}, series{name: label}
-			for _, m := range r.Rounds {
-				if i >= len(m.Diag.Models) {
-					continue
-				}
-				d := m.Diag.Models[i]
-				x := float64(m.Round + 1)
-				en.x, en.y = append(en.x, x), append(en.y, d.AnswerEntropy)
-				di.x, di.y = append(di.x, x), append(di.y, d.DistinctAnswers)
-				if d.PseudoLabelAcc != nil {
-					la.x, la.y = append(la.x, x), append(la.y, *d.PseudoLabelAcc)
-				}
-			}
-			entropy, distinct, labelAcc = append(entropy, en), append(distinct, di), append(labelAcc, la)
-		}
 	}
 	metric := "pass@1"
 	if len(t.Rows) > 0 {
 		metric = t.Rows[0].Metric
 	}
+	labels, groups := methodRuns(runs)
+	member := t.Member
+	headline := func(task string) func(r *Run, e int, names []string) (float64, float64, bool) {
+		return func(r *Run, e int, names []string) (float64, float64, bool) {
+			v, ok := meanScore(e, r, names, task)
+			return float64(r.Evals[e].Round), v, ok
+		}
+	}
+	band := "band: 95% interval over seeds"
+	const wide, tall, small, short = 7.5, 4.0, 3.6, 2.6
 	for _, p := range []struct {
 		title, caption, xl, yl string
 		ss                     []series
 	}{
-		{metric + " vs round", metric + " on held-out problems after each evaluated round; band: 95% interval over problems", "round", metric, byRound},
-		{metric + " vs compute", "the same against cumulative generation and update FLOPs: the compute-normalised comparison", "TFLOP", metric, byFLOPs},
-		{"answer entropy", "entropy of the answers sampled per prompt: self-reward collapse shows as a fall towards 0", "round", "nats", entropy},
-		{"distinct answers", "distinct answers among a prompt's samples", "round", "answers", distinct},
-		{"pseudo-label accuracy", "how often a member's label was right (a diagnostic: labels never reach label-free rewards)", "round", "accuracy", labelAcc},
+		{metric + " vs round", metric + " on held-out problems after each evaluated round, mean over each method's seeds; " + band, "round", metric,
+			methodSeries(groups, labels, member, headline(""))},
+		{metric + " vs compute", "the same against cumulative FLOPs (generation, scoring and updates): the compute-normalised comparison", "TFLOP", metric,
+			flopsSeries(groups, labels, member)},
 	} {
-		if err := add(p.title, p.caption, p.xl, p.yl, p.ss); err != nil {
+		if err := add(p.title, p.caption, p.xl, p.yl, p.ss, wide, tall); err != nil {
+			return "", err
+		}
+	}
+	for _, task := range t.Tasks { // small multiples, one per task family
+		if err := add(task, metric+" on "+task, "round", metric, methodSeries(groups, labels, member, headline(task)), small, short); err != nil {
+			return "", err
+		}
+	}
+	diag := func(f func(d rl.ModelDiag) float64) func(d rl.ModelDiag) (float64, bool) {
+		return func(d rl.ModelDiag) (float64, bool) { return f(d), true }
+	}
+	for _, p := range []struct {
+		title, caption, yl string
+		pick               func(d rl.ModelDiag) (float64, bool)
+	}{
+		{"answer entropy", "entropy of the answers sampled per prompt: self-reward collapse shows as a fall towards 0", "nats",
+			diag(func(d rl.ModelDiag) float64 { return d.AnswerEntropy })},
+		{"distinct answers", "distinct answers among a prompt's samples", "answers", diag(func(d rl.ModelDiag) float64 { return d.DistinctAnswers })},
+		{"modal answer share (collapse)", "share of a round's prompts whose vote is the member's most common answer: near 1, collapsed onto one answer across prompts", "share",
+			diag(func(d rl.ModelDiag) float64 { return d.ModalShare })},
+		{"pseudo-label accuracy", "how often a member's label was right (a diagnostic: labels never reach label-free rewards)", "accuracy",
+			func(d rl.ModelDiag) (float64, bool) {
+				if d.PseudoLabelAcc == nil {
+					return 0, false
+				}
+				return *d.PseudoLabelAcc, true
+			}},
+	} {
+		if err := add(p.title, p.caption+"; mean over members and seeds", "round", p.yl, roundSeries(groups, labels, member, p.pick), small, short); err != nil {
+			return "", err
+		}
+	}
+	for _, p := range []struct {
+		name string
+		pick func(pp rl.PairPredictors) float64
+	}{
+		{"kappa", func(pp rl.PairPredictors) float64 { return pp.Kappa }},
+		{"rescue rate", func(pp rl.PairPredictors) float64 { return (pp.RescueAB + pp.RescueBA) / 2 }},
+		{"shared-error rate", func(pp rl.PairPredictors) float64 { return pp.SharedError }},
+		{"peer vote accuracy", func(pp rl.PairPredictors) float64 { return (pp.AccA + pp.AccB) / 2 }},
+	} {
+		ss := predictorScatter(groups, labels, member, p.pick)
+		if len(ss) == 0 {
+			continue
+		}
+		if err := add("gain vs round-0 "+p.name, "each cohort run's gain in "+metric+" against its members' round-0 "+p.name+", with the least-squares line", "round-0 "+p.name, "gain", ss, small, short); err != nil {
 			return "", err
 		}
 	}
@@ -153,8 +189,9 @@ func HTML(runs []*Run, t Table) (string, error) {
 	b.WriteString(`<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>corl report</title><style>
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:.3em .6em;text-align:right}
-th:first-child,td:first-child{text-align:left}figure{display:inline-block;margin:.5em}figcaption{font-size:.9em;color:#555}
-.k{font-variant-numeric:tabular-nums}</style></head><body>`)
+th:first-child,td:first-child{text-align:left}figure{display:inline-block;vertical-align:top;margin:.5em}figcaption{font-size:.9em;color:#555}
+.k{font-variant-numeric:tabular-nums}.legend{list-style:none;padding:0;columns:3;font-size:.9em}
+.legend li{break-inside:avoid;margin:.15em 0}.swatch{display:inline-block;width:1.6em;height:.8em;margin-right:.4em;vertical-align:middle}</style></head><body>`)
 	fmt.Fprintf(&b, "<h1>corl report</h1><p>%d run(s), made %s. Numbers are %s on held-out problems; intervals are 95%%, over training seeds and problems together when there are several seeds (a two-way random-effects variance, Student t), else a bootstrap over problems; each p is shown raw and Holm-corrected over every test of the table.</p>",
 		len(runs), time.Now().UTC().Format("2006-01-02 15:04 UTC"), html.EscapeString(metric))
 	if t.Member != "" {
@@ -195,6 +232,7 @@ th:first-child,td:first-child{text-align:left}figure{display:inline-block;margin
 		b.WriteString("</table>")
 	}
 	b.WriteString("<h2>Over training</h2>")
+	b.WriteString(legendHTML(labels))
 	b.WriteString(strings.Join(plots, "\n"))
 	b.WriteString("<h2>Agreement between members (last evaluation)</h2>")
 	for _, r := range runs {

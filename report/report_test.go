@@ -41,7 +41,10 @@ func fakeRun(t *testing.T, name, mode string, seed uint64, members []spec.Member
 				PassAt1CI: ci, SampledCI: &ci}
 		}
 		if len(members) == 2 {
-			e.Kappa[members[0].Name+"/"+members[1].Name], e.Compl[members[0].Name+"/"+members[1].Name] = 0.4, 0.2
+			key := members[0].Name + "/" + members[1].Name
+			e.Kappa[key], e.Compl[key] = 0.4, 0.2
+			sf := float64(seed%5) / 10
+			e.Pairs = map[string]rl.PairPredictors{key: {Kappa: 0.2 + sf, RescueAB: 0.5 - sf, RescueBA: 0.4 - sf, SharedError: 0.1 + sf/2, AccA: v, AccB: v}}
 		}
 		return e
 	}
@@ -128,8 +131,8 @@ func TestHTMLIsSelfContained(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(page, "<svg"); n != 5 {
-		t.Errorf("%d inline plots, want 5", n)
+	if n := strings.Count(page, "<svg"); n != 12 {
+		t.Errorf("%d inline plots, want 12 (two, one per task, four diagnostics, four predictor scatters)", n)
 	}
 	for _, bad := range []string{"<script", `src="http`, `href="http`, "<link", "@import"} {
 		if strings.Contains(page, bad) {
@@ -165,8 +168,8 @@ func TestReportInABrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("chromium --dump-dom: %v", err)
 	}
-	if n := bytes.Count(dom, []byte("<svg")); n != 5 || !bytes.Contains(dom, []byte("Ground-truth")) {
-		t.Errorf("the rendered DOM has %d plots (want 5) or lacks the table", n)
+	if n := bytes.Count(dom, []byte("<svg")); n != 12 || !bytes.Contains(dom, []byte("Ground-truth")) {
+		t.Errorf("the rendered DOM has %d plots (want 12) or lacks the table", n)
 	}
 	shot := filepath.Join(dir, "shot.png")
 	if out, err := exec.Command(browser, append(args, "--screenshot="+shot, "file://"+file)...).CombinedOutput(); err != nil {
@@ -408,5 +411,97 @@ func TestTableIntervalsHoldSeedVariance(t *testing.T) {
 	}
 	if !strings.Contains(g.String(), "Holm") {
 		t.Errorf("gain shown as %q", g)
+	}
+}
+
+// TestSweepReportReads: a report of 50 runs (ten methods, five seeds
+// each, some with long names), rendered in headless Chromium: one line
+// and one legend entry per method, not per run; the legend sits outside
+// every plot; no text of a plot is cut off by its edges, and no legend
+// entry is clipped. The page's geometry is measured by a script added to
+// a copy of the page for the test (the report itself has none).
+func TestSweepReportReads(t *testing.T) {
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium not installed (make test-long installs it)")
+	}
+	modes := []string{rl.GroundTruthRL, rl.SelfVote, rl.Entropy, rl.SelfCertainty, rl.PeerRing}
+	pair := []spec.Member{{Name: "llama-odd-3k", Base: "b1"}, {Name: "gpt2-even-3k", Base: "b2", View: 1}}
+	var rs []*Run
+	for m := 0; m < 10; m++ { // each mode alone and with a peer: ten methods
+		members := []spec.Member{{Name: "llama-odd-3k", Base: "b1"}}
+		if m >= len(modes) {
+			members = pair
+		}
+		for seed := uint64(1); seed <= 5; seed++ {
+			name := fmt.Sprintf("a-rather-long-sweep-cell-name-%02d", m)
+			r, err := Load(fakeRun(t, name, modes[m%len(modes)], seed, members, 0.3, 0.3+0.01*float64(m)+0.005*float64(seed)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs = append(rs, r)
+		}
+	}
+	page, err := HTML(rs, BuildTable(rs, "llama-odd-3k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(page, `<li><span class="swatch"`); n != 10 {
+		t.Errorf("%d legend entries for 10 methods", n)
+	}
+	probe := `<script>
+addEventListener("load", () => {
+  const inside = (a, b) => a.left >= b.left - 1 && a.right <= b.right + 1 && a.top >= b.top - 1 && a.bottom <= b.bottom + 1;
+  const overlap = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  const out = {plots: 0, lines: 0, overlaps: 0, cut: [], clipped: 0};
+  const legends = [...document.querySelectorAll(".legend")].map(l => l.getBoundingClientRect());
+  const names = new Set([...document.querySelectorAll(".legend li")].map(li => li.textContent.trim()));
+  out.inPlot = 0;
+  for (const svg of document.querySelectorAll("svg")) {
+    out.plots++;
+    const box = svg.getBoundingClientRect();
+    for (const l of legends) if (overlap(l, box)) out.overlaps++;
+    for (const t of svg.querySelectorAll("text")) {
+      if (names.has(t.textContent.trim())) out.inPlot++; // a legend drawn over the plot
+      const r = t.getBoundingClientRect();
+      if (t.textContent.trim() && !inside(r, box)) out.cut.push(t.textContent + " " + JSON.stringify([r.left, r.top, r.right, r.bottom, box.left, box.top, box.right, box.bottom]));
+    }
+  }
+  for (const li of document.querySelectorAll(".legend li")) if (li.scrollWidth > li.clientWidth + 1) out.clipped++;
+  document.title = "probe:" + JSON.stringify(out);
+});
+</script></body>`
+	dir := t.TempDir()
+	file := filepath.Join(dir, "report.html")
+	os.WriteFile(file, []byte(strings.Replace(page, "</body>", probe, 1)), 0o644)
+	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1200,1600",
+		"--user-data-dir=" + filepath.Join(dir, "profile"), "--dump-dom", "file://" + file}
+	dom, err := exec.Command(browser, args...).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v", err)
+	}
+	if shot := os.Getenv("CORL_REPORT_SCREENSHOT"); shot != "" { // to look at by eye
+		view := append(args[:len(args)-2:len(args)-2], "--window-size=1200,4000", "--screenshot="+shot, "file://"+file)
+		if out, err := exec.Command(browser, view...).CombinedOutput(); err != nil {
+			t.Errorf("screenshot: %v\n%s", err, out)
+		}
+	}
+	i := bytes.Index(dom, []byte("probe:"))
+	if i < 0 {
+		t.Fatalf("the probe did not run:\n%.2000s", dom)
+	}
+	end := bytes.Index(dom[i:], []byte("</title>"))
+	var got struct {
+		Plots, Overlaps, Clipped, InPlot int
+		Cut                              []string
+	}
+	raw := strings.NewReplacer("&quot;", `"`, "&amp;", "&", "&lt;", "<", "&gt;", ">").Replace(string(dom[i+len("probe:") : i+end]))
+	if err := json.Unmarshal([]byte(raw), &got); err != nil {
+		t.Fatalf("probe result %q: %v", raw, err)
+	}
+	t.Logf("%d plots; legend overlaps %d, cut labels %q, clipped legend entries %d", got.Plots, got.Overlaps, got.Cut, got.Clipped)
+	if got.Plots < 10 || got.Overlaps != 0 || got.InPlot != 0 || len(got.Cut) != 0 || got.Clipped != 0 {
+		t.Errorf("plots %d, legend over a plot %d times, legend entries inside plots %d, cut labels %q, clipped legend entries %d",
+			got.Plots, got.Overlaps, got.InPlot, got.Cut, got.Clipped)
 	}
 }

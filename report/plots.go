@@ -1,0 +1,261 @@
+package report
+
+import (
+	"fmt"
+	"html"
+	"image/color"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/corl-project/corl/rl"
+)
+
+// A report's plots show one line per method (the mean over its seeds,
+// with a band over them), in one colour per method across every plot,
+// with the legend drawn once, outside the plots, so that a sweep of fifty
+// runs stays readable.
+
+// methodRuns groups runs into methods as the table does (the spec apart
+// from seed and name), in order of first appearance, with the table's
+// labels (a label two methods share gets the first run's name).
+func methodRuns(runs []*Run) (labels []string, groups [][]*Run) {
+	index := map[string]int{}
+	for _, r := range runs {
+		k := groupKey(r)
+		i, ok := index[k]
+		if !ok {
+			i = len(groups)
+			index[k] = i
+			groups = append(groups, nil)
+			labels = append(labels, r.Method())
+		}
+		groups[i] = append(groups[i], r)
+	}
+	count := map[string]int{}
+	for _, l := range labels {
+		count[l]++
+	}
+	for i, l := range labels {
+		if count[l] > 1 {
+			labels[i] = l + " — " + groups[i][0].Spec.Name
+		}
+	}
+	return labels, groups
+}
+
+// scoredMembers are the members a run's lines average: the table's member
+// when set (and the run has it), else all.
+func scoredMembers(r *Run, member string) []string {
+	names := memberNames(r.Evals[0])
+	if member != "" && slices.Contains(names, member) {
+		return []string{member}
+	}
+	return names
+}
+
+// acrossSeeds turns per-seed values at each x into one series: the mean
+// over the seeds that reached that x, with a band over them (a t-interval
+// with two or more, none with one).
+func acrossSeeds(name string, perSeed []map[float64]float64, xOf func(x float64) float64) series {
+	xs := map[float64][]float64{}
+	for _, m := range perSeed {
+		for x, v := range m {
+			xs[x] = append(xs[x], v)
+		}
+	}
+	s := series{name: name}
+	banded := false
+	for _, x := range slices.Sorted(maps.Keys(xs)) {
+		iv := seedInterval(xs[x])
+		s.x, s.y, s.lo, s.hi = append(s.x, xOf(x)), append(s.y, iv.Mean), append(s.lo, iv.Lo), append(s.hi, iv.Hi)
+		banded = banded || len(xs[x]) > 1
+	}
+	if !banded {
+		s.lo, s.hi = nil, nil
+	}
+	return s
+}
+
+// methodSeries builds, for each method, one series of pick's value per
+// evaluation (pick returns false where it has none).
+func methodSeries(groups [][]*Run, labels []string, member string, pick func(r *Run, e int, names []string) (x, y float64, ok bool)) []series {
+	out := make([]series, len(groups))
+	for i, g := range groups {
+		var perSeed []map[float64]float64
+		for _, r := range g {
+			m := map[float64]float64{}
+			names := scoredMembers(r, member)
+			for e := range r.Evals {
+				if x, y, ok := pick(r, e, names); ok {
+					m[x] = y
+				}
+			}
+			perSeed = append(perSeed, m)
+		}
+		out[i] = acrossSeeds(labels[i], perSeed, func(x float64) float64 { return x })
+		out[i].col = methodColor(i)
+	}
+	return out
+}
+
+// roundSeries is methodSeries over training rounds' diagnostics.
+func roundSeries(groups [][]*Run, labels []string, member string, pick func(d rl.ModelDiag) (float64, bool)) []series {
+	out := make([]series, len(groups))
+	for i, g := range groups {
+		var perSeed []map[float64]float64
+		for _, r := range g {
+			names := scoredMembers(r, member)
+			m := map[float64]float64{}
+			for _, rm := range r.Rounds {
+				var sum float64
+				n := 0
+				for mi, sm := range r.Spec.Members {
+					if mi >= len(rm.Diag.Models) || !slices.Contains(names, sm.Name) {
+						continue
+					}
+					if v, ok := pick(rm.Diag.Models[mi]); ok {
+						sum += v
+						n++
+					}
+				}
+				if n > 0 {
+					m[float64(rm.Round+1)] = sum / float64(n)
+				}
+			}
+			perSeed = append(perSeed, m)
+		}
+		out[i] = acrossSeeds(labels[i], perSeed, func(x float64) float64 { return x })
+		out[i].col = methodColor(i)
+	}
+	return out
+}
+
+// meanScore is the headline score of names at evaluation e, averaged.
+func meanScore(e int, r *Run, names []string, byTask string) (float64, bool) {
+	var sum float64
+	for _, n := range names {
+		var v float64
+		var ok bool
+		if byTask == "" {
+			v, ok = score(r.Evals[e], n)
+		} else {
+			v, ok = scoreByTask(r.Evals[e], n)[byTask]
+		}
+		if !ok {
+			return 0, false
+		}
+		sum += v
+	}
+	return sum / float64(len(names)), len(names) > 0
+}
+
+// legendHTML is the one legend of every plot: a swatch per method in its
+// colour.
+func legendHTML(labels []string) string {
+	var b strings.Builder
+	b.WriteString(`<ul class="legend" id="legend">`)
+	for i, l := range labels {
+		fmt.Fprintf(&b, `<li><span class="swatch" style="background:%s"></span>%s</li>`, hexColor(methodColor(i)), html.EscapeString(l))
+	}
+	b.WriteString("</ul>")
+	return b.String()
+}
+
+// palette is Tableau's 20 colours, strong ones first: one colour per
+// method for the methods a sweep compares (plotutil's seven repeat).
+var palette = []uint32{0x1f77b4, 0xff7f0e, 0x2ca02c, 0xd62728, 0x9467bd, 0x8c564b, 0xe377c2, 0x7f7f7f, 0xbcbd22, 0x17becf,
+	0xaec7e8, 0xffbb78, 0x98df8a, 0xff9896, 0xc5b0d5, 0xc49c94, 0xf7b6d2, 0xc7c7c7, 0xdbdb8d, 0x9edae5}
+
+// methodColor is method i's colour in every plot.
+func methodColor(i int) color.Color {
+	c := palette[i%len(palette)]
+	return color.NRGBA{R: uint8(c >> 16), G: uint8(c >> 8), B: uint8(c), A: 255}
+}
+
+func hexColor(c color.Color) string {
+	r, g, b, _ := c.RGBA()
+	return fmt.Sprintf("#%02x%02x%02x", r>>8, g>>8, b>>8)
+}
+
+// fit is the least-squares line through the points: slope and intercept
+// (zero slope for fewer than two distinct x).
+func fit(x, y []float64) (slope, intercept float64) {
+	n := float64(len(x))
+	if n == 0 {
+		return 0, 0
+	}
+	var mx, my float64
+	for i := range x {
+		mx += x[i] / n
+		my += y[i] / n
+	}
+	var sxy, sxx float64
+	for i := range x {
+		sxy += (x[i] - mx) * (y[i] - my)
+		sxx += (x[i] - mx) * (x[i] - mx)
+	}
+	if sxx == 0 {
+		return 0, my
+	}
+	return sxy / sxx, my - sxy/sxx*mx
+}
+
+// flopsSeries is the headline score against cumulative FLOPs: per method,
+// at each evaluated round, the mean over seeds of both.
+func flopsSeries(groups [][]*Run, labels []string, member string) []series {
+	out := methodSeries(groups, labels, member, func(r *Run, e int, names []string) (float64, float64, bool) {
+		v, ok := meanScore(e, r, names, "")
+		return float64(r.Evals[e].Round), v, ok
+	})
+	for i, g := range groups {
+		for k, round := range out[i].x {
+			var sum float64
+			for _, r := range g {
+				if fl := r.FLOPs(); round > 0 && int(round) <= len(fl) {
+					sum += fl[int(round)-1]
+				}
+			}
+			out[i].x[k] = sum / float64(len(g)) / 1e12
+		}
+	}
+	return out
+}
+
+// predictorScatter is each cohort run's gain (its scored members' last
+// evaluation minus its first) against a round-0 predictor of its first
+// member pair, coloured by method, with the least-squares line through
+// all of them.
+func predictorScatter(groups [][]*Run, labels []string, member string, pick func(pp rl.PairPredictors) float64) []series {
+	var out []series
+	var xs, ys []float64
+	for i, g := range groups {
+		s := series{name: labels[i], col: methodColor(i), scatter: true}
+		for _, r := range g {
+			first, last := r.Evals[0], r.Evals[len(r.Evals)-1]
+			if first.Round != 0 || last.Round == 0 || len(first.Pairs) == 0 {
+				continue
+			}
+			names := scoredMembers(r, member)
+			a, okA := meanScore(0, r, names, "")
+			b, okB := meanScore(len(r.Evals)-1, r, names, "")
+			if !okA || !okB {
+				continue
+			}
+			pairs := slices.Sorted(maps.Keys(first.Pairs))
+			x := pick(first.Pairs[pairs[0]])
+			s.x, s.y = append(s.x, x), append(s.y, b-a)
+			xs, ys = append(xs, x), append(ys, b-a)
+		}
+		if len(s.x) > 0 {
+			out = append(out, s)
+		}
+	}
+	if len(xs) >= 2 {
+		slope, icept := fit(xs, ys)
+		lo, hi := slices.Min(xs), slices.Max(xs)
+		out = append(out, series{name: fmt.Sprintf("fit: slope %+.3f", slope), col: color.Black,
+			x: []float64{lo, hi}, y: []float64{icept + slope*lo, icept + slope*hi}})
+	}
+	return out
+}
