@@ -250,7 +250,7 @@ func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireOutpu
 		defer cleanup()
 		dir, source = tmp, src
 	}
-	m, err := train.LoadMember(a.Backend, ms.Name, dir, ms.View, false)
+	m, err := train.LoadMember(a.Backend, ms, dir, false)
 	if err != nil {
 		return AcquireOutput{}, badSpec(namedAs(err, dir, source))
 	}

@@ -59,7 +59,7 @@ Example:
 			}
 			members := make([]*rl.Member, len(s.Members))
 			for i, ms := range s.Members {
-				if members[i], err = train.LoadMember(be, ms.Name, ms.Base, ms.View, s.GRPO.Beta > 0); err != nil {
+				if members[i], err = train.LoadMember(be, ms, ms.Base, s.GRPO.Beta > 0); err != nil {
 					return err
 				}
 			}

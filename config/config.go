@@ -130,20 +130,23 @@ func decodeError(err error) error {
 	return errors.New(strings.Join(lines, "; "))
 }
 
+// memberKeys are the keys of a member, sorted.
+var memberKeys = []string{"base", "frozen", "name", "view"}
+
 // memberShapes checks that members is a list of mappings of known keys.
 func memberShapes(v any) error {
 	list, ok := v.([]any)
 	if !ok {
-		return fmt.Errorf("members: want a list of mappings with name, base, view; got %s", shown(v))
+		return fmt.Errorf("members: want a list of mappings with name, base, view, frozen; got %s", shown(v))
 	}
 	for i, item := range list {
 		m, ok := item.(map[string]any)
 		if !ok {
-			return fmt.Errorf("members[%d]: want a mapping with name, base, view; got %s", i, shown(item))
+			return fmt.Errorf("members[%d]: want a mapping with name, base, view, frozen; got %s", i, shown(item))
 		}
 		for mk := range m {
-			if mk != "name" && mk != "base" && mk != "view" {
-				return fmt.Errorf("unknown key \"members[%d].%s\"; allowed here: base, name, view", i, mk)
+			if !slices.Contains(memberKeys, mk) {
+				return fmt.Errorf("unknown key \"members[%d].%s\"; allowed here: %s", i, mk, strings.Join(memberKeys, ", "))
 			}
 		}
 	}
@@ -480,6 +483,15 @@ func Validate(s *RunSpec) error {
 	needPeers := s.Reward.Mode == rl.PeerRing || s.Reward.Mode == rl.PeerMajority || s.Reward.Mode == rl.PeerJudge
 	if needPeers && len(s.Members) < 2 {
 		bad(fmt.Errorf("members: reward.mode %s needs at least 2 members, have %d", s.Reward.Mode, len(s.Members)))
+	}
+	frozen := 0
+	for _, m := range s.Members {
+		if m.Frozen {
+			frozen++
+		}
+	}
+	if frozen > 0 && frozen == len(s.Members) {
+		bad(fmt.Errorf("members: every member is frozen, so nothing would train; freeze only the peer whose labels are the control"))
 	}
 	seen := map[string]bool{}
 	for i, m := range s.Members {

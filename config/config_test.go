@@ -313,3 +313,20 @@ func TestCheckerInTheSpec(t *testing.T) {
 		t.Errorf("peer-judge with a checker: %v", err)
 	}
 }
+
+// TestFrozenPeer: members[].frozen loads, and a cohort with every member
+// frozen is refused.
+func TestFrozenPeer(t *testing.T) {
+	body := strings.Replace(good, "{name: b, base: bases/b, view: 1}", "{name: b, base: bases/b, view: 1, frozen: true}", 1)
+	s, err := Load(write(t, body), noEnv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Members[0].Frozen || !s.Members[1].Frozen {
+		t.Errorf("members %+v", s.Members)
+	}
+	all := strings.Replace(body, "{name: a, base: bases/a}", "{name: a, base: bases/a, frozen: true}", 1)
+	if _, err := Load(write(t, all), noEnv, nil); err == nil || !strings.Contains(err.Error(), "every member is frozen") {
+		t.Errorf("all frozen: %v", err)
+	}
+}

@@ -594,6 +594,7 @@ func TestEveryRewardMatchesLocalRun(t *testing.T) {
 	g, l := filepath.Join("..", "examples", "bases", "gpt2-small"), filepath.Join("..", "examples", "bases", "llama-small")
 	two := fmt.Sprintf("  - {name: g, base: %q}\n  - {name: l, base: %q, view: 1}\n", g, l)
 	three := two + fmt.Sprintf("  - {name: l2, base: %q}\n", l)
+	frozen := fmt.Sprintf("  - {name: g, base: %q}\n  - {name: l, base: %q, view: 1, frozen: true}\n", g, l)
 	// In the checker cases a checker keys answers by the parity of their
 	// last number, so votes, rewards and weights differ from the built-in
 	// rule's (checked below); the grading activity runs it on the CPU
@@ -625,6 +626,7 @@ for line in sys.stdin:
 		{"entropy", "entropy", "{num_iterations: 2}", two, ""},
 		{"peer-ring-checker", "peer-ring", "{beta: 0.04, num_iterations: 2}", two, check},
 		{"ground-truth-checker", "ground-truth", "{beta: 0.04, num_iterations: 1}", two, check},
+		{"peer-ring-frozen-peer", "peer-ring", "{num_iterations: 1}", frozen, ""},
 	}
 	cl, store, stop := startPipeline(t, map[string]any{"store.kind": "local", "store.local_dir": t.TempDir()})
 	defer func() {
@@ -675,6 +677,13 @@ members:
 				t.Fatalf("pipeline checkpoints %v, in-process %v", got, want)
 			}
 			sameWeights(t, "pipeline weights", got, want)
+			if strings.Contains(tc.members, "frozen: true") {
+				if b, err := os.ReadFile(filepath.Join(l, "model.safetensors")); err != nil {
+					t.Fatal(err)
+				} else if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != got["l"] {
+					t.Errorf("the frozen member ended with other weights than its base's")
+				}
+			}
 		})
 	}
 }

@@ -22,6 +22,9 @@ type Member struct {
 	Ref   *model.Model // frozen reference for the KL term; nil when beta == 0
 	Tok   tokenizer.Tokenizer
 	View  int // surface form of each prompt this member sees (0: original, 1: rephrased)
+	// Frozen members are never updated (the frozen-peer control): Update
+	// leaves their weights and optimizer as they are.
+	Frozen bool
 }
 
 // Prompt is one RL prompt in every surface form. Truth is the normalised
@@ -356,6 +359,9 @@ func SamplingTemp(c Config) float32 {
 // the weights, as in TRL).
 func Update(m *Member, ro Rollout, adv [][]float64, c Config, step int) (UpdateStats, error) {
 	var st UpdateStats
+	if m.Frozen {
+		return st, nil // no step, no tokens trained on, no FLOPs
+	}
 	micro := max(c.MicroBatch, 1)
 	pad := m.Tok.EOS()
 	temp := SamplingTemp(c)

@@ -3,6 +3,7 @@ package rl
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/corl-project/corl/datasets"
@@ -171,5 +172,43 @@ func TestScoringFLOPsAreCounted(t *testing.T) {
 	}
 	if flops != want || want <= 0 {
 		t.Errorf("judging two statements cost %.4g FLOPs, want %.4g", flops, want)
+	}
+}
+
+// TestFrozenPeerIsNotUpdated: in a round with a frozen member, its weights
+// are the same bits after as before and it is charged no update, while
+// the other member trains (under the entropy reward, which gives random
+// tiny models a signal without parsed answers).
+func TestFrozenPeerIsNotUpdated(t *testing.T) {
+	tok := tokenizer.NewBytes()
+	newMember := func(name string, seed uint64, frozen bool) *Member {
+		m, err := model.New(cpu.New(2), model.Config{Family: model.Llama, Layers: 1, Dim: 32, Heads: 2, KVHeads: 1, Vocab: tok.VocabSize(), MaxSeq: 48}, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &Member{Name: name, Model: m, Tok: tok, Frozen: frozen}
+	}
+	weights := func(m *Member) []float32 {
+		w := make([]float32, m.Model.Params().Len())
+		m.Model.Backend().Download(w, m.Model.Params())
+		return w
+	}
+	learner, peer := newMember("learner", 1, false), newMember("peer", 2, true)
+	before, peerBefore := weights(learner), weights(peer)
+	c := Config{Reward: Entropy, NumGenerations: 4, Temperature: 1, MaxNewTokens: 6,
+		GRPO:         GRPO{ScaleRewards: ScaleNone, LossType: TokenMean, Epsilon: 0.2, NumIterations: 1},
+		LearningRate: 1e-2, TotalSteps: 1, MinLRRatio: 1, Optim: model.DefaultOptim(0), MicroBatch: 64, Seed: 3}
+	met, err := Round([]*Member{learner, peer}, additions()[:4], c, 0, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(weights(peer), peerBefore) {
+		t.Error("the frozen peer's weights changed")
+	}
+	if met.Models[1].UpdateFLOPs != 0 || met.Models[1].LR != 0 {
+		t.Errorf("the frozen peer was charged an update: %+v", met.Models[1])
+	}
+	if slices.Equal(weights(learner), before) || met.Models[0].UpdateFLOPs == 0 {
+		t.Errorf("the learner did not train: %+v", met.Models[0])
 	}
 }

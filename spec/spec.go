@@ -116,6 +116,10 @@ type Member struct {
 	Name string `json:"name" mapstructure:"name"`
 	Base string `json:"base" mapstructure:"base"` // checkpoint directory (config.json, model.safetensors, tokenizer.json)
 	View int    `json:"view" mapstructure:"view"` // 0: original prompts, 1: rephrased (the "different data" axis)
+	// Frozen members vote and label their peers but are never updated:
+	// the frozen-peer control, which tells learning from a fixed labeller
+	// apart from co-training.
+	Frozen bool `json:"frozen,omitempty" mapstructure:"frozen"`
 }
 
 // Eval runs held-out evaluation every Every rounds (0: at the end only).

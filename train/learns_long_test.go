@@ -12,6 +12,7 @@ import (
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/gpu/cpu"
+	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/stats"
 )
 
@@ -44,7 +45,7 @@ func TestGroundTruthRLLearns(t *testing.T) {
 	o := config.EvalOptions(&held)
 	o.Samples = 8
 	score := func(dir string) evaluate.Result {
-		m, err := LoadMember(cpu.New(0), "m", dir, 0, false)
+		m, err := LoadMember(cpu.New(0), spec.Member{Name: "m"}, dir, false)
 		if err != nil {
 			t.Fatal(err)
 		}

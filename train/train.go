@@ -113,9 +113,10 @@ func PromptsForRound(all []rl.Prompt, seed uint64, round, P int) []rl.Prompt {
 	return out
 }
 
-// LoadMember loads a member's checkpoint (and a frozen copy when a KL
-// reference is needed).
-func LoadMember(be gpu.Backend, name, dir string, view int, withRef bool) (*rl.Member, error) {
+// LoadMember loads member ms from the checkpoint in dir (and a frozen copy
+// when a KL reference is needed).
+func LoadMember(be gpu.Backend, ms spec.Member, dir string, withRef bool) (*rl.Member, error) {
+	name := ms.Name
 	m, err := model.LoadHF(be, dir)
 	if err != nil {
 		return nil, fmt.Errorf("member %s: %w", name, err)
@@ -124,7 +125,7 @@ func LoadMember(be gpu.Backend, name, dir string, view int, withRef bool) (*rl.M
 	if err != nil {
 		return nil, fmt.Errorf("member %s: %w", name, err)
 	}
-	mem := &rl.Member{Name: name, Model: m, Tok: tok, View: view}
+	mem := &rl.Member{Name: name, Model: m, Tok: tok, View: ms.View, Frozen: ms.Frozen}
 	if withRef {
 		if mem.Ref, err = model.LoadHF(be, dir); err != nil {
 			return nil, err
@@ -302,7 +303,7 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 		if st.Dir != "" {
 			dir = filepath.Join(st.Dir, ms.Name)
 		}
-		if members[i], err = LoadMember(be, ms.Name, dir, ms.View, s.GRPO.Beta > 0); err != nil {
+		if members[i], err = LoadMember(be, ms, dir, s.GRPO.Beta > 0); err != nil {
 			return err
 		}
 		for _, w := range members[i].Model.Warnings {

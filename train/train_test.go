@@ -21,6 +21,7 @@ import (
 	"github.com/corl-project/corl/internal/testmodels"
 	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/rl"
+	"github.com/corl-project/corl/spec"
 )
 
 func runSpec(t *testing.T, out string, rounds int, a, b string) *config.RunSpec {
@@ -117,11 +118,11 @@ func TestMembersAreEvaluatedOnTheirOwnView(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := filepath.Join("..", "examples", "bases", "llama-small")
-	m1, err := LoadMember(cpu.New(2), "l1", base, 1, false)
+	m1, err := LoadMember(cpu.New(2), spec.Member{Name: "l1", View: 1}, base, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m0, err := LoadMember(cpu.New(2), "l0", base, 0, false)
+	m0, err := LoadMember(cpu.New(2), spec.Member{Name: "l0"}, base, false)
 	if err != nil {
 		t.Fatal(err)
 	}
