@@ -231,6 +231,7 @@ th:first-child,td:first-child{text-align:left}figure{display:inline-block;vertic
 		}
 		b.WriteString("</table>")
 	}
+	b.WriteString(membersHTML(t.Members))
 	b.WriteString("<h2>Over training</h2>")
 	b.WriteString(legendHTML(labels))
 	b.WriteString(strings.Join(plots, "\n"))

@@ -265,6 +265,8 @@ type Table struct {
 	// Comparisons pits every method against every other on the same
 	// problems: A's final outcomes minus B's, problem by problem.
 	Comparisons []Comparison `json:"comparisons,omitempty"`
+	// Members scores every member of every method (MemberRow).
+	Members []MemberRow `json:"members,omitempty"`
 }
 
 // Comparison is one test between two methods on the same problems: A's
@@ -444,12 +446,14 @@ func BuildTable(runs []*Run, member string) Table {
 			}
 		}
 	}
+	t.Members = memberTable(runs)
 	t.adjust()
 	return t
 }
 
 // adjust sets every test's PHolm: Holm's correction over all the table's
-// tests (each row's gains, headline and greedy, and every comparison).
+// tests (each row's gains, headline and greedy, every comparison, and each
+// member's gain).
 func (t *Table) adjust() {
 	var tests []*Paired
 	for _, r := range t.Rows {
@@ -457,6 +461,9 @@ func (t *Table) adjust() {
 	}
 	for _, c := range t.Comparisons {
 		tests = append(tests, c.Diff, c.Greedy)
+	}
+	for _, m := range t.Members {
+		tests = append(tests, m.Gain)
 	}
 	tests = slices.DeleteFunc(tests, func(p *Paired) bool { return p == nil })
 	ps := make([]float64, len(tests))
@@ -686,6 +693,7 @@ func (t Table) Markdown() string {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", c.A, c.B, c.Diff.String(), c.Greedy.String())
 		}
 	}
+	b.WriteString(membersMarkdown(t.Members))
 	return b.String()
 }
 

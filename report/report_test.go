@@ -312,6 +312,24 @@ func TestTableOfOneMember(t *testing.T) {
 	if all := BuildTable(rs, ""); len(all.Rows) < 4 {
 		t.Errorf("all members: %d rows, want the other run's too", len(all.Rows))
 	}
+	// Every member is scored, the peer c beside a: c stays at 1.0 while
+	// a falls from 0.25 to 0; ground truth's a gains +0.25 over two seeds.
+	rows := map[string]MemberRow{}
+	for _, m := range tb.Members {
+		rows[m.Method+"/"+m.Member] = m
+	}
+	if c := rows[co.Method+"/c"]; c.Seeds != 1 || c.Before.Mean != 1 || c.After.Mean != 1 || c.Gain == nil || c.Gain.Diff.Mean != 0 {
+		t.Errorf("the peer's row %+v", c)
+	}
+	if a := rows[co.Method+"/a"]; a.Gain == nil || math.Abs(a.Gain.Diff.Mean+0.25) > 1e-12 {
+		t.Errorf("the scored member's row %+v", a)
+	}
+	if g := rows["Ground-truth/a"]; g.Seeds != 2 || g.Gain == nil || math.Abs(g.Gain.Diff.Mean-0.25) > 1e-12 || g.Gain.PHolm < g.Gain.P {
+		t.Errorf("ground truth's member row %+v", g)
+	}
+	if md := tb.Markdown(); !strings.Contains(md, "| "+co.Method+" | c | base-c | 1 | 1.000 | 1.000 | +0.000") {
+		t.Errorf("Markdown lacks the member table:\n%s", md)
+	}
 }
 
 // TestUploadedBasesNamedByFamily: a run read from Temporal names its bases

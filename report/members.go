@@ -1,0 +1,116 @@
+package report
+
+import (
+	"fmt"
+	"html"
+	"strings"
+
+	"github.com/corl-project/corl/stats"
+)
+
+// MemberRow is one member of one method's cohorts, every seed: its score
+// before training and after (over seeds and problems) and its paired gain,
+// so that a peer's gain is seen beside the scored member's, and learning
+// from a stronger peer can be told from co-training.
+type MemberRow struct {
+	Method string         `json:"method"`
+	Member string         `json:"member"`
+	Base   string         `json:"base"`
+	Frozen bool           `json:"frozen,omitempty"`
+	Seeds  int            `json:"seeds"`
+	Before stats.Interval `json:"before"`
+	After  stats.Interval `json:"after"`
+	Gain   *Paired        `json:"gain,omitempty"`
+}
+
+// memberTable scores every member of every method, in the order of the
+// methods' first runs and of each spec's members.
+func memberTable(runs []*Run) []MemberRow {
+	labels, groups := methodRuns(runs)
+	var out []MemberRow
+	for i, g := range groups {
+		for _, ms := range g[0].Spec.Members {
+			row := MemberRow{Method: labels[i], Member: ms.Name, Base: ms.Base, Frozen: ms.Frozen}
+			var from, to [][]float64
+			var before, after []float64
+			for _, r := range g {
+				first, last := r.Evals[0], r.Evals[len(r.Evals)-1]
+				if first.Round != 0 || last.Round == 0 {
+					continue
+				}
+				a, okA := score(first, ms.Name)
+				b, okB := score(last, ms.Name)
+				if !okA || !okB {
+					continue
+				}
+				before, after = append(before, a), append(after, b)
+				from = append(from, perProblem(first, []string{ms.Name}, false))
+				to = append(to, perProblem(last, []string{ms.Name}, false))
+			}
+			if row.Seeds = len(before); row.Seeds == 0 {
+				continue
+			}
+			row.Before, row.After = seedInterval(before), seedInterval(after)
+			if complete(from) && complete(to) {
+				row.Gain = crossed(from, to, true)
+				if lv := level(from); lv != nil && row.Seeds > 1 {
+					row.Before = *lv
+				}
+				if lv := level(to); lv != nil && row.Seeds > 1 {
+					row.After = *lv
+				}
+			}
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
+// complete reports whether every seed kept per-problem outcomes, on the
+// same number of problems.
+func complete(x [][]float64) bool {
+	for _, row := range x {
+		if row == nil || len(row) != len(x[0]) {
+			return false
+		}
+	}
+	return len(x) > 0
+}
+
+// membersMarkdown is the member table as Markdown.
+func membersMarkdown(rows []MemberRow) string {
+	if len(rows) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n| method | member | base | seeds | before | after | gain (paired) |\n|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %s%s | %s | %d | %s | %s | %s |\n", r.Method, r.Member, frozenMark(r.Frozen), r.Base, r.Seeds,
+			formatCI(r.Before), formatCI(r.After), r.Gain.String())
+	}
+	return b.String()
+}
+
+// membersHTML is the member table as HTML.
+func membersHTML(rows []MemberRow) string {
+	if len(rows) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("<h2>Every member</h2><p>Each member of each method's cohorts, before training and after, over seeds and problems, and its paired gain: a peer's gain beside the scored member's.</p>")
+	b.WriteString(`<table id="members"><tr><th>method</th><th>member</th><th>base</th><th>seeds</th><th>before</th><th>after</th><th>gain (paired)</th></tr>`)
+	for _, r := range rows {
+		fmt.Fprintf(&b, "<tr><td>%s</td><td>%s%s</td><td>%s</td><td>%d</td><td class=k>%s</td><td class=k>%s</td><td class=k>%s</td></tr>",
+			html.EscapeString(r.Method), html.EscapeString(r.Member), frozenMark(r.Frozen), html.EscapeString(r.Base), r.Seeds,
+			formatCI(r.Before), formatCI(r.After), html.EscapeString(r.Gain.String()))
+	}
+	b.WriteString("</table>")
+	return b.String()
+}
+
+func frozenMark(f bool) string {
+	if f {
+		return " (frozen)"
+	}
+	return ""
+}
