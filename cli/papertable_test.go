@@ -17,8 +17,8 @@ func TestPaperTableSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(specs) != 24 {
-		t.Fatalf("%d cells", len(specs))
+	if len(specs) != 30 {
+		t.Fatalf("%d cells, want 10 methods x 3 seeds", len(specs))
 	}
 	for i, s := range specs {
 		if s.Eval.Split != "test" || s.Eval.Size < 500 || s.Members[0].Name != "llama-odd" {
@@ -26,7 +26,11 @@ func TestPaperTableSweep(t *testing.T) {
 		}
 	}
 	last := specs[len(specs)-1]
-	if last.Reward.Mode != "self-vote" || last.MaxFLOPs <= 0 || len(last.Members) != 1 || last.Seed != 3 {
-		t.Errorf("compute-matched cell: %+v", last)
+	if last.Reward.Mode != "self-vote" || last.MaxFLOPs <= 0 || len(last.Members) != 1 || last.Seed != 3 || last.PromptsPerRound != 256 {
+		t.Errorf("compute-matched cell with more prompts: %+v", last)
+	}
+	g16 := specs[len(specs)-2]
+	if g16.Generation.NumGenerations != 16 || g16.MaxFLOPs <= 0 || g16.Rounds != 20 {
+		t.Errorf("compute-matched cell with more samples: %+v", g16)
 	}
 }

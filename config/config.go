@@ -526,12 +526,7 @@ func GRPO(g spec.GRPO) rl.GRPO {
 
 // WarmupSteps is the run's warmup: optim.warmup_steps when set, else
 // optim.warmup_ratio of its optimizer steps, rounded up.
-func WarmupSteps(s *RunSpec) int {
-	if s.Optim.WarmupSteps > 0 {
-		return s.Optim.WarmupSteps
-	}
-	return int(math.Ceil(s.Optim.WarmupRatio * float64(s.Rounds*s.GRPO.StepsPerRound())))
-}
+func WarmupSteps(s *RunSpec) int { return s.Warmup() }
 
 // RoundConfig converts the spec into the round's algorithm settings.
 func RoundConfig(s *RunSpec) rl.Config {

@@ -124,9 +124,17 @@ func reference(t *testing.T, file string) map[string]string {
 	if err := train.Local(context.Background(), cpu.New(2), s, train.Options{}, &log); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
+	var st struct {
+		Dir string `json:"checkpoint"` // the last one: a budget may end a run before rounds
+	}
+	if b, err := os.ReadFile(filepath.Join(s.OutputDir, s.Name, "state.json")); err != nil {
+		t.Fatal(err)
+	} else if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
 	out := map[string]string{}
 	for _, m := range s.Members {
-		b, err := os.ReadFile(filepath.Join(s.OutputDir, s.Name, "checkpoints", blob.RoundName(s.Rounds), m.Name, "model.safetensors"))
+		b, err := os.ReadFile(filepath.Join(st.Dir, m.Name, "model.safetensors"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1335,4 +1343,84 @@ func TestQuickstartShowsAGain(t *testing.T) {
 			t.Errorf("the summary lacks %q:\n%s", want, text)
 		}
 	}
+}
+
+// TestBudgetPlanMatchesLocalRun: a compute-matched run (max_flops, here
+// paying for about one and a half first rounds of four) plans its rounds
+// after the first and anneals its learning rate over them, through the
+// pipeline exactly as in-process: the same rounds, the same weights.
+func TestBudgetPlanMatchesLocalRun(t *testing.T) {
+	g := filepath.Join("..", "examples", "bases", "gpt2-small")
+	write := func(maxFLOPs float64) string {
+		body := fmt.Sprintf(`name: budget
+seed: 4
+rounds: 4
+prompts_per_round: 3
+data: {tasks: [arith, linear], rl_size: 12, max_level: 1}
+reward: {mode: self-vote}
+generation: {num_generations: 4, temperature: 0.8, max_completion_length: 32}
+optim: {learning_rate: 0.0005}
+eval: {size: 2}
+max_flops: %g
+output_dir: %q
+members:
+  - {name: g, base: %q}
+`, maxFLOPs, t.TempDir(), g)
+		file := filepath.Join(t.TempDir(), "spec.yaml")
+		if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	// The first round's cost, from an in-process run that a budget of one
+	// FLOP ends after it.
+	probe := write(1)
+	reference(t, probe)
+	s, err := config.Load(probe, noEnv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(s.OutputDir, s.Name, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		FLOPs float64 `json:"flops"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil || st.FLOPs <= 0 {
+		t.Fatalf("state %s: %v", b, err)
+	}
+	file := write(1.5 * st.FLOPs)
+	want := reference(t, file)
+	s, err = config.Load(file, noEnv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, store, stop := startPipeline(t, map[string]any{"store.kind": "local", "store.local_dir": t.TempDir()})
+	defer func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	js, _ := config.JSON(s)
+	run, err := cl.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "budget-plan", TaskQueue: "corl"}, "CohortRun", json.RawMessage(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := awaitResult(t, cl, run.GetID(), 3*time.Minute)
+	if res.Rounds != 2 {
+		t.Errorf("the pipeline ran %d rounds; the budget pays for 2", res.Rounds)
+	}
+	q, err := cl.QueryWorkflow(context.Background(), run.GetID(), "", workflows.QueryProgress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p workflows.Progress
+	if err := q.Get(&p); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(p.Notes, func(n string) bool { return strings.Contains(n, "the budget pays for 2 of the 4 rounds") }) {
+		t.Errorf("no plan in the run's notes: %q", p.Notes)
+	}
+	sameWeights(t, "pipeline weights", finalHashes(t, store, res), want)
 }

@@ -1,5 +1,7 @@
 package spec
 
+import "math"
+
 // The run's schedule, asked by both drivers (the in-process runner and the
 // CohortRun workflow) after each round, so that they stop, evaluate and
 // checkpoint after the same rounds.
@@ -38,4 +40,44 @@ func (s *RunSpec) EvaluateAfter(done int, last bool) bool {
 // every checkpoint.every rounds and after the last.
 func (s *RunSpec) CheckpointAfter(done int, last bool) bool {
 	return last || (s.Checkpoint.Every > 0 && done%s.Checkpoint.Every == 0)
+}
+
+// Warmup is the run's warmup in optimizer steps: optim.warmup_steps when
+// set, else optim.warmup_ratio of its steps, rounded up.
+func (s *RunSpec) Warmup() int {
+	if s.Optim.WarmupSteps > 0 {
+		return s.Optim.WarmupSteps
+	}
+	return int(math.Ceil(s.Optim.WarmupRatio * float64(s.Rounds*s.GRPO.StepsPerRound())))
+}
+
+// Plan is what a run with max_flops continues with after its first round,
+// which cost first FLOPs: the rounds the budget pays for at that cost
+// (fewer than rounds), and the warmup it started with. The learning rate
+// then anneals over those rounds, not over the spec's upper bound, so a
+// compute-matched run gets a whole schedule rather than one cut off
+// mid-decay. Zero rounds: no plan. There is none without a budget, when
+// the budget pays for every round, or when the first round's steps are
+// not all within the warmup: the first round ran under the spec's schedule,
+// and only while warming up does its learning rate not depend on the
+// schedule's length (so a member whose first round is replayed gets the
+// same bits).
+func (s *RunSpec) Plan(first float64) (rounds, warmup int) {
+	if s.MaxFLOPs <= 0 || first <= 0 || s.Warmup() < s.GRPO.StepsPerRound() {
+		return 0, 0
+	}
+	n := int(math.Ceil(s.MaxFLOPs / first))
+	if n >= s.Rounds {
+		return 0, 0
+	}
+	return max(n, 1), s.Warmup()
+}
+
+// ApplyPlan sets a plan's rounds and warmup (from Plan) in the spec; no
+// plan (zero rounds) changes nothing.
+func (s *RunSpec) ApplyPlan(rounds, warmup int) {
+	if rounds <= 0 {
+		return
+	}
+	s.Rounds, s.Optim.WarmupSteps = rounds, warmup
 }

@@ -47,3 +47,31 @@ func equal(a, b []int) bool {
 	}
 	return true
 }
+
+// TestPlanByBudget: a budget that pays for 35 of 60 rounds at the first
+// round's cost plans 35, keeping the warmup the run started with; one
+// that pays for every round, none, or a first round outside the warmup
+// plans nothing.
+func TestPlanByBudget(t *testing.T) {
+	s := Default()
+	s.Rounds, s.MaxFLOPs, s.Optim.WarmupRatio = 60, 35e12, 0.05
+	rounds, warmup := s.Plan(1e12)
+	if rounds != 35 || warmup != 3 {
+		t.Fatalf("plan %d rounds, warmup %d; want 35 and 3 (5%% of 60 rounds, rounded up)", rounds, warmup)
+	}
+	s.ApplyPlan(rounds, warmup)
+	if s.Rounds != 35 || s.Warmup() != 3 {
+		t.Errorf("after the plan: %d rounds, warmup %d", s.Rounds, s.Warmup())
+	}
+	if r, _ := s.Plan(0.1e12); r != 0 {
+		t.Errorf("a budget for every round planned %d", r)
+	}
+	s.Optim.WarmupSteps, s.Optim.WarmupRatio, s.Rounds = 0, 0, 60
+	if r, _ := s.Plan(1e12); r != 0 {
+		t.Errorf("without warmup (the first round's rate depends on the length) planned %d", r)
+	}
+	s.MaxFLOPs, s.Optim.WarmupSteps = 0, 3
+	if r, _ := s.Plan(1e12); r != 0 {
+		t.Errorf("no budget planned %d", r)
+	}
+}

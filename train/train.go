@@ -241,6 +241,10 @@ type state struct {
 	GenFLOPs    []float64 `json:"generation_flops,omitempty"`
 	UpdateFLOPs []float64 `json:"update_flops,omitempty"`
 	JudgeFLOPs  []float64 `json:"judge_flops,omitempty"`
+	// PlannedRounds and PlannedWarmup are a budgeted run's plan after its
+	// first round (spec.Plan); 0: none.
+	PlannedRounds int `json:"planned_rounds,omitempty"`
+	PlannedWarmup int `json:"planned_warmup,omitempty"`
 }
 
 // spent is the run's FLOPs so far, as the schedule counts them.
@@ -275,6 +279,8 @@ type Options struct {
 // With Resume, it continues from the last checkpoint, re-running the rounds
 // after it with the same seeds, so the result equals an uninterrupted run.
 func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, log io.Writer) error {
+	given, sp := s, *s // a budget's plan changes rounds and warmup: not in the caller's spec
+	s = &sp
 	resume := o.Resume
 	runDir := filepath.Join(s.OutputDir, s.Name)
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
@@ -319,6 +325,7 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 	if err := os.WriteFile(filepath.Join(runDir, "spec.json"), js, 0o644); err != nil {
 		return err
 	}
+	s.ApplyPlan(st.PlannedRounds, st.PlannedWarmup) // a resumed budgeted run goes on as planned (spec.json keeps the spec as given)
 	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
 	if !resume {
 		flags |= os.O_TRUNC
@@ -368,6 +375,15 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 		st.Steps += s.GRPO.StepsPerRound()
 		st.Round = r + 1
 		st.add(met)
+		if r == 0 && st.PlannedRounds == 0 {
+			if n, w := s.Plan(st.spent()); n > 0 {
+				st.PlannedRounds, st.PlannedWarmup = n, w
+				s.ApplyPlan(n, w)
+				c, end = config.RoundConfig(s), min(end, n)
+				fmt.Fprintf(log, "\nmax_flops %.3g: the first round cost %.3g FLOPs, so the budget pays for %d of the %d rounds; the learning rate anneals over those %d",
+					s.MaxFLOPs, st.spent(), n, given.Rounds, n)
+			}
+		}
 		rec := map[string]any{"round": met}
 		fmt.Fprintf(log, "\r%s round %d/%d: %.1fs", bar(r+1, s.Rounds, 20), r+1, s.Rounds, met.Seconds)
 		for i, md := range met.Diag.Models {
@@ -418,8 +434,11 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 			}
 		}
 		if last {
-			if r+1 < s.Rounds {
+			switch {
+			case r+1 < given.Rounds && s.BudgetSpent(st.spent()):
 				fmt.Fprintf(log, "spent max_flops %.3g after round %d (%.3g FLOPs)\n", s.MaxFLOPs, r+1, st.FLOPs)
+			case r+1 < given.Rounds:
+				fmt.Fprintf(log, "ran the %d rounds max_flops %.3g pays for at the first round's cost (%.3g FLOPs spent)\n", r+1, s.MaxFLOPs, st.FLOPs)
 			}
 			break
 		}

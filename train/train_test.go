@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -185,8 +186,19 @@ func TestMaxFLOPsEndsALocalRun(t *testing.T) {
 	if !fileExists(filepath.Join(budget, "t", "checkpoints", blob.RoundName(3), "g", "model.safetensors")) {
 		t.Error("no checkpoint after the round that spent the budget")
 	}
-	if !strings.Contains(log.String(), "spent max_flops") {
+	if !strings.Contains(log.String(), "spent max_flops") && !strings.Contains(log.String(), "rounds max_flops") {
 		t.Errorf("the log does not say why the run ended:\n%s", log.String())
+	}
+	// The budget paid for about three rounds at the first one's cost, so
+	// the learning rate anneals over those, not over the spec's five: the
+	// last round's is the schedule's floor.
+	if !strings.Contains(log.String(), "so the budget pays for 3 of the 5 rounds") {
+		t.Errorf("no plan in the log:\n%s", log.String())
+	}
+	got, _ := readRounds(filepath.Join(budget, "t", "metrics.jsonl"))
+	last, floor := got[len(got)-1].Models[0].LR, s.Optim.LearningRate*s.Optim.MinLRRatio
+	if math.Abs(last-floor) > 1e-12 {
+		t.Errorf("last round's learning rate %g, want the annealed floor %g", last, floor)
 	}
 }
 

@@ -105,6 +105,10 @@ type State struct {
 	GenFLOPs        []float64      `json:"generation_flops"`
 	UpdateFLOPs     []float64      `json:"update_flops"`
 	JudgeFLOPs      []float64      `json:"judge_flops,omitempty"` // self-certainty and entropy scoring passes
+	// PlannedRounds and PlannedWarmup are a budgeted run's plan after its
+	// first round (spec.Plan; 0: none), kept across continue-as-new.
+	PlannedRounds int `json:"planned_rounds,omitempty"`
+	PlannedWarmup int `json:"planned_warmup,omitempty"`
 	ComputeSeconds  float64        `json:"compute_seconds"`       // inside activities, summed over the critical path
 	RoundSeconds    float64        `json:"round_seconds"`         // wall time of rounds
 }
@@ -193,6 +197,7 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 		st = &State{Queue: make([]string, n), Checkpoint: make([]string, n), CheckpointRound: make([]int, n),
 			GenFLOPs: make([]float64, n), UpdateFLOPs: make([]float64, n)}
 	}
+	s.ApplyPlan(st.PlannedRounds, st.PlannedWarmup) // after continue-as-new: as planned
 	hb := time.Duration(max(in.HeartbeatTimeout, 0)) * time.Second
 	if hb == 0 {
 		hb = 60 * time.Second
@@ -384,6 +389,17 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 		st.RoundSeconds += secs
 		st.Summaries[len(st.Summaries)-1].Seconds = secs
 		st.Round++
+		// A budget plans the rounds it pays for after the first, and the
+		// learning rate anneals over them (versioned: histories recorded
+		// before ran the spec's schedule).
+		if st.Round == 1 && st.PlannedRounds == 0 && s.MaxFLOPs > 0 {
+			if n, w := s.Plan(st.spentFLOPs()); n > 0 && workflow.GetVersion(ctx, "plan-by-budget", workflow.DefaultVersion, 1) == 1 {
+				st.PlannedRounds, st.PlannedWarmup = n, w
+				s.ApplyPlan(n, w)
+				st.note(fmt.Sprintf("round 1: max_flops %.3g: the first round cost %.3g FLOPs, so the budget pays for %d of the %d rounds; the learning rate anneals over those",
+					s.MaxFLOPs, st.spentFLOPs(), n, in.RunSpec.Rounds))
+			}
+		}
 		last := s.LastRound(st.Round, st.spentFLOPs())
 		if s.CheckpointAfter(st.Round, last) || st.Stopping {
 			t0 := workflow.Now(ctx)

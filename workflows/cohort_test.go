@@ -49,6 +49,8 @@ type fake struct {
 	diag *rl.Diagnostics
 	// noEvalSet: evaluations find no problems.
 	noEvalSet bool
+	// rounds is the spec's rounds each call was given, by key.
+	rounds map[string]int
 }
 
 func (f *fake) isDead(ctx context.Context) bool {
@@ -63,6 +65,10 @@ func (f *fake) note(name string, ref activities.MemberRef) error {
 	f.calls[name]++
 	key := fmt.Sprintf("%s/%s/%d", name, ref.Spec.Members[ref.Member].Name, ref.Round)
 	f.byKey[key]++
+	if f.rounds == nil {
+		f.rounds = map[string]int{}
+	}
+	f.rounds[key] = ref.Spec.Rounds
 	if err, ok := f.failOnce[key]; ok {
 		delete(f.failOnce, key)
 		return err
@@ -170,6 +176,11 @@ func TestMaxFLOPsEndsTheRun(t *testing.T) {
 	}
 	if f.calls["Generate"] != 6 {
 		t.Errorf("%d generations after the budget ran out", f.calls["Generate"]-6)
+	}
+	// The first round's 30 FLOPs say the budget pays for 3 rounds: from
+	// the second round on, updates are scheduled over 3, not 10.
+	if f.rounds["Update/a/0"] != 10 || f.rounds["Update/a/1"] != 3 || f.rounds["Update/b/2"] != 3 {
+		t.Errorf("the updates' schedules: %v", f.rounds)
 	}
 }
 
