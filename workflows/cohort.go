@@ -107,10 +107,10 @@ type State struct {
 	JudgeFLOPs      []float64      `json:"judge_flops,omitempty"` // self-certainty and entropy scoring passes
 	// PlannedRounds and PlannedWarmup are a budgeted run's plan after its
 	// first round (spec.Plan; 0: none), kept across continue-as-new.
-	PlannedRounds int `json:"planned_rounds,omitempty"`
-	PlannedWarmup int `json:"planned_warmup,omitempty"`
-	ComputeSeconds  float64        `json:"compute_seconds"`       // inside activities, summed over the critical path
-	RoundSeconds    float64        `json:"round_seconds"`         // wall time of rounds
+	PlannedRounds  int     `json:"planned_rounds,omitempty"`
+	PlannedWarmup  int     `json:"planned_warmup,omitempty"`
+	ComputeSeconds float64 `json:"compute_seconds"` // inside activities, summed over the critical path
+	RoundSeconds   float64 `json:"round_seconds"`   // wall time of rounds
 }
 
 // RoundSummary is what the workflow keeps of a round.
