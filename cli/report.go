@@ -13,7 +13,7 @@ import (
 )
 
 func newReportCmd(stdio IO, getenv func(string) string) *cobra.Command {
-	var out, md, csv, js, member string
+	var out, md, csv, js, member, records string
 	var cf connFlags
 	cmd := &cobra.Command{
 		Use:   "report RUN|SWEEP|DIR... [-o report.html]",
@@ -28,7 +28,9 @@ pseudo-label accuracy; and the members' agreement. The table is also
 printed here, and written as Markdown, CSV and JSON on request.
 
 Each argument is a run directory (<output_dir>/<name>, as corl train
---local writes it: spec.json and metrics.jsonl) or, when no such directory
+--local writes it: spec.json and metrics.jsonl), a results directory
+holding runs.jsonl.gz (what --records writes: results/<name>/ commits
+it, so its numbers can be redrawn offline), or, when no such directory
 exists, a workflow ID on the Temporal server: a run (corl run) or a sweep
 (corl sweep: every cell that has been evaluated). Runs on the server are
 read from their workflow histories, so a report can be drawn while they
@@ -36,7 +38,8 @@ are still going.
 
 Examples:
   corl report runs/gt-seed1 runs/gt-seed2 runs/coRL-seed1 -o report.html --md report.md
-  corl report my-sweep -o sweep.html`,
+  corl report my-sweep -o sweep.html --records results/mine/runs.jsonl.gz
+  corl report results/mine -o again.html`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var runs []*report.Run
@@ -49,11 +52,11 @@ Examples:
 			}()
 			for _, arg := range args {
 				if st, err := os.Stat(arg); err == nil && st.IsDir() {
-					r, err := report.Load(arg)
+					rs, err := report.LoadDir(arg)
 					if err != nil {
 						return err
 					}
-					runs = append(runs, r)
+					runs = append(runs, rs...)
 					continue
 				}
 				if cl == nil {
@@ -81,6 +84,12 @@ Examples:
 			if err != nil {
 				return err
 			}
+			if records != "" {
+				if err := report.SaveRecords(records, runs); err != nil {
+					return err
+				}
+				fmt.Fprintf(stdio.Err, "wrote %s (%d runs: corl report on its directory redraws this report)\n", records, len(runs))
+			}
 			js2, _ := json.MarshalIndent(t, "", "  ")
 			for _, w := range []struct{ path, body string }{{out, page}, {md, t.Markdown()}, {csv, t.CSV()}, {js, string(js2) + "\n"}} {
 				if w.path == "" {
@@ -99,6 +108,7 @@ Examples:
 	fl.StringVar(&md, "md", "", "also write the table as Markdown")
 	fl.StringVar(&csv, "csv", "", "also write the table as CSV")
 	fl.StringVar(&js, "json", "", "also write the table as JSON")
+	fl.StringVar(&records, "records", "", "also write every run's records (spec, rounds, evaluations with per-problem outcomes) as gzipped JSON lines; name it "+report.RecordsName+" in a results directory, and corl report DIR redraws everything from it offline")
 	fl.StringVar(&member, "member", "", "score only this member in the table (the member the compared runs share, e.g. the model every method trains); runs without it are left out")
 	cf.register(cmd)
 	return cmd

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -521,5 +523,51 @@ addEventListener("load", () => {
 	if got.Plots < 10 || got.Overlaps != 0 || got.InPlot != 0 || len(got.Cut) != 0 || got.Clipped != 0 {
 		t.Errorf("plots %d, legend over a plot %d times, legend entries inside plots %d, cut labels %q, clipped legend entries %d",
 			got.Plots, got.Overlaps, got.InPlot, got.Cut, got.Clipped)
+	}
+}
+
+// TestRecordsRedrawTheReport: the runs saved as records and read back (a
+// results directory) give the same table, to the last digit, and the same
+// page apart from its date; a damaged line is named.
+func TestRecordsRedrawTheReport(t *testing.T) {
+	rs := runs(t)
+	dir := t.TempDir()
+	if err := SaveRecords(filepath.Join(dir, RecordsName), rs); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(BuildTable(rs, ""))
+	got, _ := json.Marshal(BuildTable(back, ""))
+	if !bytes.Equal(want, got) {
+		t.Errorf("table from records:\n%s\nfrom the runs:\n%s", got, want)
+	}
+	a, err := HTML(rs, BuildTable(rs, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := HTML(back, BuildTable(back, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stamp := regexp.MustCompile(`made \d{4}-\d\d-\d\d \d\d:\d\d UTC`)
+	if stamp.ReplaceAllString(a, "") != stamp.ReplaceAllString(b, "") {
+		t.Error("the page drawn from records differs")
+	}
+	for _, r := range back {
+		if r.Dir != "" {
+			t.Errorf("a record keeps the machine's path %q", r.Dir)
+		}
+	}
+	bad := filepath.Join(t.TempDir(), RecordsName)
+	f, _ := os.Create(bad)
+	zw := gzip.NewWriter(f)
+	zw.Write([]byte("{\"Spec\": 1}\n"))
+	zw.Close()
+	f.Close()
+	if _, err := LoadRecords(bad); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("a damaged record: %v", err)
 	}
 }

@@ -36,7 +36,7 @@ done
 worker=$!
 "$corl" sweep -f "$sweep" --address "$addr" --store-dir "$dir/blobs" --wait
 "$corl" report "sweep-$name" --member "$member" --address "$addr" --store-dir "$dir/blobs" \
-  -o "$out/report.html" --md "$out/report.md" --json "$out/results.json" --csv "$out/results.csv"
+  -o "$out/report.html" --md "$out/report.md" --json "$out/results.json" --csv "$out/results.csv" --records "$out/runs.jsonl.gz"
 cp "$sweep" "$(dirname "$sweep")/$(sed -n 's/^base: *//p' "$sweep" | head -n 1)" "$out/"
 git rev-parse HEAD >"$out/commit" 2>/dev/null || true
 echo "results in $out"

@@ -1,0 +1,85 @@
+package report
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/corl-project/corl/internal/atomicfile"
+)
+
+// RecordsName is the file in a results directory that holds its runs'
+// records, so that `corl report DIR` redraws every number and plot
+// offline from what was committed.
+const RecordsName = "runs.jsonl.gz"
+
+// SaveRecords writes runs as gzipped JSON lines, one run each (its spec,
+// every round's metrics and every evaluation with its per-problem
+// outcomes): what the report reads, and nothing it recomputes from.
+func SaveRecords(path string, runs []*Run) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
+		zw := gzip.NewWriter(w)
+		enc := json.NewEncoder(zw)
+		for _, r := range runs {
+			rec := *r
+			rec.Dir = "" // a path of the machine that drew it
+			if err := enc.Encode(rec); err != nil {
+				return err
+			}
+		}
+		return zw.Close()
+	})
+}
+
+// LoadRecords reads what SaveRecords wrote.
+func LoadRecords(path string) ([]*Run, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("report: %s: %w", path, err)
+	}
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	var runs []*Run
+	for line := 1; sc.Scan(); line++ {
+		var r Run
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("report: %s: line %d: %w", path, line, err)
+		}
+		if len(r.Evals) == 0 {
+			return nil, fmt.Errorf("report: %s: line %d: run %s has no evaluations", path, line, r.Spec.Name)
+		}
+		runs = append(runs, &r)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("report: %s: %w", path, err)
+	}
+	return runs, nil
+}
+
+// LoadDir reads a directory argument of `corl report`: a results
+// directory (with RecordsName) or one run's directory (spec.json and
+// metrics.jsonl).
+func LoadDir(dir string) ([]*Run, error) {
+	if p := filepath.Join(dir, RecordsName); fileExists(p) {
+		return LoadRecords(p)
+	}
+	r, err := Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w; or a results directory with %s (corl report --records)", err, RecordsName)
+	}
+	return []*Run{r}, nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
