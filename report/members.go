@@ -31,7 +31,8 @@ func memberTable(runs []*Run) []MemberRow {
 	for i, g := range groups {
 		for _, ms := range g[0].Spec.Members {
 			row := MemberRow{Method: labels[i], Member: ms.Name, Base: ms.Base, Frozen: ms.Frozen}
-			var from, to [][]float64
+			names := []string{ms.Name}
+			var kept []*Run
 			var before, after []float64
 			for _, r := range g {
 				first, last := r.Evals[0], r.Evals[len(r.Evals)-1]
@@ -43,15 +44,15 @@ func memberTable(runs []*Run) []MemberRow {
 				if !okA || !okB {
 					continue
 				}
-				before, after = append(before, a), append(after, b)
-				from = append(from, perProblem(first, []string{ms.Name}, false))
-				to = append(to, perProblem(last, []string{ms.Name}, false))
+				kept, before, after = append(kept, r), append(before, a), append(after, b)
 			}
-			if row.Seeds = len(before); row.Seeds == 0 {
+			if row.Seeds = len(kept); row.Seeds == 0 {
 				continue
 			}
 			row.Before, row.After = seedInterval(before), seedInterval(after)
-			if complete(from) && complete(to) {
+			from := seedOutcomes(kept, func(r *Run) []float64 { return perProblem(r.Evals[0], names, false) })
+			to := seedOutcomes(kept, func(r *Run) []float64 { return perProblem(r.Evals[len(r.Evals)-1], names, false) })
+			if from != nil && to != nil {
 				row.Gain = crossed(from, to, true)
 				if lv := level(from); lv != nil && row.Seeds > 1 {
 					row.Before = *lv
@@ -64,17 +65,6 @@ func memberTable(runs []*Run) []MemberRow {
 		}
 	}
 	return out
-}
-
-// complete reports whether every seed kept per-problem outcomes, on the
-// same number of problems.
-func complete(x [][]float64) bool {
-	for _, row := range x {
-		if row == nil || len(row) != len(x[0]) {
-			return false
-		}
-	}
-	return len(x) > 0
 }
 
 // membersMarkdown is the member table as Markdown.

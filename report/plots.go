@@ -209,10 +209,14 @@ func flopsSeries(groups [][]*Run, labels []string, member string) []series {
 		return float64(r.Evals[e].Round), v, ok
 	})
 	for i, g := range groups {
+		flops := make([][]float64, len(g)) // each run's cumulative FLOPs, once
+		for j, r := range g {
+			flops[j] = r.FLOPs()
+		}
 		for k, round := range out[i].x {
 			var sum float64
-			for _, r := range g {
-				if fl := r.FLOPs(); round > 0 && int(round) <= len(fl) {
+			for _, fl := range flops {
+				if round > 0 && int(round) <= len(fl) {
 					sum += fl[int(round)-1]
 				}
 			}
