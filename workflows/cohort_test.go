@@ -76,6 +76,24 @@ func (f *fake) note(name string, ref activities.MemberRef) error {
 	return nil
 }
 
+// completed runs the workflow to its end and returns its result; the test
+// fails if the run did not complete or ended in error.
+func completed(t *testing.T, env *testsuite.TestWorkflowEnvironment, in Input) Result {
+	t.Helper()
+	env.ExecuteWorkflow(CohortRun, in)
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("the workflow did not complete")
+	}
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 func newEnv(t *testing.T, f *fake) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
@@ -138,14 +156,7 @@ func newFake() *fake {
 func TestCohortRunCompletes(t *testing.T) {
 	f := newFake()
 	env := newEnv(t, f)
-	env.ExecuteWorkflow(CohortRun, Input{RunSpec: testSpec(3)})
-	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
-		t.Fatalf("workflow: %v", env.GetWorkflowError())
-	}
-	var res Result
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := completed(t, env, Input{RunSpec: testSpec(3)})
 	if res.Rounds != 3 || res.Stopped || res.Checkpoints[1] != "ckpt/3/1" {
 		t.Fatalf("result %+v", res)
 	}
@@ -166,11 +177,7 @@ func TestMaxFLOPsEndsTheRun(t *testing.T) {
 	env := newEnv(t, f)
 	s := testSpec(10)
 	s.MaxFLOPs = 70
-	env.ExecuteWorkflow(CohortRun, Input{RunSpec: s})
-	var res Result
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := completed(t, env, Input{RunSpec: s})
 	if res.Rounds != 3 || res.Checkpoints[0] != "ckpt/3/0" || res.Evals[len(res.Evals)-1].Round != 3 || res.GenFLOPs[0] != 30 {
 		t.Fatalf("result %+v, want 3 rounds, checkpointed and evaluated after the third", res)
 	}
@@ -192,12 +199,7 @@ func TestLostWorkerIsReplaced(t *testing.T) {
 	f.failOnce["Update/b/2"] = temporal.NewNonRetryableApplicationError("gone", activities.ErrMemberNotHere, nil)
 	f.failOnce["Generate/a/3"] = temporal.NewTimeoutError(0, errors.New("schedule to start")) // enums zero: any timeout
 	env := newEnv(t, f)
-	env.ExecuteWorkflow(CohortRun, Input{RunSpec: testSpec(4)})
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var res Result
-	env.GetWorkflowResult(&res)
+	res := completed(t, env, Input{RunSpec: testSpec(4)})
 	if res.Rounds != 4 {
 		t.Fatalf("result %+v", res)
 	}
@@ -222,12 +224,7 @@ func TestPauseResumeStopAndQuery(t *testing.T) {
 		env.SignalWorkflow(SignalResume, nil)
 	}, time.Hour)
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalStop, nil) }, time.Hour+150*time.Second)
-	env.ExecuteWorkflow(CohortRun, Input{RunSpec: testSpec(10)})
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var res Result
-	env.GetWorkflowResult(&res)
+	res := completed(t, env, Input{RunSpec: testSpec(10)})
 	if !res.Stopped || res.Rounds >= 10 || res.Checkpoints[0] == "" || !strings.HasPrefix(res.Checkpoints[0], fmt.Sprintf("ckpt/%d/", res.Rounds)) {
 		t.Fatalf("stop: %+v", res)
 	}
@@ -309,14 +306,7 @@ func TestLostWorkerDuringEvaluation(t *testing.T) {
 			env := newEnv(t, f)
 			s := testSpec(4)
 			s.Eval.Every = 2
-			env.ExecuteWorkflow(CohortRun, Input{RunSpec: s})
-			if err := env.GetWorkflowError(); err != nil {
-				t.Fatal(err)
-			}
-			var res Result
-			if err := env.GetWorkflowResult(&res); err != nil {
-				t.Fatal(err)
-			}
+			res := completed(t, env, Input{RunSpec: s})
 			if len(res.Evals) != 3 {
 				t.Fatalf("evaluations %+v, want rounds 0, 2 and 4", res.Evals)
 			}
@@ -339,12 +329,7 @@ func TestLostWorkerDuringFinalCheckpoint(t *testing.T) {
 	f := newFake()
 	f.failOnce["Checkpoint/b/3"] = temporal.NewTimeoutError(0, errors.New("heartbeat"))
 	env := newEnv(t, f)
-	env.ExecuteWorkflow(CohortRun, Input{RunSpec: testSpec(3)})
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var res Result
-	env.GetWorkflowResult(&res)
+	res := completed(t, env, Input{RunSpec: testSpec(3)})
 	if res.Checkpoints[0] != "ckpt/3/0" || res.Checkpoints[1] != "ckpt/3/1" {
 		t.Errorf("final checkpoints %v, want both at round 3", res.Checkpoints)
 	}
@@ -491,12 +476,7 @@ func TestEveryStageSurvivesAFault(t *testing.T) {
 			env := newEnv(t, f)
 			s := testSpec(3)
 			s.Eval.Every = 3
-			env.ExecuteWorkflow(CohortRun, Input{RunSpec: s})
-			if err := env.GetWorkflowError(); err != nil {
-				t.Fatal(err)
-			}
-			var res Result
-			env.GetWorkflowResult(&res)
+			res := completed(t, env, Input{RunSpec: s})
 			if res.Rounds != 3 || res.Checkpoints[0] != "ckpt/3/0" || res.Checkpoints[1] != "ckpt/3/1" || len(res.Evals) != 2 {
 				t.Fatalf("result %+v", res)
 			}
@@ -677,12 +657,7 @@ func TestNoStageWaitsOnADeadWorker(t *testing.T) {
 			s := testSpec(3)
 			s.Eval.Every = 3
 			start := env.Now()
-			env.ExecuteWorkflow(CohortRun, Input{RunSpec: s})
-			if err := env.GetWorkflowError(); err != nil {
-				t.Fatal(err)
-			}
-			var res Result
-			env.GetWorkflowResult(&res)
+			res := completed(t, env, Input{RunSpec: s})
 			if res.Rounds != 3 || len(res.Evals) != 2 || res.Moves != len(kills) {
 				t.Fatalf("result %+v, want 3 rounds, 2 evaluations, %d moves", res, len(kills))
 			}
@@ -738,12 +713,7 @@ func TestNoEvaluationWithoutProblems(t *testing.T) {
 	env := newEnv(t, f)
 	s := testSpec(4)
 	s.Eval.Every = 2
-	env.ExecuteWorkflow(CohortRun, Input{RunSpec: s})
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var res Result
-	env.GetWorkflowResult(&res)
+	res := completed(t, env, Input{RunSpec: s})
 	if res.Rounds != 4 || len(res.Evals) != 0 {
 		t.Fatalf("result %+v, want 4 rounds and no evaluation", res)
 	}
