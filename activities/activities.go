@@ -24,9 +24,12 @@ import (
 	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/checker"
 	"github.com/corl-project/corl/config"
+	"github.com/corl-project/corl/datasets"
+	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/gpu"
 	"github.com/corl-project/corl/metrics"
 	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/train"
@@ -58,8 +61,8 @@ type held struct {
 	run      string
 	workflow string // the run's workflow ID ("": a caller without one, never reclaimed)
 	member   *rl.Member
-	round    int                  // rounds whose updates the weights contain
-	stats    map[int]UpdateOutput // update results by round, for idempotent retries
+	round    int                           // rounds whose updates the weights contain
+	stats    map[int]pipeline.UpdateOutput // update results by round, for idempotent retries
 }
 
 // New returns activities for a worker.
@@ -69,21 +72,21 @@ func New(store blob.Store, be gpu.Backend, queue string) *Activities {
 
 func heldKey(run, member string) string { return run + "\x00" + member }
 
-func notHere(ref MemberRef, why string) error {
+func notHere(ref pipeline.MemberRef, why string) error {
 	return temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("member %s of run %s at round %d: %s", ref.Spec.Members[ref.Member].Name, ref.RunKey(), ref.Round, why),
-		ErrMemberNotHere, nil)
+		pipeline.ErrMemberNotHere, nil)
 }
 
 func badSpec(err error) error {
-	return temporal.NewNonRetryableApplicationError(err.Error(), ErrBadSpec, err)
+	return temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrBadSpec, err)
 }
 
 // classify turns compute errors into non-retryable ones where retrying with
 // the same inputs cannot help.
 func classify(err error, name string, round int) error {
 	if errors.Is(err, model.ErrNonFinite) || strings.Contains(err.Error(), "GRPO loss is") {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("model %s, round %d: %v", name, round, err), ErrNonFinite, err)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("model %s, round %d: %v", name, round, err), pipeline.ErrNonFinite, err)
 	}
 	return err
 }
@@ -114,7 +117,7 @@ func (a *Activities) runData(s *spec.RunSpec) (*train.Data, error) {
 }
 
 // member returns the held member at exactly round ref.Round.
-func (a *Activities) member(ref MemberRef) (*held, error) {
+func (a *Activities) member(ref pipeline.MemberRef) (*held, error) {
 	h, ok := a.held[heldKey(ref.RunKey(), ref.Spec.Members[ref.Member].Name)]
 	if !ok {
 		return nil, notHere(ref, "not held by worker "+a.Queue)
@@ -137,7 +140,7 @@ func (a *Activities) exclusive(ctx context.Context, what string) (release func()
 	}
 }
 
-func memberName(ref MemberRef) string { return ref.Spec.Members[ref.Member].Name }
+func memberName(ref pipeline.MemberRef) string { return ref.Spec.Members[ref.Member].Name }
 
 // heartbeat records progress from a goroutine until stop is called, so long
 // computations stay visible to the heartbeat timeout.
@@ -198,7 +201,7 @@ func ValidateSpec(_ context.Context, s spec.RunSpec) error {
 // starts from the newest complete checkpoint at or after the recorded one
 // (a worker that got a stop notice may have written a newer one), else the
 // recorded checkpoint, else the base.
-func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireOutput, error) {
+func (a *Activities) Acquire(ctx context.Context, in pipeline.AcquireInput) (pipeline.AcquireOutput, error) {
 	defer a.exclusive(ctx, fmt.Sprintf("acquire %s at round %d", memberName(in.MemberRef), in.Round))()
 	// Members of runs that ended where no Release reached this worker (a
 	// terminated or timed-out run, a release lost with the network) are
@@ -207,12 +210,12 @@ func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireOutpu
 	s := &in.Spec
 	if in.WithinSlots {
 		if others := a.heldOtherThan(heldKey(in.RunKey(), s.Members[in.Member].Name)); others >= max(a.Slots, 1) {
-			return AcquireOutput{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("worker %s holds %d members in %d slots", a.Queue, others, max(a.Slots, 1)), ErrWorkerFull, nil)
+			return pipeline.AcquireOutput{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("worker %s holds %d members in %d slots", a.Queue, others, max(a.Slots, 1)), pipeline.ErrWorkerFull, nil)
 		}
 	}
 	if _, err := a.runData(s); err != nil {
-		return AcquireOutput{}, err
+		return pipeline.AcquireOutput{}, err
 	}
 	ms := s.Members[in.Member]
 	key, round := in.CheckpointKey, in.CheckpointRound
@@ -228,7 +231,7 @@ func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireOutpu
 		if key == "" {
 			base, src, cleanup, err := blob.Materialize(ctx, a.Store, ms.Base)
 			if err != nil {
-				return AcquireOutput{}, badSpec(fmt.Errorf("member %s: base %s: %w", ms.Name, ms.Base, err))
+				return pipeline.AcquireOutput{}, badSpec(fmt.Errorf("member %s: base %s: %w", ms.Name, ms.Base, err))
 			}
 			defer cleanup()
 			dir, source, round = base, src, 0
@@ -245,14 +248,14 @@ func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireOutpu
 			continue
 		}
 		if err != nil {
-			return AcquireOutput{}, err
+			return pipeline.AcquireOutput{}, err
 		}
 		defer cleanup()
 		dir, source = tmp, src
 	}
 	m, err := train.LoadMember(a.Backend, ms, dir, false)
 	if err != nil {
-		return AcquireOutput{}, badSpec(namedAs(err, dir, source))
+		return pipeline.AcquireOutput{}, badSpec(namedAs(err, dir, source))
 	}
 	for _, w := range m.Model.Warnings {
 		note = strings.TrimPrefix(note+"; ", "; ") + fmt.Sprintf("member %s: %v", ms.Name, namedAs(errors.New(w), dir, source))
@@ -260,18 +263,18 @@ func (a *Activities) Acquire(ctx context.Context, in AcquireInput) (AcquireOutpu
 	if s.GRPO.Beta > 0 { // the KL reference is always the base
 		base, src, cleanup, err := blob.Materialize(ctx, a.Store, ms.Base)
 		if err != nil {
-			return AcquireOutput{}, badSpec(err)
+			return pipeline.AcquireOutput{}, badSpec(err)
 		}
 		defer cleanup()
 		if m.Ref, err = model.LoadHF(a.Backend, base); err != nil {
-			return AcquireOutput{}, badSpec(namedAs(err, base, src))
+			return pipeline.AcquireOutput{}, badSpec(namedAs(err, base, src))
 		}
 	}
-	a.held[heldKey(in.RunKey(), ms.Name)] = &held{run: in.RunKey(), workflow: in.Run, member: m, round: round, stats: map[int]UpdateOutput{}}
+	a.held[heldKey(in.RunKey(), ms.Name)] = &held{run: in.RunKey(), workflow: in.Run, member: m, round: round, stats: map[int]pipeline.UpdateOutput{}}
 	a.Metrics.Holding(len(a.held))
 	activity.GetLogger(ctx).Info("acquired member", "run", in.RunKey(), "member", ms.Name, "round", round, "from", key)
 	a.Metrics.Placed(in.RunKey(), ms.Name)
-	return AcquireOutput{Queue: a.Queue, Round: round, CheckpointKey: key, Note: note}, nil
+	return pipeline.AcquireOutput{Queue: a.Queue, Round: round, CheckpointKey: key, Note: note}, nil
 }
 
 // heldOtherThan counts the members held under keys other than key.
@@ -290,13 +293,13 @@ func (a *Activities) heldOtherThan(key string) int {
 // PoolIdentity), sorted by queue. Pollers not seen for two minutes are
 // left out, and so are workers that recorded leaving the pool (Leave). Without a client, or on a server that does not answer, the
 // list is empty and the workflow places through the pool queue.
-func (a *Activities) Workers(ctx context.Context) ([]WorkerInfo, error) {
+func (a *Activities) Workers(ctx context.Context) ([]pipeline.WorkerInfo, error) {
 	if a.Client == nil {
 		return nil, nil
 	}
-	resp, err := a.Client.DescribeTaskQueue(ctx, GPUPool, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
+	resp, err := a.Client.DescribeTaskQueue(ctx, pipeline.GPUPool, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
 	if err != nil {
-		return nil, fmt.Errorf("describe %s: %w", GPUPool, err)
+		return nil, fmt.Errorf("describe %s: %w", pipeline.GPUPool, err)
 	}
 	slots := map[string]int{}
 	for _, p := range resp.GetPollers() {
@@ -314,11 +317,11 @@ func (a *Activities) Workers(ctx context.Context) ([]WorkerInfo, error) {
 		}
 		slots[q] = max(slots[q], n)
 	}
-	out := make([]WorkerInfo, 0, len(slots))
+	out := make([]pipeline.WorkerInfo, 0, len(slots))
 	for q, n := range slots {
-		out = append(out, WorkerInfo{Queue: q, Slots: n})
+		out = append(out, pipeline.WorkerInfo{Queue: q, Slots: n})
 	}
-	slices.SortFunc(out, func(x, y WorkerInfo) int { return strings.Compare(x.Queue, y.Queue) })
+	slices.SortFunc(out, func(x, y pipeline.WorkerInfo) int { return strings.Compare(x.Queue, y.Queue) })
 	return out, nil
 }
 
@@ -350,7 +353,7 @@ func Leave(ctx context.Context, a *Activities, identity string) error {
 // ParsePoolIdentity reads PoolIdentity's queue and slots.
 func ParsePoolIdentity(id string) (queue string, slots int, ok bool) {
 	f := strings.Fields(id)
-	if len(f) < 2 || !strings.HasPrefix(f[0], GPUPool+"-") {
+	if len(f) < 2 || !strings.HasPrefix(f[0], pipeline.GPUPool+"-") {
 		return "", 0, false
 	}
 	n, err := strconv.Atoi(strings.TrimPrefix(f[1], "slots="))
@@ -374,33 +377,33 @@ func (a *Activities) olderCheckpoint(ctx context.Context, run, member string, ro
 
 // Generate samples the member's completions for the round's prompts and
 // stores them (with the intrinsic signals the reward may need).
-func (a *Activities) Generate(ctx context.Context, ref MemberRef) (GenerateOutput, error) {
+func (a *Activities) Generate(ctx context.Context, ref pipeline.MemberRef) (pipeline.GenerateOutput, error) {
 	defer a.exclusive(ctx, fmt.Sprintf("round %d generate %s", ref.Round, memberName(ref)))()
 	h, err := a.member(ref)
 	if err != nil {
-		return GenerateOutput{}, err
+		return pipeline.GenerateOutput{}, err
 	}
 	d, err := a.runData(&ref.Spec)
 	if err != nil {
-		return GenerateOutput{}, err
+		return pipeline.GenerateOutput{}, err
 	}
 	start := time.Now()
-	c := config.RoundConfig(&ref.Spec)
+	c := rl.ConfigFromSpec(&ref.Spec)
 	prompts := train.PromptsForRound(d.RL, ref.Spec.Seed, ref.Round, ref.Spec.PromptsPerRound)
 	ro, err := rl.Generate(h.member, ref.Member, prompts, c, ref.Round)
 	if errors.Is(err, model.ErrCacheType) {
 		// Retrying on this worker cannot help: the spec asks for a cache
 		// its backend or the model cannot hold.
-		return GenerateOutput{}, badSpec(fmt.Errorf("generation.kv_cache: %w", err))
+		return pipeline.GenerateOutput{}, badSpec(fmt.Errorf("generation.kv_cache: %w", err))
 	}
 	if err != nil {
-		return GenerateOutput{}, err
+		return pipeline.GenerateOutput{}, err
 	}
 	groups := ro.Groups()
-	out := GenerateOutput{Key: blob.RolloutKey(h.run, ref.Round, h.member.Name)}
+	out := pipeline.GenerateOutput{Key: blob.RolloutKey(h.run, ref.Round, h.member.Name)}
 	if c.Reward == rl.SelfCertainty || c.Reward == rl.Entropy {
 		if out.JudgeFLOPs, err = rl.SelfSignals(h.member, ro, groups, c.MicroBatch, rl.SamplingTemp(c)); err != nil {
-			return GenerateOutput{}, err
+			return pipeline.GenerateOutput{}, err
 		}
 	}
 	out.Tokens, out.FLOPs = ro.Cost(h.member.Model)
@@ -418,10 +421,10 @@ func (a *Activities) Generate(ctx context.Context, ref MemberRef) (GenerateOutpu
 	}
 	b, err := json.Marshal(rolloutBlob{Member: h.member.Name, Round: ref.Round, Rollout: ro, Groups: groups})
 	if err != nil {
-		return GenerateOutput{}, err
+		return pipeline.GenerateOutput{}, err
 	}
 	if err := a.Store.Put(ctx, out.Key, b); err != nil {
-		return GenerateOutput{}, err
+		return pipeline.GenerateOutput{}, err
 	}
 	out.Seconds = time.Since(start).Seconds()
 	a.Metrics.Stage(h.run, h.member.Name, "generate", out.Seconds, activity.GetInfo(ctx).Attempt)
@@ -442,7 +445,7 @@ func (a *Activities) loadRollout(ctx context.Context, key string) (*rolloutBlob,
 }
 
 // Judge has the (judge) member score another member's completions.
-func (a *Activities) Judge(ctx context.Context, in JudgeInput) (string, error) {
+func (a *Activities) Judge(ctx context.Context, in pipeline.JudgeInput) (string, error) {
 	defer a.exclusive(ctx, fmt.Sprintf("round %d judge by %s", in.Round, memberName(in.MemberRef)))()
 	h, err := a.member(in.MemberRef)
 	if err != nil {
@@ -469,7 +472,7 @@ func (a *Activities) Judge(ctx context.Context, in JudgeInput) (string, error) {
 
 // Grade computes rewards and advantages for every member and the round's
 // diagnostics. It needs no model: it runs on the CPU pool.
-func (a *Activities) Grade(ctx context.Context, in GradeInput) (GradeOutput, error) {
+func (a *Activities) Grade(ctx context.Context, in pipeline.GradeInput) (pipeline.GradeOutput, error) {
 	// Heartbeat so that a grading worker that dies is noticed within the
 	// heartbeat timeout, not the (long) start-to-close one.
 	defer heartbeat(ctx, func() any { return fmt.Sprintf("round %d grade", in.Round) })()
@@ -477,7 +480,7 @@ func (a *Activities) Grade(ctx context.Context, in GradeInput) (GradeOutput, err
 	s := &in.Spec
 	d, err := a.runData(s)
 	if err != nil {
-		return GradeOutput{}, err
+		return pipeline.GradeOutput{}, err
 	}
 	prompts := train.PromptsForRound(d.RL, s.Seed, in.Round, s.PromptsPerRound)
 	groups := make([][]rl.Group, len(in.Rollouts))
@@ -485,17 +488,17 @@ func (a *Activities) Grade(ctx context.Context, in GradeInput) (GradeOutput, err
 	for i, key := range in.Rollouts {
 		rb, err := a.loadRollout(ctx, key)
 		if err != nil {
-			return GradeOutput{}, err
+			return pipeline.GradeOutput{}, err
 		}
 		groups[i], rollouts[i] = rb.Groups, rb.Rollout
 		if i < len(in.JudgeKeys) && in.JudgeKeys[i] != "" {
 			b, err := a.Store.Get(ctx, in.JudgeKeys[i])
 			if err != nil {
-				return GradeOutput{}, err
+				return pipeline.GradeOutput{}, err
 			}
 			var scores [][]float64
 			if err := json.Unmarshal(b, &scores); err != nil {
-				return GradeOutput{}, err
+				return pipeline.GradeOutput{}, err
 			}
 			for p := range groups[i] {
 				for k := range groups[i][p] {
@@ -504,43 +507,43 @@ func (a *Activities) Grade(ctx context.Context, in GradeInput) (GradeOutput, err
 			}
 		}
 	}
-	c := config.RoundConfig(s)
+	c := rl.ConfigFromSpec(s)
 	if c.Checker != nil {
 		views := make([]int, len(s.Members))
 		for i, m := range s.Members {
 			views[i] = m.View
 		}
 		run := func(ctx context.Context, items []checker.Item) ([]checker.Verdict, error) {
-			return a.check(ctx, *c.Checker, blob.CheckKey(runKey(in.Run, s.Name), in.Round, checker.Key(*c.Checker, items)), items)
+			return a.check(ctx, *c.Checker, blob.CheckKey(in.RunKey(), in.Round, checker.Key(*c.Checker, items)), items)
 		}
 		prompts = slices.Clone(prompts)
 		if err := rl.Check(ctx, run, prompts, views, rollouts, groups, c.Reward == rl.GroundTruthRL); err != nil {
 			if errors.Is(err, checker.ErrTimeout) || ctx.Err() != nil {
-				return GradeOutput{}, err
+				return pipeline.GradeOutput{}, err
 			}
 			// A checker that crashed or answered garbage does so again.
-			return GradeOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrChecker, err)
+			return pipeline.GradeOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrChecker, err)
 		}
 	}
 	strategy, err := rl.StrategyFor(c, prompts)
 	if err != nil {
-		return GradeOutput{}, badSpec(err)
+		return pipeline.GradeOutput{}, badSpec(err)
 	}
 	out, err := strategy.Reward(rl.Input{Rollouts: groups, Threshold: c.Threshold})
 	if err != nil {
-		return GradeOutput{}, err
+		return pipeline.GradeOutput{}, err
 	}
 	gb := gradeBlob{Round: in.Round, Diag: rl.Diagnose(groups, out, rl.TruthOf(prompts), c.Threshold)}
 	for i := range groups {
 		gb.Advantages = append(gb.Advantages, rl.Advantages(out.Rewards[i], c.GRPO.ScaleRewards))
 	}
-	key := blob.GradeKey(runKey(in.Run, s.Name), in.Round)
+	key := blob.GradeKey(in.RunKey(), in.Round)
 	b, _ := json.Marshal(gb)
 	if err := a.Store.Put(ctx, key, b); err != nil {
-		return GradeOutput{}, err
+		return pipeline.GradeOutput{}, err
 	}
 	secs := time.Since(start).Seconds()
-	run := runKey(in.Run, s.Name)
+	run := in.RunKey()
 	for i, md := range gb.Diag.Models {
 		a.Metrics.Round(run, s.Members[i].Name, md.RewardMean, md.LabeledFrac, md.ModalShare)
 	}
@@ -548,7 +551,7 @@ func (a *Activities) Grade(ctx context.Context, in GradeInput) (GradeOutput, err
 		a.Metrics.Agree(run, s.Members[pd.Pair[0]].Name+"/"+s.Members[pd.Pair[1]].Name, pd.Agreement)
 	}
 	a.Metrics.Stage(run, "", "grade", secs, activity.GetInfo(ctx).Attempt)
-	return GradeOutput{Key: key, Diag: gb.Diag, Seconds: secs}, nil
+	return pipeline.GradeOutput{Key: key, Diag: gb.Diag, Seconds: secs}, nil
 }
 
 // check runs the task's checker on items, or returns the verdicts a
@@ -576,7 +579,7 @@ func (a *Activities) check(ctx context.Context, c checker.Spec, key string, item
 // Update applies the member's policy update for the round. A retry after the
 // update was applied (its result lost) returns the recorded result instead of
 // applying it again.
-func (a *Activities) Update(ctx context.Context, ref MemberRef) (UpdateOutput, error) {
+func (a *Activities) Update(ctx context.Context, ref pipeline.MemberRef) (pipeline.UpdateOutput, error) {
 	defer a.exclusive(ctx, fmt.Sprintf("round %d update %s", ref.Round, memberName(ref)))()
 	h, ok := a.held[heldKey(ref.RunKey(), ref.Spec.Members[ref.Member].Name)]
 	if ok && h.round == ref.Round+1 {
@@ -586,39 +589,39 @@ func (a *Activities) Update(ctx context.Context, ref MemberRef) (UpdateOutput, e
 	}
 	h, err := a.member(ref)
 	if err != nil {
-		return UpdateOutput{}, err
+		return pipeline.UpdateOutput{}, err
 	}
 	return a.applyUpdate(ctx, h, &ref.Spec, ref.Member, ref.Round)
 }
 
-func (a *Activities) applyUpdate(ctx context.Context, h *held, s *spec.RunSpec, member, round int) (UpdateOutput, error) {
+func (a *Activities) applyUpdate(ctx context.Context, h *held, s *spec.RunSpec, member, round int) (pipeline.UpdateOutput, error) {
 	start := time.Now()
 	rb, err := a.loadRollout(ctx, blob.RolloutKey(h.run, round, h.member.Name))
 	if err != nil {
-		return UpdateOutput{}, err
+		return pipeline.UpdateOutput{}, err
 	}
 	b, err := a.Store.Get(ctx, blob.GradeKey(h.run, round))
 	if err != nil {
-		return UpdateOutput{}, err
+		return pipeline.UpdateOutput{}, err
 	}
 	var gb gradeBlob
 	if err := json.Unmarshal(b, &gb); err != nil {
-		return UpdateOutput{}, fmt.Errorf("grade of round %d: %w", round, err)
+		return pipeline.UpdateOutput{}, fmt.Errorf("grade of round %d: %w", round, err)
 	}
-	c := config.RoundConfig(s)
+	c := rl.ConfigFromSpec(s)
 	us, err := rl.Update(h.member, rb.Rollout, gb.Advantages[member], c, round*s.GRPO.StepsPerRound())
 	if err != nil {
 		err = classify(err, h.member.Name, round)
 		var ae *temporal.ApplicationError
-		if errors.As(err, &ae) && ae.Type() == ErrNonFinite {
+		if errors.As(err, &ae) && ae.Type() == pipeline.ErrNonFinite {
 			// The weights may be poisoned: forget the member, so that no
 			// checkpoint (a stop notice's included) can write them. The run
 			// resumes from its last checkpoint.
 			delete(a.held, heldKey(h.run, h.member.Name))
 		}
-		return UpdateOutput{}, err
+		return pipeline.UpdateOutput{}, err
 	}
-	out := UpdateOutput{Stats: us, Seconds: time.Since(start).Seconds(),
+	out := pipeline.UpdateOutput{Stats: us, Seconds: time.Since(start).Seconds(),
 		FLOPs: h.member.Model.FLOPsPerToken(2*s.Generation.MaxCompletion) * float64(us.Tokens)}
 	a.Metrics.Stage(h.run, h.member.Name, "update", out.Seconds, activity.GetInfo(ctx).Attempt)
 	a.Metrics.Work(h.run, h.member.Name, "update", "trained", us.Tokens, out.FLOPs)
@@ -628,7 +631,7 @@ func (a *Activities) applyUpdate(ctx context.Context, h *held, s *spec.RunSpec, 
 }
 
 // Replay brings a restored member from round From to round To.
-func (a *Activities) Replay(ctx context.Context, in ReplayInput) (int, error) {
+func (a *Activities) Replay(ctx context.Context, in pipeline.ReplayInput) (int, error) {
 	defer a.exclusive(ctx, fmt.Sprintf("replay %s rounds %d-%d", memberName(in.MemberRef), in.From+1, in.To))()
 	ref := in.MemberRef
 	ref.Round = in.From
@@ -646,7 +649,7 @@ func (a *Activities) Replay(ctx context.Context, in ReplayInput) (int, error) {
 }
 
 // Release forgets the member of an ended run (its checkpoints are stored).
-func (a *Activities) Release(ctx context.Context, ref MemberRef) error {
+func (a *Activities) Release(ctx context.Context, ref pipeline.MemberRef) error {
 	defer a.exclusive(ctx, "release "+memberName(ref))()
 	a.forget(heldKey(ref.RunKey(), memberName(ref)))
 	return nil
@@ -719,7 +722,7 @@ func Held(a *Activities) int {
 
 // Checkpoint writes the member's weights, optimizer state and tokenizer at
 // the round (objects first, manifest last) and returns the manifest key.
-func (a *Activities) Checkpoint(ctx context.Context, ref MemberRef) (string, error) {
+func (a *Activities) Checkpoint(ctx context.Context, ref pipeline.MemberRef) (string, error) {
 	defer a.exclusive(ctx, fmt.Sprintf("round %d checkpoint %s", ref.Round, memberName(ref)))()
 	h, err := a.member(ref)
 	if err != nil {
@@ -770,33 +773,33 @@ func CheckpointAll(ctx context.Context, a *Activities) []error {
 
 // Evaluate runs greedy pass@1 of the member on the held-out problems, in the
 // original wording and in the member's own view.
-func (a *Activities) Evaluate(ctx context.Context, ref MemberRef) (EvalOutput, error) {
+func (a *Activities) Evaluate(ctx context.Context, ref pipeline.MemberRef) (pipeline.EvalOutput, error) {
 	defer a.exclusive(ctx, fmt.Sprintf("round %d evaluate %s", ref.Round, memberName(ref)))()
 	h, err := a.member(ref)
 	if err != nil {
-		return EvalOutput{}, err
+		return pipeline.EvalOutput{}, err
 	}
 	d, err := a.runData(&ref.Spec)
 	if err != nil {
-		return EvalOutput{}, err
+		return pipeline.EvalOutput{}, err
 	}
 	start := time.Now()
-	o := config.EvalOptions(&ref.Spec)
+	o := evaluate.OptionsFromSpec(&ref.Spec)
 	key, err := evalCacheKey(a.Backend.Name(), h.member, d.Eval, o)
 	if err != nil {
-		return EvalOutput{}, err
+		return pipeline.EvalOutput{}, err
 	}
 	out, hit := a.cachedEval(ctx, key)
 	if !hit {
 		res, own, err := train.EvaluateMember(h.member, d.Eval, o)
 		if err != nil {
-			return EvalOutput{}, err
+			return pipeline.EvalOutput{}, err
 		}
 		truth := make([]string, len(d.Eval))
 		for i, p := range d.Eval {
-			truth[i] = config.AnswerRule(&ref.Spec).ForPrompt(p.Prompt).Normalize(p.Answer)
+			truth[i] = datasets.AnswerRuleFromSpec(ref.Spec.Data).ForPrompt(p.Prompt).Normalize(p.Answer)
 		}
-		out = EvalOutput{PassAt1: res.PassAt1, ByTask: res.ByTask, Correct: res.Correct, Answers: res.Answers,
+		out = pipeline.EvalOutput{PassAt1: res.PassAt1, ByTask: res.ByTask, Correct: res.Correct, Answers: res.Answers,
 			View: h.member.View, PassAt1OwnView: own.PassAt1, SampledPassAt1: res.SampledPassAt1, MajAtK: res.MajAtK,
 			SampledByTask: res.SampledByTask, PassAt1CI: res.PassAt1CI, SampledCI: res.SampledCI,
 			Pool: res.CohortAnswers(), Truth: truth}

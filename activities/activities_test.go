@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -30,6 +32,7 @@ import (
 	"github.com/corl-project/corl/internal/testmodels"
 	"github.com/corl-project/corl/metrics"
 	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/spec"
 )
 
@@ -88,22 +91,22 @@ func (e *env) run(fn any, in any, out any) error {
 func TestRoundThroughActivities(t *testing.T) {
 	e := newEnv(t)
 	s := testSpec(t)
-	ref := func(m, r int) MemberRef { return MemberRef{Spec: s, Member: m, Round: r} }
+	ref := func(m, r int) pipeline.MemberRef { return pipeline.MemberRef{Spec: s, Member: m, Round: r} }
 	// Not held yet: a non-retryable MemberNotHere.
 	var ae *temporal.ApplicationError
-	if err := e.run(e.a.Generate, ref(0, 0), nil); !errors.As(err, &ae) || ae.Type() != ErrMemberNotHere || !ae.NonRetryable() {
+	if err := e.run(e.a.Generate, ref(0, 0), nil); !errors.As(err, &ae) || ae.Type() != pipeline.ErrMemberNotHere || !ae.NonRetryable() {
 		t.Fatalf("generate before acquire: %v", err)
 	}
 	var keys []string
 	for m := range s.Members {
-		var acq AcquireOutput
-		if err := e.run(e.a.Acquire, AcquireInput{MemberRef: ref(m, 0)}, &acq); err != nil {
+		var acq pipeline.AcquireOutput
+		if err := e.run(e.a.Acquire, pipeline.AcquireInput{MemberRef: ref(m, 0)}, &acq); err != nil {
 			t.Fatal(err)
 		}
 		if acq.Queue != "q-test" || acq.Round != 0 {
 			t.Fatalf("acquire: %+v", acq)
 		}
-		var g GenerateOutput
+		var g pipeline.GenerateOutput
 		if err := e.run(e.a.Generate, ref(m, 0), &g); err != nil {
 			t.Fatal(err)
 		}
@@ -112,14 +115,14 @@ func TestRoundThroughActivities(t *testing.T) {
 		}
 		keys = append(keys, g.Key)
 	}
-	var grade GradeOutput
-	if err := e.run(e.a.Grade, GradeInput{Spec: s, Round: 0, Rollouts: keys}, &grade); err != nil {
+	var grade pipeline.GradeOutput
+	if err := e.run(e.a.Grade, pipeline.GradeInput{Spec: s, Round: 0, Rollouts: keys}, &grade); err != nil {
 		t.Fatal(err)
 	}
 	if len(grade.Diag.Models) != 2 {
 		t.Fatalf("grade: %+v", grade)
 	}
-	var u1, u2 UpdateOutput
+	var u1, u2 pipeline.UpdateOutput
 	if err := e.run(e.a.Update, ref(0, 0), &u1); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +139,7 @@ func TestRoundThroughActivities(t *testing.T) {
 		t.Fatalf("a retried update was applied again: %+v vs %+v", u1.Stats, u2.Stats)
 	}
 	// Generating round 0 again for a member now at round 1 is refused.
-	if err := e.run(e.a.Generate, ref(0, 0), nil); !errors.As(err, &ae) || ae.Type() != ErrMemberNotHere {
+	if err := e.run(e.a.Generate, ref(0, 0), nil); !errors.As(err, &ae) || ae.Type() != pipeline.ErrMemberNotHere {
 		t.Fatalf("stale generate: %v", err)
 	}
 	var key string
@@ -147,8 +150,8 @@ func TestRoundThroughActivities(t *testing.T) {
 	// with the same weights; from the base when asked for round 0 only.
 	e2 := newEnv(t)
 	e2.a.Store = e.a.Store
-	var acq AcquireOutput
-	if err := e2.run(e2.a.Acquire, AcquireInput{MemberRef: ref(0, 1)}, &acq); err != nil {
+	var acq pipeline.AcquireOutput
+	if err := e2.run(e2.a.Acquire, pipeline.AcquireInput{MemberRef: ref(0, 1)}, &acq); err != nil {
 		t.Fatal(err)
 	}
 	if acq.Round != 1 || acq.CheckpointKey != key {
@@ -161,17 +164,17 @@ func TestRoundThroughActivities(t *testing.T) {
 	}
 	// Replay of member 1's update from stored rollouts and grades.
 	var reached int
-	if err := e.run(e.a.Replay, ReplayInput{MemberRef: ref(1, 0), From: 0, To: 1}, &reached); err != nil || reached != 1 {
+	if err := e.run(e.a.Replay, pipeline.ReplayInput{MemberRef: ref(1, 0), From: 0, To: 1}, &reached); err != nil || reached != 1 {
 		t.Fatalf("replay: %d, %v", reached, err)
 	}
-	var ev EvalOutput
+	var ev pipeline.EvalOutput
 	if err := e.run(e.a.Evaluate, ref(1, 1), &ev); err != nil || len(ev.Correct) != 2 {
 		t.Fatalf("evaluate: %+v, %v", ev, err)
 	}
 	// A bad spec is non-retryable.
 	bad := s
 	bad.Rounds = 0
-	if err := e.run(e.a.Grade, GradeInput{Spec: bad, Round: 0, Rollouts: keys}, nil); !errors.As(err, &ae) || ae.Type() != ErrBadSpec {
+	if err := e.run(e.a.Grade, pipeline.GradeInput{Spec: bad, Round: 0, Rollouts: keys}, nil); !errors.As(err, &ae) || ae.Type() != pipeline.ErrBadSpec {
 		t.Fatalf("bad spec: %v", err)
 	}
 }
@@ -185,15 +188,15 @@ type noHalfKV struct{ gpu.Backend }
 func TestHalfCacheGenerates(t *testing.T) {
 	s := testSpec(t)
 	s.Generation.KVCache = "f16"
-	ref := MemberRef{Spec: s, Member: 1}
+	ref := pipeline.MemberRef{Spec: s, Member: 1}
 	for _, be := range []gpu.Backend{cpu.New(2), noHalfKV{cpu.New(2)}} {
 		var st testsuite.WorkflowTestSuite
 		e := &env{t: t, a: New(blob.Local{Root: t.TempDir()}, be, "q-test"), env: st.NewTestActivityEnvironment()}
 		e.env.RegisterActivity(e.a)
-		if err := e.run(e.a.Acquire, AcquireInput{MemberRef: ref}, nil); err != nil {
+		if err := e.run(e.a.Acquire, pipeline.AcquireInput{MemberRef: ref}, nil); err != nil {
 			t.Fatal(err)
 		}
-		var g GenerateOutput
+		var g pipeline.GenerateOutput
 		err := e.run(e.a.Generate, ref, &g)
 		if _, ok := be.(gpu.HalfKV); ok {
 			if err != nil || g.Tokens == 0 {
@@ -202,7 +205,7 @@ func TestHalfCacheGenerates(t *testing.T) {
 			continue
 		}
 		var ae *temporal.ApplicationError
-		if !errors.As(err, &ae) || ae.Type() != ErrBadSpec || !ae.NonRetryable() || !strings.Contains(err.Error(), "generation.kv_cache") {
+		if !errors.As(err, &ae) || ae.Type() != pipeline.ErrBadSpec || !ae.NonRetryable() || !strings.Contains(err.Error(), "generation.kv_cache") {
 			t.Fatalf("f16 generation without binary16 attention: %v", err)
 		}
 	}
@@ -219,7 +222,7 @@ func TestNonFiniteUpdateDropsTheMember(t *testing.T) {
 	e.a.Backend.Upload(poison.Slice(0, 1), nan)
 	err := e.run(e.a.Update, ref(1, 0), nil)
 	var ae *temporal.ApplicationError
-	if !errors.As(err, &ae) || ae.Type() != ErrNonFinite || !ae.NonRetryable() || !strings.Contains(err.Error(), "model l, round 0") {
+	if !errors.As(err, &ae) || ae.Type() != pipeline.ErrNonFinite || !ae.NonRetryable() || !strings.Contains(err.Error(), "model l, round 0") {
 		t.Fatalf("update with NaN weights: %v", err)
 	}
 	if _, ok := e.a.held[heldKey("act", "l")]; ok {
@@ -256,8 +259,8 @@ func TestCorruptCheckpointFallsBack(t *testing.T) {
 	}
 	e2 := newEnv(t)
 	e2.a.Store = e.a.Store
-	var acq AcquireOutput
-	if err := e2.run(e2.a.Acquire, AcquireInput{MemberRef: ref(0, 1), CheckpointKey: key, CheckpointRound: 1}, &acq); err != nil {
+	var acq pipeline.AcquireOutput
+	if err := e2.run(e2.a.Acquire, pipeline.AcquireInput{MemberRef: ref(0, 1), CheckpointKey: key, CheckpointRound: 1}, &acq); err != nil {
 		t.Fatalf("acquire with a corrupt checkpoint: %v", err)
 	}
 	if acq.Round != 0 || acq.CheckpointKey != "" || !strings.Contains(acq.Note, "corrupt") || !strings.Contains(acq.Note, "model.safetensors") {
@@ -272,11 +275,11 @@ func TestRunsWithOneNameAreSeparate(t *testing.T) {
 	e := newEnv(t)
 	s := testSpec(t)
 	for _, run := range []string{"wf-1", "wf-2"} {
-		ref := MemberRef{Spec: s, Member: 0, Round: 0, Run: run}
-		if err := e.run(e.a.Acquire, AcquireInput{MemberRef: ref}, nil); err != nil {
+		ref := pipeline.MemberRef{Spec: s, Member: 0, Round: 0, Run: run}
+		if err := e.run(e.a.Acquire, pipeline.AcquireInput{MemberRef: ref}, nil); err != nil {
 			t.Fatal(err)
 		}
-		var g GenerateOutput
+		var g pipeline.GenerateOutput
 		if err := e.run(e.a.Generate, ref, &g); err != nil {
 			t.Fatal(err)
 		}
@@ -288,12 +291,12 @@ func TestRunsWithOneNameAreSeparate(t *testing.T) {
 		t.Errorf("worker holds %d members, want one per run", len(e.a.held))
 	}
 	// The first run ends: its member is released, the other run's stays.
-	ended := MemberRef{Spec: s, Member: 0, Round: 0, Run: "wf-1"}
+	ended := pipeline.MemberRef{Spec: s, Member: 0, Round: 0, Run: "wf-1"}
 	if err := e.run(e.a.Release, ended, nil); err != nil {
 		t.Fatal(err)
 	}
 	var ae *temporal.ApplicationError
-	if err := e.run(e.a.Generate, ended, nil); !errors.As(err, &ae) || ae.Type() != ErrMemberNotHere {
+	if err := e.run(e.a.Generate, ended, nil); !errors.As(err, &ae) || ae.Type() != pipeline.ErrMemberNotHere {
 		t.Errorf("generate after release: %v, want MemberNotHere", err)
 	}
 	if len(e.a.held) != 1 {
@@ -303,23 +306,23 @@ func TestRunsWithOneNameAreSeparate(t *testing.T) {
 
 // gradedRoundZero places both members of the test spec on a worker,
 // generates their round-0 rollouts and grades them: what an update needs.
-func gradedRoundZero(t *testing.T) (*env, func(m, r int) MemberRef) {
+func gradedRoundZero(t *testing.T) (*env, func(m, r int) pipeline.MemberRef) {
 	t.Helper()
 	e := newEnv(t)
 	s := testSpec(t)
-	ref := func(m, r int) MemberRef { return MemberRef{Spec: s, Member: m, Round: r} }
+	ref := func(m, r int) pipeline.MemberRef { return pipeline.MemberRef{Spec: s, Member: m, Round: r} }
 	var keys []string
 	for m := range s.Members {
-		if err := e.run(e.a.Acquire, AcquireInput{MemberRef: ref(m, 0)}, nil); err != nil {
+		if err := e.run(e.a.Acquire, pipeline.AcquireInput{MemberRef: ref(m, 0)}, nil); err != nil {
 			t.Fatal(err)
 		}
-		var g GenerateOutput
+		var g pipeline.GenerateOutput
 		if err := e.run(e.a.Generate, ref(m, 0), &g); err != nil {
 			t.Fatal(err)
 		}
 		keys = append(keys, g.Key)
 	}
-	if err := e.run(e.a.Grade, GradeInput{Spec: s, Round: 0, Rollouts: keys}, nil); err != nil {
+	if err := e.run(e.a.Grade, pipeline.GradeInput{Spec: s, Round: 0, Rollouts: keys}, nil); err != nil {
 		t.Fatal(err)
 	}
 	return e, ref
@@ -352,8 +355,8 @@ func TestAcquireWithinSlots(t *testing.T) {
 	e := newEnv(t)
 	e.a.Slots = 1
 	s := testSpec(t)
-	in := func(member int, within bool) AcquireInput {
-		return AcquireInput{MemberRef: MemberRef{Spec: s, Member: member, Run: "r"}, WithinSlots: within}
+	in := func(member int, within bool) pipeline.AcquireInput {
+		return pipeline.AcquireInput{MemberRef: pipeline.MemberRef{Spec: s, Member: member, Run: "r"}, WithinSlots: within}
 	}
 	if err := e.run(e.a.Acquire, in(0, true), nil); err != nil {
 		t.Fatal(err)
@@ -362,8 +365,8 @@ func TestAcquireWithinSlots(t *testing.T) {
 		t.Errorf("placing a held member again within slots: %v", err)
 	}
 	var ae *temporal.ApplicationError
-	if err := e.run(e.a.Acquire, in(1, true), nil); !errors.As(err, &ae) || ae.Type() != ErrWorkerFull || !ae.NonRetryable() {
-		t.Fatalf("a second member within one slot: %v, want a non-retryable %s", err, ErrWorkerFull)
+	if err := e.run(e.a.Acquire, in(1, true), nil); !errors.As(err, &ae) || ae.Type() != pipeline.ErrWorkerFull || !ae.NonRetryable() {
+		t.Fatalf("a second member within one slot: %v, want a non-retryable %s", err, pipeline.ErrWorkerFull)
 	}
 	if err := e.run(e.a.Acquire, in(1, false), nil); err != nil {
 		t.Errorf("a second member sharing: %v", err)
@@ -391,13 +394,15 @@ func TestEvaluateReusesAStoredResult(t *testing.T) {
 	s.Eval.Samples = 2
 	other := s
 	other.Name = "act-2"
-	ref := func(s spec.RunSpec, r int) MemberRef { return MemberRef{Spec: s, Member: 1, Round: r} }
+	ref := func(s spec.RunSpec, r int) pipeline.MemberRef {
+		return pipeline.MemberRef{Spec: s, Member: 1, Round: r}
+	}
 	for _, sp := range []spec.RunSpec{s, other} {
-		if err := e.run(e.a.Acquire, AcquireInput{MemberRef: ref(sp, 0)}, nil); err != nil {
+		if err := e.run(e.a.Acquire, pipeline.AcquireInput{MemberRef: ref(sp, 0)}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var first EvalOutput
+	var first pipeline.EvalOutput
 	if err := e.run(e.a.Evaluate, ref(s, 0), &first); err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +420,7 @@ func TestEvaluateReusesAStoredResult(t *testing.T) {
 	if err := os.WriteFile(stored[0], []byte(marked), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var second EvalOutput
+	var second pipeline.EvalOutput
 	if err := e.run(e.a.Evaluate, ref(other, 0), &second); err != nil {
 		t.Fatal(err)
 	}
@@ -427,7 +432,7 @@ func TestEvaluateReusesAStoredResult(t *testing.T) {
 	if err := os.Remove(stored[0]); err != nil {
 		t.Fatal(err)
 	}
-	var again EvalOutput
+	var again pipeline.EvalOutput
 	if err := e.run(e.a.Evaluate, ref(other, 0), &again); err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +478,7 @@ func TestAcquireErrorsNameTheUsersDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Members[0].Base = blob.BlobRef + key
-	err = e.run(e.a.Acquire, AcquireInput{MemberRef: MemberRef{Spec: s, Member: 0, Run: "r"}}, nil)
+	err = e.run(e.a.Acquire, pipeline.AcquireInput{MemberRef: pipeline.MemberRef{Spec: s, Member: 0, Run: "r"}}, nil)
 	if err == nil || !strings.Contains(err.Error(), dir) || strings.Contains(err.Error(), "corl-model-") {
 		t.Fatalf("acquire of a broken uploaded base: %v\nwant it to name %s, not the temporary copy", err, dir)
 	}
@@ -529,7 +534,7 @@ func TestClosedRunsAreReclaimed(t *testing.T) {
 	s := testSpec(t)
 	runs := []string{"completed", "failed", "cancelled", "terminated", "timed-out", "continued", "running", "unknown"}
 	for _, run := range runs {
-		if err := e.run(e.a.Acquire, AcquireInput{MemberRef: MemberRef{Spec: s, Member: 0, Run: run}}, nil); err != nil {
+		if err := e.run(e.a.Acquire, pipeline.AcquireInput{MemberRef: pipeline.MemberRef{Spec: s, Member: 0, Run: run}}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -553,7 +558,7 @@ func TestClosedRunsAreReclaimed(t *testing.T) {
 	// would have made this placement fail with ErrWorkerFull.
 	e.a.Slots = 1
 	srv.status["continued"] = enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED
-	if err := e.run(e.a.Acquire, AcquireInput{MemberRef: MemberRef{Spec: s, Member: 1, Run: "next"}, WithinSlots: true}, nil); err != nil {
+	if err := e.run(e.a.Acquire, pipeline.AcquireInput{MemberRef: pipeline.MemberRef{Spec: s, Member: 1, Run: "next"}, WithinSlots: true}, nil); err != nil {
 		t.Errorf("placement beside a terminated run's member: %v", err)
 	}
 }
@@ -563,7 +568,7 @@ func TestClosedRunsAreReclaimed(t *testing.T) {
 // its poller; a new process on the same queue is listed again.
 func TestAWorkerThatLeftIsNotListed(t *testing.T) {
 	e := newEnv(t)
-	w1, w2 := PoolIdentity(GPUPool+"-w1", 1), PoolIdentity(GPUPool+"-w2", 2)
+	w1, w2 := PoolIdentity(pipeline.GPUPool+"-w1", 1), PoolIdentity(pipeline.GPUPool+"-w2", 2)
 	srv := &fakeServer{pollers: []string{w1, w2}}
 	e.a.Client = srv
 	list := func() string {
@@ -576,14 +581,14 @@ func TestAWorkerThatLeftIsNotListed(t *testing.T) {
 	if got := list(); got != "[{corl-gpu-w1 1} {corl-gpu-w2 2}]" {
 		t.Fatalf("pool %s", got)
 	}
-	leaving := New(e.a.Store, nil, GPUPool+"-w1")
+	leaving := New(e.a.Store, nil, pipeline.GPUPool+"-w1")
 	if err := Leave(context.Background(), leaving, w1); err != nil {
 		t.Fatal(err)
 	}
 	if got := list(); got != "[{corl-gpu-w2 2}]" {
 		t.Errorf("after w1 left the pool is %s", got)
 	}
-	srv.pollers = append(srv.pollers, PoolIdentity(GPUPool+"-w1", 1)) // restarted with the same queue
+	srv.pollers = append(srv.pollers, PoolIdentity(pipeline.GPUPool+"-w1", 1)) // restarted with the same queue
 	if got := list(); got != "[{corl-gpu-w1 1} {corl-gpu-w2 2}]" {
 		t.Errorf("after w1 restarted the pool is %s", got)
 	}
@@ -617,18 +622,18 @@ func TestGradeWithAChecker(t *testing.T) {
 	}
 	var keys []string
 	for m := range s.Members {
-		ref := MemberRef{Spec: s, Member: m}
-		if err := e.run(e.a.Acquire, AcquireInput{MemberRef: ref}, nil); err != nil {
+		ref := pipeline.MemberRef{Spec: s, Member: m}
+		if err := e.run(e.a.Acquire, pipeline.AcquireInput{MemberRef: ref}, nil); err != nil {
 			t.Fatal(err)
 		}
-		var g GenerateOutput
+		var g pipeline.GenerateOutput
 		if err := e.run(e.a.Generate, ref, &g); err != nil {
 			t.Fatal(err)
 		}
 		keys = append(keys, g.Key)
 	}
-	var grade GradeOutput
-	if err := e.run(e.a.Grade, GradeInput{Spec: s, Round: 0, Rollouts: keys}, &grade); err != nil {
+	var grade pipeline.GradeOutput
+	if err := e.run(e.a.Grade, pipeline.GradeInput{Spec: s, Round: 0, Rollouts: keys}, &grade); err != nil {
 		t.Fatal(err)
 	}
 	for _, md := range grade.Diag.Models {
@@ -650,8 +655,8 @@ func TestGradeWithAChecker(t *testing.T) {
 		t.Fatalf("%d stored verdict sets: %+v", cached, objs)
 	}
 	write("echo broken >&2; exit 3\n")
-	var again GradeOutput
-	if err := e.run(e.a.Grade, GradeInput{Spec: s, Round: 0, Rollouts: keys}, &again); err != nil {
+	var again pipeline.GradeOutput
+	if err := e.run(e.a.Grade, pipeline.GradeInput{Spec: s, Round: 0, Rollouts: keys}, &again); err != nil {
 		t.Fatalf("a retried grade ran the checker again: %v", err)
 	}
 	if again.Diag.Models[0].RewardMean != 1 {
@@ -659,8 +664,24 @@ func TestGradeWithAChecker(t *testing.T) {
 	}
 	s.Reward.Mode = "ground-truth" // rows with labels: no stored verdicts
 	var ae *temporal.ApplicationError
-	err = e.run(e.a.Grade, GradeInput{Spec: s, Round: 0, Rollouts: keys}, nil)
-	if !errors.As(err, &ae) || ae.Type() != ErrChecker || !ae.NonRetryable() || !strings.Contains(err.Error(), prog) || !strings.Contains(err.Error(), "broken") {
+	err = e.run(e.a.Grade, pipeline.GradeInput{Spec: s, Round: 0, Rollouts: keys}, nil)
+	if !errors.As(err, &ae) || ae.Type() != pipeline.ErrChecker || !ae.NonRetryable() || !strings.Contains(err.Error(), prog) || !strings.Contains(err.Error(), "broken") {
 		t.Fatalf("a crashing checker: %v", err)
+	}
+}
+
+// The workflow names activities by pipeline's constants; each must be one
+// the workers register: a method of Activities, or ValidateSpec.
+func TestPipelineNamesAreActivities(t *testing.T) {
+	names := []string{pipeline.Acquire, pipeline.Workers, pipeline.Generate, pipeline.Judge, pipeline.Grade, pipeline.Update,
+		pipeline.Replay, pipeline.Release, pipeline.Checkpoint, pipeline.Evaluate, pipeline.RunResult}
+	typ := reflect.TypeOf(&Activities{})
+	for _, n := range names {
+		if _, ok := typ.MethodByName(n); !ok {
+			t.Errorf("pipeline names %q, which is not a method of Activities", n)
+		}
+	}
+	if n := runtime.FuncForPC(reflect.ValueOf(ValidateSpec).Pointer()).Name(); !strings.HasSuffix(n, "."+pipeline.ValidateSpec) {
+		t.Errorf("ValidateSpec is %s, registered as %q", n, pipeline.ValidateSpec)
 	}
 }

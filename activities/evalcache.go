@@ -9,6 +9,7 @@ import (
 
 	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/evaluate"
+	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/rl"
 )
 
@@ -56,17 +57,17 @@ func evalCacheKey(backend string, m *rl.Member, problems []datasets.Problem, o e
 }
 
 // cachedEval returns the stored evaluation under key, if there is a readable one.
-func (a *Activities) cachedEval(ctx context.Context, key string) (EvalOutput, bool) {
+func (a *Activities) cachedEval(ctx context.Context, key string) (pipeline.EvalOutput, bool) {
 	if key == "" {
-		return EvalOutput{}, false
+		return pipeline.EvalOutput{}, false
 	}
 	b, err := a.Store.Get(ctx, key)
 	if err != nil {
-		return EvalOutput{}, false
+		return pipeline.EvalOutput{}, false
 	}
-	var out EvalOutput
+	var out pipeline.EvalOutput
 	if json.Unmarshal(b, &out) != nil {
-		return EvalOutput{}, false
+		return pipeline.EvalOutput{}, false
 	}
 	return out, true
 }

@@ -107,6 +107,7 @@ answers.`,
 	fl.Float32Var(&c.LR, "lr", 3e-3, "peak learning rate")
 	fl.IntVar(&c.Warmup, "warmup", 30, "warmup steps")
 	fl.Uint64Var(&c.Seed, "seed", 1, "initialisation and batch-sampling seed")
+	fl.Uint64Var(&c.OrderSeed, "order-seed", 0, "batch-sampling seed apart from --seed's initialisation (0: --seed)")
 	fl.IntVar(&c.EvalEvery, "eval-every", 100, "steps between evaluations")
 	fl.Float64Var(&c.TargetPass, "target-pass", 0, "stop once mean pass@1 reaches this (0: train all steps)")
 	fl.IntVar(&c.MaxNew, "max-new-tokens", 96, "completion length at evaluation")

@@ -24,22 +24,27 @@ import (
 
 // Config says what to train and for how long.
 type Config struct {
-	Model      model.Config `json:"model"`
-	Tasks      []string     `json:"tasks"`
-	DataSeed   uint64       `json:"data_seed"`  // the split seed; RL must use the same one
-	PerTask    int          `json:"per_task"`   // pretraining problems per task
-	MaxLevel   int          `json:"max_level"`  // highest difficulty level (0: all)
-	Views      int          `json:"views"`      // surface forms trained on (1: original; 2: also rephrased)
-	FirstView  int          `json:"first_view"` // the first of them (1 with Views 1: the rephrased wording only)
-	EvalN      int          `json:"eval_per_task"`
-	Steps      int          `json:"steps"`
-	Batch      int          `json:"batch"`
-	LR         float32      `json:"learning_rate"`
-	Warmup     int          `json:"warmup_steps"`
-	Seed       uint64       `json:"seed"`
-	EvalEvery  int          `json:"eval_every"`
-	TargetPass float64      `json:"target_pass_at_1"` // stop once mean pass@1 reaches it (0: never)
-	MaxNew     int          `json:"max_new_tokens"`
+	Model     model.Config `json:"model"`
+	Tasks     []string     `json:"tasks"`
+	DataSeed  uint64       `json:"data_seed"`  // the split seed; RL must use the same one
+	PerTask   int          `json:"per_task"`   // pretraining problems per task
+	MaxLevel  int          `json:"max_level"`  // highest difficulty level (0: all)
+	Views     int          `json:"views"`      // surface forms trained on (1: original; 2: also rephrased)
+	FirstView int          `json:"first_view"` // the first of them (1 with Views 1: the rephrased wording only)
+	EvalN     int          `json:"eval_per_task"`
+	Steps     int          `json:"steps"`
+	Batch     int          `json:"batch"`
+	LR        float32      `json:"learning_rate"`
+	Warmup    int          `json:"warmup_steps"`
+	Seed      uint64       `json:"seed"` // initialisation (and batch order unless OrderSeed is set)
+	// OrderSeed, when non-zero, sets the order batches are drawn in apart
+	// from the initialisation: two bases with equal Seed and different
+	// OrderSeed start from the same weights and see the same data in a
+	// different order.
+	OrderSeed  uint64  `json:"order_seed,omitempty"`
+	EvalEvery  int     `json:"eval_every"`
+	TargetPass float64 `json:"target_pass_at_1"` // stop once mean pass@1 reaches it (0: never)
+	MaxNew     int     `json:"max_new_tokens"`
 	// File, instead of Tasks: a JSONL/Parquet file of labelled rows,
 	// split by datasets.FileSet under DataSeed; its pretrain rows are
 	// trained on (solution + "The answer is X." when SolutionField names a
@@ -126,7 +131,11 @@ func Run(ctx context.Context, be gpu.Backend, c Config, out string, log io.Write
 			}
 		}
 	}
-	r := rand.New(rand.NewPCG(c.Seed, 0x70726574))
+	order := c.Seed
+	if c.OrderSeed != 0 {
+		order = c.OrderSeed
+	}
+	r := rand.New(rand.NewPCG(order, 0x70726574))
 	rep := &Report{Config: c, Params: m.NumParams()}
 	start := time.Now()
 	tokens := 0

@@ -1,16 +1,31 @@
-// Package activities holds corl's Temporal activities: the round's stages
-// (acquire a member, generate, judge, grade, update, checkpoint, evaluate,
-// replay) as methods on a struct that carries their dependencies: the blob
-// store, the compute backend, this worker's own task queue and the models it
-// holds. Everything large moves through the blob store under keys derived
-// from (run, round, member), so a retried activity overwrites its own output
-// and an update is never applied twice.
-package activities
+// Package pipeline is what the cohort workflow and its activities say to
+// each other: the task queues, the activities' names, their inputs and
+// outputs, and the error types the workflow acts on. It holds no code that
+// computes, so the workflows import it and neither the activities nor what
+// they need (the AWS SDK, the compute backends, viper).
+package pipeline
 
 import (
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/stats"
+)
+
+// Activities by name, as the workers register them (the methods of
+// activities.Activities, and ValidateSpec, run as a local activity).
+const (
+	Acquire      = "Acquire"
+	Workers      = "Workers"
+	Generate     = "Generate"
+	Judge        = "Judge"
+	Grade        = "Grade"
+	Update       = "Update"
+	Replay       = "Replay"
+	Release      = "Release"
+	Checkpoint   = "Checkpoint"
+	Evaluate     = "Evaluate"
+	RunResult    = "RunResult"
+	ValidateSpec = "ValidateSpec"
 )
 
 // Task queues.
@@ -51,6 +66,9 @@ type MemberRef struct {
 // RunKey is the run's key: Run, or the spec's name for callers without a
 // workflow (and histories recorded before Run existed).
 func (r MemberRef) RunKey() string { return runKey(r.Run, r.Spec.Name) }
+
+// RunKey is the graded run's key (see MemberRef.RunKey).
+func (g GradeInput) RunKey() string { return runKey(g.Run, g.Spec.Name) }
 
 func runKey(run, name string) string {
 	if run != "" {
@@ -157,19 +175,4 @@ type EvalOutput struct {
 	// or its greedy answer) and the normalised labels.
 	Pool  [][]string `json:"pool"`
 	Truth []string   `json:"truth"`
-}
-
-// rolloutBlob is what Generate stores.
-type rolloutBlob struct {
-	Member  string     `json:"member"`
-	Round   int        `json:"round"`
-	Rollout rl.Rollout `json:"rollout"`
-	Groups  []rl.Group `json:"groups"` // answers and intrinsic signals for grading
-}
-
-// gradeBlob is what Grade stores.
-type gradeBlob struct {
-	Round      int            `json:"round"`
-	Advantages [][][]float64  `json:"advantages"` // [member][prompt][sample]
-	Diag       rl.Diagnostics `json:"diagnostics"`
 }
