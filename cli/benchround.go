@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corl-project/corl/config"
+	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/gpu"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/train"
@@ -63,7 +64,7 @@ Example:
 					return err
 				}
 			}
-			c := config.RoundConfig(s)
+			c := rl.ConfigFromSpec(s)
 			var sum rl.Stages
 			var genF, updF, wall float64
 			for r := 0; r < rounds; r++ {
@@ -91,7 +92,7 @@ Example:
 			fmt.Fprintf(stdio.Err, "\r%-60s\r", "")
 			if len(data.Eval) > 0 {
 				t0 := time.Now()
-				if _, err := train.Evaluate(members, data.Eval, rounds, config.EvalOptions(s)); err != nil {
+				if _, err := train.Evaluate(members, data.Eval, rounds, evaluate.OptionsFromSpec(s)); err != nil {
 					return err
 				}
 				sum.Evaluate = time.Since(t0).Seconds()

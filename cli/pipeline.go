@@ -18,10 +18,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/corl-project/corl/activities"
 	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/metrics"
+	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/train"
 	"github.com/corl-project/corl/workers"
 	"github.com/corl-project/corl/workflows"
@@ -229,7 +229,7 @@ func startSpec(ctx context.Context, cl client.Client, store blob.Store, ns strin
 		id = "corl-" + spec.Name
 	}
 	in := workflows.Input{RunSpec: *spec, HeartbeatTimeout: rf.Heartbeat, ScheduleToStartLimit: rf.ScheduleToStart}
-	opts := client.StartWorkflowOptions{ID: id, TaskQueue: activities.WorkflowQueue,
+	opts := client.StartWorkflowOptions{ID: id, TaskQueue: pipeline.WorkflowQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL}
 	if searchAttributesRegistered(ctx, cl, ns) {
 		in.UseSearchAttributes = true
@@ -376,9 +376,9 @@ func printWaits(w io.Writer, p *workflows.Progress, now time.Time) {
 		}
 		fmt.Fprintf(w, "waiting %s for %s on %s", now.Sub(wt.Since).Round(time.Second), what, wt.Queue)
 		switch {
-		case wt.Queue == activities.GPUPool:
+		case wt.Queue == pipeline.GPUPool:
 			fmt.Fprint(w, " (any GPU worker with room)")
-		case wt.Queue == activities.CPUPool:
+		case wt.Queue == pipeline.CPUPool:
 			fmt.Fprint(w, " (any CPU worker)")
 		case p.Pool == nil:
 			fmt.Fprint(w, " (pool not listed yet)")

@@ -9,7 +9,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/corl-project/corl/activities"
+	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/workflows"
 )
 
@@ -50,7 +50,7 @@ The same with the Temporal CLI, from the sweep's JSON input:
 				Spec:    client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}},
 				Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
 				Action: &client.ScheduleWorkflowAction{ID: id, Workflow: workflows.Sweep, Args: []any{*in},
-					TaskQueue: activities.WorkflowQueue},
+					TaskQueue: pipeline.WorkflowQueue},
 			})
 			if err != nil {
 				return fmt.Errorf("create schedule %s: %w", id, err)

@@ -18,8 +18,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/corl-project/corl/activities"
 	"github.com/corl-project/corl/config"
+	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/workflows"
 )
@@ -166,7 +166,7 @@ Example:
 				return err
 			}
 			defer cl.Close()
-			run, err := cl.ExecuteWorkflow(cmd.Context(), client.StartWorkflowOptions{ID: id, TaskQueue: activities.WorkflowQueue,
+			run, err := cl.ExecuteWorkflow(cmd.Context(), client.StartWorkflowOptions{ID: id, TaskQueue: pipeline.WorkflowQueue,
 				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL, WorkflowExecutionErrorWhenAlreadyStarted: true}, workflows.Sweep, *in)
 			var running *serviceerror.WorkflowExecutionAlreadyStarted
 			if errors.As(err, &running) && wait {

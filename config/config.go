@@ -16,14 +16,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
 
 	"github.com/corl-project/corl/checker"
 	"github.com/corl-project/corl/datasets"
-	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
@@ -289,16 +287,6 @@ func resolveChecker(c *spec.Checker, specDir string) {
 	}
 }
 
-// Checker is the spec's task checker, nil when it names none.
-func Checker(s *RunSpec) *checker.Spec {
-	c := s.Data.Checker
-	if len(c.Command) == 0 {
-		return nil
-	}
-	return &checker.Spec{Command: c.Command, Timeout: time.Duration(c.TimeoutSeconds * float64(time.Second)),
-		MemoryMB: c.MemoryMB, Processes: c.Processes}
-}
-
 func dirExists(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.IsDir()
@@ -388,7 +376,7 @@ func Validate(s *RunSpec) error {
 	if f := s.Data.FileSplit; f != "" && f != "hash" && f != "none" {
 		bad(fmt.Errorf("data.file_split: %q is not one of hash, none", f))
 	}
-	if c := Checker(s); c != nil {
+	if c := checker.FromSpec(s.Data.Checker); c != nil {
 		if err := c.Validate(); err != nil {
 			bad(fmt.Errorf("data.%w", err))
 		}
@@ -458,7 +446,7 @@ func Validate(s *RunSpec) error {
 	if !known {
 		bad(fmt.Errorf("reward.mode: %q is not one of %s", s.Reward.Mode, strings.Join(rl.StrategyNames, ", ")))
 	}
-	if err := GRPO(s.GRPO).Validate(); err != nil {
+	if err := rl.GRPOFromSpec(s.GRPO).Validate(); err != nil {
 		bad(fmt.Errorf("grpo.%w", err))
 	}
 	if s.Optim.MinLRRatio < 0 || s.Optim.MinLRRatio > 1 {
@@ -517,52 +505,6 @@ func Validate(s *RunSpec) error {
 // JSON returns the spec as indented JSON (what `temporal workflow start
 // --input-file` takes).
 func JSON(s *RunSpec) ([]byte, error) { return json.MarshalIndent(s, "", "  ") }
-
-// GRPO converts the spec's update settings into the rl package's.
-func GRPO(g spec.GRPO) rl.GRPO {
-	return rl.GRPO{ScaleRewards: g.ScaleRewards, LossType: g.LossType, Epsilon: g.Epsilon, EpsilonHigh: g.EpsilonHigh,
-		Beta: g.Beta, NumIterations: g.NumIterations, StepsPerGeneration: g.StepsPerGeneration}
-}
-
-// WarmupSteps is the run's warmup: optim.warmup_steps when set, else
-// optim.warmup_ratio of its optimizer steps, rounded up.
-func WarmupSteps(s *RunSpec) int { return s.Warmup() }
-
-// RoundConfig converts the spec into the round's algorithm settings.
-func RoundConfig(s *RunSpec) rl.Config {
-	g := GRPO(s.GRPO)
-	g.MaxNewTokens = s.Generation.MaxCompletion
-	return rl.Config{
-		Reward: s.Reward.Mode, Threshold: s.Reward.Threshold,
-		NumGenerations: s.Generation.NumGenerations, Temperature: s.Generation.Temperature, TopK: s.Generation.TopK,
-		TopP: s.Generation.TopP, MaxNewTokens: s.Generation.MaxCompletion, KV: model.KVType(s.Generation.KVCache), GRPO: g,
-		LearningRate: s.Optim.LearningRate, WarmupSteps: WarmupSteps(s), TotalSteps: s.Rounds * s.GRPO.StepsPerRound(),
-		MinLRRatio: s.Optim.MinLRRatio, MicroBatch: s.MicroBatchSize, Seed: s.Seed,
-		Optim: modelOptim(s.Optim), Answers: AnswerRule(s), Checker: Checker(s),
-	}
-}
-
-// EvalOptions is how the spec's evaluations run: greedy pass@1 and, with
-// eval.samples, sampled completions at eval.temperature (default: the
-// training temperature), seeded by the run seed.
-func EvalOptions(s *RunSpec) evaluate.Options {
-	temp := s.Eval.Temperature
-	if temp == 0 {
-		temp = s.Generation.Temperature
-	}
-	return evaluate.Options{MaxNew: s.Generation.MaxCompletion, Answers: AnswerRule(s), Samples: s.Eval.Samples,
-		Temperature: temp, Seed: s.Seed, Checker: Checker(s)}
-}
-
-// AnswerRule is what counts as a final answer for the spec's data: numbers
-// only for built-in tasks; for a file, any marked answer, and the last
-// number when data.last_number_fallback is set.
-func AnswerRule(s *RunSpec) datasets.AnswerRule {
-	if s.Data.File == "" {
-		return datasets.TaskAnswers
-	}
-	return datasets.AnswerRule{LastNumber: s.Data.LastNumber, Type: s.Data.AnswerType}
-}
 
 // inferAnswerType sets data.answer_type, when a data file's spec leaves it
 // out, to the type that reads every label of the file (InferAnswerType).

@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corl-project/corl/datasets"
+	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
 )
 
@@ -81,14 +84,14 @@ func TestKVCacheReachesTheRound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if kv := RoundConfig(s).KV; kv != "" {
+	if kv := rl.ConfigFromSpec(s).KV; kv != "" {
 		t.Errorf("default kv cache %q, want empty (float32)", kv)
 	}
 	s, err = Load(write(t, strings.Replace(good, "num_generations: 4", "num_generations: 4\n  kv_cache: f16", 1)), noEnv, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if kv := RoundConfig(s).KV; kv != model.KVHalf {
+	if kv := rl.ConfigFromSpec(s).KV; kv != model.KVHalf {
 		t.Errorf("kv_cache: f16 gave the round %q", kv)
 	}
 }
@@ -235,7 +238,7 @@ func TestAnswerTypeInferredFromTheFile(t *testing.T) {
 	if s.Data.AnswerType != "text" {
 		t.Errorf("answer_type %q, want text", s.Data.AnswerType)
 	}
-	if r := AnswerRule(s); r.Grade("The answer is the Blue Whale.", "blue whale") != 2 {
+	if r := datasets.AnswerRuleFromSpec(s.Data); r.Grade("The answer is the Blue Whale.", "blue whale") != 2 {
 		t.Errorf("the spec's rule does not grade text answers: %+v", r)
 	}
 }
@@ -259,7 +262,7 @@ func TestWarmupByDefault(t *testing.T) {
 			t.Fatalf("default warmup_ratio %v", s.Optim.WarmupRatio)
 		}
 		s.Rounds, s.GRPO.StepsPerGeneration, s.Optim.WarmupSteps, s.Optim.WarmupRatio = tc.rounds, tc.steps, tc.warmup, tc.ratio
-		if got := WarmupSteps(&s); got != tc.want || RoundConfig(&s).WarmupSteps != tc.want {
+		if got := s.Warmup(); got != tc.want || rl.ConfigFromSpec(&s).WarmupSteps != tc.want {
 			t.Errorf("%+v: %d warmup steps, want %d", tc, got, tc.want)
 		}
 	}
@@ -291,12 +294,12 @@ func TestCheckerInTheSpec(t *testing.T) {
 	if got := s.Data.Checker.Command; strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("command %q, want %q", got, want)
 	}
-	c := RoundConfig(s).Checker
-	if c == nil || c.Timeout.Seconds() != 5 || EvalOptions(s).Checker == nil {
-		t.Fatalf("round checker %+v, evaluation %+v", c, EvalOptions(s).Checker)
+	c := rl.ConfigFromSpec(s).Checker
+	if c == nil || c.Timeout.Seconds() != 5 || evaluate.OptionsFromSpec(s).Checker == nil {
+		t.Fatalf("round checker %+v, evaluation %+v", c, evaluate.OptionsFromSpec(s).Checker)
 	}
-	if s, err := Load(write(t, good), noEnv, nil); err != nil || RoundConfig(s).Checker != nil {
-		t.Fatalf("no checker: %+v, %v", RoundConfig(s).Checker, err)
+	if s, err := Load(write(t, good), noEnv, nil); err != nil || rl.ConfigFromSpec(s).Checker != nil {
+		t.Fatalf("no checker: %+v, %v", rl.ConfigFromSpec(s).Checker, err)
 	}
 	for _, tc := range []struct{ set, want string }{
 		{"checker: {command: [no-such-checker-program]}", "data.checker.command: no-such-checker-program"},

@@ -4,14 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/spec"
 )
-
-func modelOptim(o spec.Optim) model.Optim {
-	return model.Optim{LR: float32(o.LearningRate), Beta1: o.AdamBeta1, Beta2: o.AdamBeta2, Eps: o.AdamEpsilon,
-		WeightDecay: o.WeightDecay, MaxGradNorm: o.MaxGradNorm}
-}
 
 // validateOptim refuses optimizer settings that cannot train: a learning
 // rate outside (0, 1], betas outside their ranges, a zero epsilon (0/0 in

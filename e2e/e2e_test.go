@@ -51,6 +51,7 @@ import (
 	"github.com/corl-project/corl/internal/testmodels"
 	"github.com/corl-project/corl/metrics"
 	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/report"
 	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/train"
@@ -1190,7 +1191,7 @@ func TestCleanShutdownLeavesThePool(t *testing.T) {
 	cl, store := startServer(t, cfg) // sets cfg's temporal.address
 	pool := activities.New(store, nil, "")
 	pool.Client = cl
-	listed := func() []activities.WorkerInfo {
+	listed := func() []pipeline.WorkerInfo {
 		ws, err := pool.Workers(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -1202,14 +1203,14 @@ func TestCleanShutdownLeavesThePool(t *testing.T) {
 		id := strings.ToLower(sig.String())
 		w := spawn(t, env, "worker", "--pool", "gpu", "--address", cfg["temporal.address"].(string), "--threads", "1", "--queue-id", id)
 		deadline := time.Now().Add(time.Minute)
-		for !slices.ContainsFunc(listed(), func(wi activities.WorkerInfo) bool { return wi.Queue == "corl-gpu-"+id }) {
+		for !slices.ContainsFunc(listed(), func(wi pipeline.WorkerInfo) bool { return wi.Queue == "corl-gpu-"+id }) {
 			if time.Now().After(deadline) {
 				t.Fatalf("worker %s never polled the pool; output:\n%s", id, w.out.String())
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
 		w.signal(sig)
-		still := slices.ContainsFunc(listed(), func(wi activities.WorkerInfo) bool { return wi.Queue == "corl-gpu-"+id })
+		still := slices.ContainsFunc(listed(), func(wi pipeline.WorkerInfo) bool { return wi.Queue == "corl-gpu-"+id })
 		t.Logf("after %v the pool lists %v", sig, listed())
 		if sig == syscall.SIGTERM && still {
 			t.Errorf("a worker stopped with SIGTERM is still listed; output:\n%s", w.out.String())

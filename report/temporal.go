@@ -13,8 +13,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/corl-project/corl/activities"
 	"github.com/corl-project/corl/evaluate"
+	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/train"
 	"github.com/corl-project/corl/workflows"
@@ -143,7 +143,7 @@ func runFromHistory(ctx context.Context, cl client.Client, id string) (*Run, err
 		}
 		return m
 	}
-	evals := map[int][]*activities.EvalOutput{}
+	evals := map[int][]*pipeline.EvalOutput{}
 	for _, events := range runs {
 		scheduled := map[int64]*historypb.ActivityTaskScheduledEventAttributes{}
 		for _, e := range events {
@@ -159,7 +159,7 @@ func runFromHistory(ctx context.Context, cl client.Client, id string) (*Run, err
 			if s == nil {
 				continue
 			}
-			var ref activities.MemberRef
+			var ref pipeline.MemberRef
 			switch s.GetActivityType().GetName() {
 			case "Generate", "Update", "Evaluate":
 				if err := decode(s.GetInput(), &ref); err != nil {
@@ -171,15 +171,15 @@ func runFromHistory(ctx context.Context, cl client.Client, id string) (*Run, err
 			}
 			switch s.GetActivityType().GetName() {
 			case "Generate":
-				var g activities.GenerateOutput
+				var g pipeline.GenerateOutput
 				if err := decode(done.GetResult(), &g); err != nil {
 					return nil, err
 				}
 				m := &roundOf(ref.Round).Models[ref.Member]
 				m.GenTokens, m.GenFLOPs, m.GenSeconds, m.JudgeFLOPs = g.Tokens, g.FLOPs, g.Seconds, g.JudgeFLOPs
 			case "Grade":
-				var gin activities.GradeInput
-				var g activities.GradeOutput
+				var gin pipeline.GradeInput
+				var g pipeline.GradeOutput
 				if err := decode(s.GetInput(), &gin); err != nil {
 					return nil, err
 				}
@@ -188,7 +188,7 @@ func runFromHistory(ctx context.Context, cl client.Client, id string) (*Run, err
 				}
 				roundOf(gin.Round).Diag = g.Diag
 			case "Update":
-				var u activities.UpdateOutput
+				var u pipeline.UpdateOutput
 				if err := decode(done.GetResult(), &u); err != nil {
 					return nil, err
 				}
@@ -196,12 +196,12 @@ func runFromHistory(ctx context.Context, cl client.Client, id string) (*Run, err
 				m.Loss, m.KL, m.ClipFrac, m.GradNorm, m.LR = u.Stats.Loss, u.Stats.KL, u.Stats.ClipFrac, u.Stats.GradNorm, u.Stats.LR
 				m.UpdateFLOPs, m.UpdateSeconds = u.FLOPs, u.Seconds
 			case "Evaluate":
-				var o activities.EvalOutput
+				var o pipeline.EvalOutput
 				if err := decode(done.GetResult(), &o); err != nil {
 					return nil, err
 				}
 				if evals[ref.Round] == nil {
-					evals[ref.Round] = make([]*activities.EvalOutput, len(names))
+					evals[ref.Round] = make([]*pipeline.EvalOutput, len(names))
 				}
 				evals[ref.Round][ref.Member] = &o
 			}
@@ -220,7 +220,7 @@ func runFromHistory(ctx context.Context, cl client.Client, id string) (*Run, err
 
 // evalResult turns one evaluation's member outputs into what a local run
 // records, or false while a member's output is missing.
-func evalResult(round int, names []string, samples int, outs []*activities.EvalOutput) (train.EvalResult, bool) {
+func evalResult(round int, names []string, samples int, outs []*pipeline.EvalOutput) (train.EvalResult, bool) {
 	er := train.EvalResult{Round: round, Members: map[string]evaluate.Result{}, Kappa: map[string]float64{}, Compl: map[string]float64{}}
 	pools := make([][][]string, len(outs))
 	for i, o := range outs {

@@ -5,10 +5,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/tokenizer"
 )
 
@@ -18,7 +18,7 @@ import (
 // prompt plus generation.max_completion_length fits in its positions. Each
 // error names the key, the member and the file. Members whose base is not a
 // local directory (a blob-store reference) are checked where they load.
-func CheckMembers(s *config.RunSpec, d *Data) error {
+func CheckMembers(s *spec.RunSpec, d *Data) error {
 	for i, ms := range s.Members {
 		if st, err := os.Stat(ms.Base); err != nil || !st.IsDir() {
 			continue

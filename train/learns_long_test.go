@@ -42,7 +42,7 @@ func TestGroundTruthRLLearns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := config.EvalOptions(&held)
+	o := evaluate.OptionsFromSpec(&held)
 	o.Samples = 8
 	score := func(dir string) evaluate.Result {
 		m, err := LoadMember(cpu.New(0), spec.Member{Name: "m"}, dir, false)

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/corl-project/corl/blob"
-	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/gpu"
@@ -37,14 +36,14 @@ type Data struct {
 // LoadData builds the RL prompts (interleaved across tasks) and the
 // evaluation set from the spec. Built-in tasks use data_seed, the seed the
 // bases were pretrained with, so RL and evaluation problems are unseen.
-func LoadData(s *config.RunSpec) (*Data, error) {
+func LoadData(s *spec.RunSpec) (*Data, error) {
 	d := &Data{}
 	if s.Data.File != "" {
 		ds, err := datasets.Load(s.Data.File, datasets.LoadOptions{PromptField: s.Data.PromptField, AnswerField: s.Data.AnswerField})
 		if err != nil {
 			return nil, err
 		}
-		rule := config.AnswerRule(s)
+		rule := datasets.AnswerRuleFromSpec(s.Data)
 		rows := datasets.FileSet(ds, s.Data.DataSeed, datasets.SetRL)
 		if s.Data.FileSplit == "none" {
 			rows = datasets.FileSet(ds, s.Data.DataSeed, -1)
@@ -278,7 +277,7 @@ type Options struct {
 // (blob.RoundName, as the pipeline names them).
 // With Resume, it continues from the last checkpoint, re-running the rounds
 // after it with the same seeds, so the result equals an uninterrupted run.
-func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, log io.Writer) error {
+func Local(ctx context.Context, be gpu.Backend, s *spec.RunSpec, o Options, log io.Writer) error {
 	given, sp := s, *s // a budget's plan changes rounds and warmup: not in the caller's spec
 	s = &sp
 	resume := o.Resume
@@ -321,7 +320,7 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 			}
 		}
 	}
-	js, _ := config.JSON(s)
+	js, _ := json.MarshalIndent(s, "", "  ")
 	if err := os.WriteFile(filepath.Join(runDir, "spec.json"), js, 0o644); err != nil {
 		return err
 	}
@@ -336,7 +335,7 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 	}
 	defer mf.Close()
 	enc := json.NewEncoder(mf)
-	c := config.RoundConfig(s)
+	c := rl.ConfigFromSpec(s)
 	names := make([]string, len(members))
 	for i, m := range members {
 		names[i] = fmt.Sprintf("%s (%s, %.2fM, view %d)", m.Name, m.Model.Cfg.Family, float64(m.Model.NumParams())/1e6, m.View)
@@ -344,7 +343,7 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 	fmt.Fprintf(log, "run %s: %d rounds x %d prompts x %d samples, reward %s\ncohort: %s\n", s.Name, s.Rounds, s.PromptsPerRound,
 		s.Generation.NumGenerations, s.Reward.Mode, strings.Join(names, ", "))
 	if st.Round == 0 && len(data.Eval) > 0 {
-		er, err := Evaluate(members, data.Eval, 0, config.EvalOptions(s))
+		er, err := Evaluate(members, data.Eval, 0, evaluate.OptionsFromSpec(s))
 		if err != nil {
 			return err
 		}
@@ -379,7 +378,7 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 			if n, w := s.Plan(st.spent()); n > 0 {
 				st.PlannedRounds, st.PlannedWarmup = n, w
 				s.ApplyPlan(n, w)
-				c, end = config.RoundConfig(s), min(end, n)
+				c, end = rl.ConfigFromSpec(s), min(end, n)
 				fmt.Fprintf(log, "\nmax_flops %.3g: the first round cost %.3g FLOPs, so the budget pays for %d of the %d rounds; the learning rate anneals over those %d",
 					s.MaxFLOPs, st.spent(), n, given.Rounds, n)
 			}
@@ -404,7 +403,7 @@ func Local(ctx context.Context, be gpu.Backend, s *config.RunSpec, o Options, lo
 		last := s.LastRound(r+1, st.spent())
 		if len(data.Eval) > 0 && s.EvaluateAfter(r+1, last) {
 			t0 := time.Now()
-			er, err := Evaluate(members, data.Eval, r+1, config.EvalOptions(s))
+			er, err := Evaluate(members, data.Eval, r+1, evaluate.OptionsFromSpec(s))
 			if err != nil {
 				return err
 			}

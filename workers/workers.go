@@ -17,6 +17,7 @@ import (
 	"os"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/gpu"
 	"github.com/corl-project/corl/metrics"
+	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/workflows"
 )
 
@@ -60,7 +62,7 @@ func OwnQueue() string {
 	host, _ := os.Hostname()
 	var b [4]byte
 	rand.Read(b[:])
-	return fmt.Sprintf("%s-%s-%d-%s", activities.GPUPool, host, os.Getpid(), hex.EncodeToString(b[:]))
+	return fmt.Sprintf("%s-%s-%d-%s", pipeline.GPUPool, host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
 // Run serves the pools until ctx is cancelled, then shuts down gracefully:
@@ -72,7 +74,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	queue := OwnQueue()
 	if o.QueueID != "" {
-		queue = activities.GPUPool + "-" + o.QueueID
+		queue = pipeline.GPUPool + "-" + o.QueueID
 	}
 	if l, ok := o.Store.(blob.Local); ok {
 		// What writers killed before this start left half-written.
@@ -89,7 +91,7 @@ func Run(ctx context.Context, o Options) error {
 	gpu := false
 	start := func(q string, register func(worker.Worker)) error {
 		opts := worker.Options{WorkerStopTimeout: time.Minute, MaxConcurrentActivityExecutionSize: 4}
-		if q == activities.GPUPool {
+		if q == pipeline.GPUPool {
 			// The workflow reads the pool's queues and slots from its
 			// pollers. Placements wait for the device in the activity, so
 			// the pool queue takes many at once: a worker that stopped
@@ -109,25 +111,27 @@ func Run(ctx context.Context, o Options) error {
 		switch p {
 		case PoolGPU:
 			reg := func(w worker.Worker) { w.RegisterActivity(acts) }
-			if err := start(activities.GPUPool, reg); err != nil {
+			if err := start(pipeline.GPUPool, reg); err != nil {
 				return err
 			}
 			if err := start(queue, reg); err != nil {
 				return err
 			}
-			fmt.Fprintf(o.Log, "gpu worker on %s and %s (backend %s, %d slot(s))\n", activities.GPUPool, queue, o.Backend.Name(), acts.Slots)
+			fmt.Fprintf(o.Log, "gpu worker on %s and %s (backend %s, %d slot(s))\n", pipeline.GPUPool, queue, o.Backend.Name(), acts.Slots)
 			gpu = true
 		case PoolCPU:
-			if err := start(activities.CPUPool, func(w worker.Worker) { w.RegisterActivity(acts) }); err != nil {
+			if err := start(pipeline.CPUPool, func(w worker.Worker) { w.RegisterActivity(acts) }); err != nil {
 				return err
 			}
-			if err := start(activities.WorkflowQueue, func(w worker.Worker) {
+			if err := start(pipeline.WorkflowQueue, func(w worker.Worker) {
 				w.RegisterWorkflow(workflows.CohortRun)
 				w.RegisterWorkflow(workflows.Sweep)
+				// The workflow's first step, a local activity it names.
+				w.RegisterActivityWithOptions(activities.ValidateSpec, activity.RegisterOptions{Name: pipeline.ValidateSpec})
 			}); err != nil {
 				return err
 			}
-			fmt.Fprintf(o.Log, "cpu worker on %s and %s\n", activities.CPUPool, activities.WorkflowQueue)
+			fmt.Fprintf(o.Log, "cpu worker on %s and %s\n", pipeline.CPUPool, pipeline.WorkflowQueue)
 		default:
 			return fmt.Errorf("--pool: %q is not gpu or cpu", p)
 		}

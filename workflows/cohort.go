@@ -18,7 +18,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/corl-project/corl/activities"
+	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/stats"
@@ -173,9 +173,6 @@ type Result struct {
 
 const keepSummaries = 20
 
-// a is the activities' nil receiver: the workflow only names its methods.
-var a *activities.Activities
-
 // CohortRun trains the spec's cohort round by round.
 func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 	s := in.RunSpec
@@ -184,13 +181,13 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 	if workflow.GetVersion(ctx, "validate-spec", workflow.DefaultVersion, 1) == 1 {
 		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: time.Minute,
 			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}})
-		if err := workflow.ExecuteLocalActivity(lctx, activities.ValidateSpec, s).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteLocalActivity(lctx, pipeline.ValidateSpec, s).Get(ctx, nil); err != nil {
 			return nil, err
 		}
 	}
 	n := len(s.Members)
 	if n == 0 || s.Rounds <= 0 { // what the state below needs, whatever validation said
-		return nil, temporal.NewNonRetryableApplicationError("run spec has no members or no rounds", activities.ErrBadSpec, nil)
+		return nil, temporal.NewNonRetryableApplicationError("run spec has no members or no rounds", pipeline.ErrBadSpec, nil)
 	}
 	st := in.State
 	if st == nil {
@@ -226,15 +223,15 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 		})
 	}}
 	poolOpts := workflow.ActivityOptions{
-		TaskQueue: activities.GPUPool, ScheduleToCloseTimeout: 24 * time.Hour, StartToCloseTimeout: time.Hour, HeartbeatTimeout: hb,
+		TaskQueue: pipeline.GPUPool, ScheduleToCloseTimeout: 24 * time.Hour, StartToCloseTimeout: time.Hour, HeartbeatTimeout: hb,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute,
-			NonRetryableErrorTypes: []string{activities.ErrBadSpec}},
+			NonRetryableErrorTypes: []string{pipeline.ErrBadSpec}},
 	}
 	poolCtx := workflow.WithActivityOptions(ctx, poolOpts)
 	cpuCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue: activities.CPUPool, ScheduleToCloseTimeout: 24 * time.Hour, StartToCloseTimeout: time.Hour, HeartbeatTimeout: hb,
+		TaskQueue: pipeline.CPUPool, ScheduleToCloseTimeout: 24 * time.Hour, StartToCloseTimeout: time.Hour, HeartbeatTimeout: hb,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute,
-			NonRetryableErrorTypes: []string{activities.ErrBadSpec}},
+			NonRetryableErrorTypes: []string{pipeline.ErrBadSpec}},
 	})
 
 	if err := workflow.SetQueryHandler(ctx, QueryProgress, func() (Progress, error) { return progressOf(&s, st), nil }); err != nil {
@@ -261,8 +258,8 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 		}
 	}
 	run := workflow.GetInfo(ctx).WorkflowExecution.ID
-	ref := func(i int) activities.MemberRef {
-		return activities.MemberRef{Spec: s, Member: i, Round: st.Round, Run: run}
+	ref := func(i int) pipeline.MemberRef {
+		return pipeline.MemberRef{Spec: s, Member: i, Round: st.Round, Run: run}
 	}
 
 	// place puts every unplaced member on a worker from the pool, restoring
@@ -272,7 +269,7 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 	// whichever worker takes the pool's task.
 	byCapacity := workflow.GetVersion(ctx, "placement-by-capacity", workflow.DefaultVersion, 1) == 1
 	place := func() error {
-		var pool []activities.WorkerInfo
+		var pool []pipeline.WorkerInfo
 		listed := false
 		// Workers that just timed out, or did not take a placement, are
 		// not asked again in this placement (each ask waits up to 30 s).
@@ -286,9 +283,9 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 				continue
 			}
 			st.Stage = "placing " + s.Members[i].Name
-			st.Waits = []Wait{{Member: s.Members[i].Name, Activity: "acquire", Queue: activities.GPUPool, Since: workflow.Now(ctx)}}
-			var acq activities.AcquireOutput
-			in := activities.AcquireInput{MemberRef: ref(i), CheckpointKey: st.Checkpoint[i], CheckpointRound: st.CheckpointRound[i]}
+			st.Waits = []Wait{{Member: s.Members[i].Name, Activity: "acquire", Queue: pipeline.GPUPool, Since: workflow.Now(ctx)}}
+			var acq pipeline.AcquireOutput
+			in := pipeline.AcquireInput{MemberRef: ref(i), CheckpointKey: st.Checkpoint[i], CheckpointRound: st.CheckpointRound[i]}
 			placed := false
 			if byCapacity {
 				if !listed {
@@ -300,7 +297,7 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 				}
 			}
 			if !placed {
-				if err := workflow.ExecuteActivity(poolCtx, a.Acquire, in).Get(ctx, &acq); err != nil {
+				if err := workflow.ExecuteActivity(poolCtx, pipeline.Acquire, in).Get(ctx, &acq); err != nil {
 					return err
 				}
 			}
@@ -310,9 +307,9 @@ func CohortRun(ctx workflow.Context, in Input) (_ *Result, err error) {
 			}
 			if acq.Round < st.Round {
 				st.Stage = fmt.Sprintf("replaying %s rounds %d-%d", s.Members[i].Name, acq.Round+1, st.Round)
-				rin := activities.ReplayInput{MemberRef: activities.MemberRef{Spec: s, Member: i, Round: acq.Round, Run: run}, From: acq.Round, To: st.Round}
+				rin := pipeline.ReplayInput{MemberRef: pipeline.MemberRef{Spec: s, Member: i, Round: acq.Round, Run: run}, From: acq.Round, To: st.Round}
 				var reached int
-				c := members.start(i, acq.Queue, "replay", a.Replay, rin)
+				c := members.start(i, acq.Queue, "replay", pipeline.Replay, rin)
 				errs := members.await(ctx, &s, st, []*call{c}, func(_ int, f workflow.Future) error { return f.Get(ctx, &reached) })
 				if err := errs[0]; err != nil {
 					if lost(err) {
@@ -450,12 +447,12 @@ func (st *State) spentFLOPs() float64 {
 
 // listWorkers is the pool's live workers (activities.Workers), or none
 // when the list cannot be had: placement then goes through the pool queue.
-func listWorkers(ctx workflow.Context) []activities.WorkerInfo {
-	lctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{TaskQueue: activities.CPUPool,
+func listWorkers(ctx workflow.Context) []pipeline.WorkerInfo {
+	lctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{TaskQueue: pipeline.CPUPool,
 		ScheduleToCloseTimeout: 2 * time.Minute, StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3}})
-	var ws []activities.WorkerInfo
-	if err := workflow.ExecuteActivity(lctx, a.Workers).Get(ctx, &ws); err != nil {
+	var ws []pipeline.WorkerInfo
+	if err := workflow.ExecuteActivity(lctx, pipeline.Workers).Get(ctx, &ws); err != nil {
 		workflow.GetLogger(ctx).Warn("cannot list the pool's workers; placing through the pool queue", "error", err)
 		return nil
 	}
@@ -469,14 +466,14 @@ func listWorkers(ctx workflow.Context) []activities.WorkerInfo {
 // (shared by the placements of one round), and workers in skip are not asked.
 // placed is false when no worker took it: the caller places through the
 // pool queue.
-func placeByCapacity(ctx workflow.Context, pool []activities.WorkerInfo, queues []string, skip map[string]bool, in activities.AcquireInput,
-	s2s, hb time.Duration, acq *activities.AcquireOutput) (placed bool, err error) {
+func placeByCapacity(ctx workflow.Context, pool []pipeline.WorkerInfo, queues []string, skip map[string]bool, in pipeline.AcquireInput,
+	s2s, hb time.Duration, acq *pipeline.AcquireOutput) (placed bool, err error) {
 	load := map[string]int{}
 	for _, q := range queues {
 		load[q]++
 	}
 	order := slices.Clone(pool)
-	slices.SortStableFunc(order, func(x, y activities.WorkerInfo) int {
+	slices.SortStableFunc(order, func(x, y pipeline.WorkerInfo) int {
 		// load/slots compared without division
 		if c := cmp.Compare(load[x.Queue]*y.Slots, load[y.Queue]*x.Slots); c != 0 {
 			return c
@@ -491,18 +488,18 @@ func placeByCapacity(ctx workflow.Context, pool []activities.WorkerInfo, queues 
 			wctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 				TaskQueue: w.Queue, ScheduleToStartTimeout: s2s, StartToCloseTimeout: time.Hour, HeartbeatTimeout: hb,
 				RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2,
-					NonRetryableErrorTypes: []string{activities.ErrBadSpec, activities.ErrWorkerFull}},
+					NonRetryableErrorTypes: []string{pipeline.ErrBadSpec, pipeline.ErrWorkerFull}},
 			})
 			try := in
 			try.WithinSlots = within
-			err := workflow.ExecuteActivity(wctx, a.Acquire, try).Get(ctx, acq)
+			err := workflow.ExecuteActivity(wctx, pipeline.Acquire, try).Get(ctx, acq)
 			var ae *temporal.ApplicationError
 			switch {
 			case err == nil:
 				return true, nil
-			case errors.As(err, &ae) && ae.Type() == activities.ErrBadSpec:
+			case errors.As(err, &ae) && ae.Type() == pipeline.ErrBadSpec:
 				return false, err
-			case errors.As(err, &ae) && ae.Type() == activities.ErrWorkerFull:
+			case errors.As(err, &ae) && ae.Type() == pipeline.ErrWorkerFull:
 				continue
 			default: // gone, or failing: not this worker
 				skip[w.Queue] = true
@@ -552,7 +549,7 @@ func lost(err error) bool {
 		return true
 	}
 	var ae *temporal.ApplicationError
-	return errors.As(err, &ae) && ae.Type() == activities.ErrMemberNotHere
+	return errors.As(err, &ae) && ae.Type() == pipeline.ErrMemberNotHere
 }
 
 // markLost clears placements whose activity failed with a lost-worker error
@@ -584,7 +581,7 @@ func markLost(st *State, errs []error) (anyLost bool, err error) {
 // from generate: every output key is a function of the round, so redone work
 // overwrites itself).
 func runRound(ctx workflow.Context, s *spec.RunSpec, st *State, members onMembers,
-	cpuCtx workflow.Context, ref func(int) activities.MemberRef) (bool, error) {
+	cpuCtx workflow.Context, ref func(int) pipeline.MemberRef) (bool, error) {
 	n := len(s.Members)
 	var compute float64
 	stages := map[string]float64{}
@@ -595,10 +592,10 @@ func runRound(ctx workflow.Context, s *spec.RunSpec, st *State, members onMember
 		mark = now
 	}
 	st.Stage = fmt.Sprintf("round %d: generate", st.Round+1)
-	gens := make([]activities.GenerateOutput, n)
+	gens := make([]pipeline.GenerateOutput, n)
 	calls := make([]*call, n)
 	for i := 0; i < n; i++ {
-		calls[i] = members.start(i, st.Queue[i], "generate", a.Generate, ref(i))
+		calls[i] = members.start(i, st.Queue[i], "generate", pipeline.Generate, ref(i))
 	}
 	errs := members.await(ctx, s, st, calls, func(i int, f workflow.Future) error { return f.Get(ctx, &gens[i]) })
 	if anyLost, err := markLost(st, errs); err != nil || anyLost {
@@ -625,8 +622,8 @@ func runRound(ctx workflow.Context, s *spec.RunSpec, st *State, members onMember
 		judgeKeys = make([]string, n)
 		for i := 0; i < n; i++ {
 			j := (i - 1 + n) % n
-			jin := activities.JudgeInput{MemberRef: ref(j), Target: i, Key: keys[i]}
-			calls[i] = members.start(j, st.Queue[j], "judge", a.Judge, jin)
+			jin := pipeline.JudgeInput{MemberRef: ref(j), Target: i, Key: keys[i]}
+			calls[i] = members.start(j, st.Queue[j], "judge", pipeline.Judge, jin)
 		}
 		errs = members.await(ctx, s, st, calls, func(i int, f workflow.Future) error { return f.Get(ctx, &judgeKeys[i]) })
 		if anyLost, err := markLost(st, shiftToJudges(errs)); err != nil || anyLost {
@@ -635,10 +632,10 @@ func runRound(ctx workflow.Context, s *spec.RunSpec, st *State, members onMember
 		lap("judge")
 	}
 	st.Stage = fmt.Sprintf("round %d: grade", st.Round+1)
-	var grade activities.GradeOutput
-	gin := activities.GradeInput{Spec: *s, Run: workflow.GetInfo(ctx).WorkflowExecution.ID, Round: st.Round, Rollouts: keys, JudgeKeys: judgeKeys}
-	st.Waits = []Wait{{Activity: "grade", Queue: activities.CPUPool, Since: workflow.Now(ctx)}}
-	err := workflow.ExecuteActivity(cpuCtx, a.Grade, gin).Get(ctx, &grade)
+	var grade pipeline.GradeOutput
+	gin := pipeline.GradeInput{Spec: *s, Run: workflow.GetInfo(ctx).WorkflowExecution.ID, Round: st.Round, Rollouts: keys, JudgeKeys: judgeKeys}
+	st.Waits = []Wait{{Activity: "grade", Queue: pipeline.CPUPool, Since: workflow.Now(ctx)}}
+	err := workflow.ExecuteActivity(cpuCtx, pipeline.Grade, gin).Get(ctx, &grade)
 	st.Waits = nil
 	if err != nil {
 		return false, err
@@ -646,9 +643,9 @@ func runRound(ctx workflow.Context, s *spec.RunSpec, st *State, members onMember
 	compute += grade.Seconds
 	lap("grade")
 	st.Stage = fmt.Sprintf("round %d: update", st.Round+1)
-	ups := make([]activities.UpdateOutput, n)
+	ups := make([]pipeline.UpdateOutput, n)
 	for i := 0; i < n; i++ {
-		calls[i] = members.start(i, st.Queue[i], "update", a.Update, ref(i))
+		calls[i] = members.start(i, st.Queue[i], "update", pipeline.Update, ref(i))
 	}
 	errs = members.await(ctx, s, st, calls, func(i int, f workflow.Future) error { return f.Get(ctx, &ups[i]) })
 	if anyLost, err := markLost(st, errs); err != nil || anyLost {
@@ -712,7 +709,7 @@ func shiftToJudges(errs []error) []error {
 // ended and its checkpoints are stored, so a long-lived worker does not keep
 // finished runs' models. Best effort (a worker that is gone holds nothing);
 // versioned, so histories recorded before it replay.
-func releaseAll(ctx workflow.Context, s *spec.RunSpec, st *State, ref func(int) activities.MemberRef) {
+func releaseAll(ctx workflow.Context, s *spec.RunSpec, st *State, ref func(int) pipeline.MemberRef) {
 	if workflow.GetVersion(ctx, "release-members", workflow.DefaultVersion, 1) != 1 {
 		return
 	}
@@ -725,7 +722,7 @@ func releaseAll(ctx workflow.Context, s *spec.RunSpec, st *State, ref func(int) 
 		rctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{TaskQueue: q,
 			ScheduleToStartTimeout: 30 * time.Second, StartToCloseTimeout: time.Minute,
 			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}})
-		futs = append(futs, workflow.ExecuteActivity(rctx, a.Release, ref(i)))
+		futs = append(futs, workflow.ExecuteActivity(rctx, pipeline.Release, ref(i)))
 	}
 	for _, f := range futs {
 		_ = f.Get(ctx, nil) // nothing to do if it failed: the worker is gone
@@ -738,7 +735,7 @@ func releaseAll(ctx workflow.Context, s *spec.RunSpec, st *State, ref func(int) 
 // activity runs again; members already done are not rerun. Any other error
 // ends it.
 func forEachMember(ctx workflow.Context, s *spec.RunSpec, st *State, members onMembers, activity string, fn any,
-	ref func(int) activities.MemberRef, place func() error, get func(i int, f workflow.Future) error) error {
+	ref func(int) pipeline.MemberRef, place func() error, get func(i int, f workflow.Future) error) error {
 	n := len(st.Queue)
 	done := make([]bool, n)
 	for {
@@ -770,9 +767,9 @@ func forEachMember(ctx workflow.Context, s *spec.RunSpec, st *State, members onM
 
 // checkpointAll saves every member at st.Round.
 func checkpointAll(ctx workflow.Context, s *spec.RunSpec, st *State, members onMembers,
-	ref func(int) activities.MemberRef, place func() error) error {
+	ref func(int) pipeline.MemberRef, place func() error) error {
 	st.Stage = fmt.Sprintf("round %d: checkpoint", st.Round)
-	return forEachMember(ctx, s, st, members, "checkpoint", a.Checkpoint, ref, place,
+	return forEachMember(ctx, s, st, members, "checkpoint", pipeline.Checkpoint, ref, place,
 		func(i int, f workflow.Future) error {
 			var key string
 			if err := f.Get(ctx, &key); err != nil {
@@ -787,11 +784,11 @@ func checkpointAll(ctx workflow.Context, s *spec.RunSpec, st *State, members onM
 // Every stored score was computed: a member lost mid-evaluation is placed
 // again and evaluated again.
 func evaluateAll(ctx workflow.Context, s *spec.RunSpec, st *State, members onMembers,
-	ref func(int) activities.MemberRef, place func() error) error {
+	ref func(int) pipeline.MemberRef, place func() error) error {
 	n := len(s.Members)
 	st.Stage = fmt.Sprintf("round %d: evaluate", st.Round)
-	outs := make([]activities.EvalOutput, n)
-	err := forEachMember(ctx, s, st, members, "evaluate", a.Evaluate, ref, place,
+	outs := make([]pipeline.EvalOutput, n)
+	err := forEachMember(ctx, s, st, members, "evaluate", pipeline.Evaluate, ref, place,
 		func(i int, f workflow.Future) error { return f.Get(ctx, &outs[i]) })
 	if err != nil {
 		return err
@@ -818,7 +815,7 @@ func evaluateAll(ctx workflow.Context, s *spec.RunSpec, st *State, members onMem
 }
 
 // cohortVote is rl.CohortVote over the members' pooled evaluation answers.
-func cohortVote(outs []activities.EvalOutput) rl.CohortResult {
+func cohortVote(outs []pipeline.EvalOutput) rl.CohortResult {
 	answers := make([][][]string, len(outs))
 	for i, o := range outs {
 		answers[i] = o.Pool

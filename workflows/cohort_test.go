@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/corl-project/corl/activities"
+	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
 )
@@ -42,7 +43,7 @@ type fake struct {
 	failOnce map[string]error // "Generate/b/1" -> error, consumed on use
 	// acquire, when set, places members instead of the default (one new
 	// queue per placement).
-	acquire func(context.Context, activities.AcquireInput) (activities.AcquireOutput, error)
+	acquire func(context.Context, pipeline.AcquireInput) (pipeline.AcquireOutput, error)
 	// dead queues: their workers never finish what they were given.
 	dead map[string]bool
 	// diag, when set, is every round's grade diagnostics.
@@ -59,7 +60,7 @@ func (f *fake) isDead(ctx context.Context) bool {
 	return f.dead[activity.GetInfo(ctx).TaskQueue]
 }
 
-func (f *fake) note(name string, ref activities.MemberRef) error {
+func (f *fake) note(name string, ref pipeline.MemberRef) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls[name]++
@@ -94,56 +95,60 @@ func completed(t *testing.T, env *testsuite.TestWorkflowEnvironment, in Input) R
 	return res
 }
 
+// a is the activities' nil receiver: the mocks name its methods.
+var a *activities.Activities
+
 func newEnv(t *testing.T, f *fake) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterActivity(&activities.Activities{})
+	env.RegisterActivityWithOptions(activities.ValidateSpec, activity.RegisterOptions{Name: pipeline.ValidateSpec})
 	// Work sent to a dead worker's queue never comes back (test-clock
 	// hours): only the run's own watch can end the wait.
 	onDead := mock.MatchedBy(f.isDead)
 	never := 10 * time.Hour
 	env.OnActivity(a.Replay, onDead, mock.Anything).Return(0, nil).After(never)
-	env.OnActivity(a.Generate, onDead, mock.Anything).Return(activities.GenerateOutput{}, nil).After(never)
-	env.OnActivity(a.Update, onDead, mock.Anything).Return(activities.UpdateOutput{}, nil).After(never)
+	env.OnActivity(a.Generate, onDead, mock.Anything).Return(pipeline.GenerateOutput{}, nil).After(never)
+	env.OnActivity(a.Update, onDead, mock.Anything).Return(pipeline.UpdateOutput{}, nil).After(never)
 	env.OnActivity(a.Checkpoint, onDead, mock.Anything).Return("", nil).After(never)
-	env.OnActivity(a.Evaluate, onDead, mock.Anything).Return(activities.EvalOutput{}, nil).After(never)
+	env.OnActivity(a.Evaluate, onDead, mock.Anything).Return(pipeline.EvalOutput{}, nil).After(never)
 	acquired := 0
-	env.OnActivity(a.Acquire, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.AcquireInput) (activities.AcquireOutput, error) {
+	env.OnActivity(a.Acquire, mock.Anything, mock.Anything).Return(func(ctx context.Context, in pipeline.AcquireInput) (pipeline.AcquireOutput, error) {
 		f.note("Acquire", in.MemberRef)
 		if f.acquire != nil {
 			return f.acquire(ctx, in)
 		}
 		acquired++
-		return activities.AcquireOutput{Queue: fmt.Sprintf("q%d", acquired), Round: in.CheckpointRound, CheckpointKey: in.CheckpointKey}, nil
+		return pipeline.AcquireOutput{Queue: fmt.Sprintf("q%d", acquired), Round: in.CheckpointRound, CheckpointKey: in.CheckpointKey}, nil
 	})
-	env.OnActivity(a.Replay, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ReplayInput) (int, error) {
+	env.OnActivity(a.Replay, mock.Anything, mock.Anything).Return(func(_ context.Context, in pipeline.ReplayInput) (int, error) {
 		return in.To, f.note("Replay", in.MemberRef)
 	})
-	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(func(_ context.Context, ref activities.MemberRef) (activities.GenerateOutput, error) {
-		return activities.GenerateOutput{Key: fmt.Sprintf("r%d-%d", ref.Round, ref.Member), Seconds: 1, FLOPs: 10}, f.note("Generate", ref)
+	env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(func(_ context.Context, ref pipeline.MemberRef) (pipeline.GenerateOutput, error) {
+		return pipeline.GenerateOutput{Key: fmt.Sprintf("r%d-%d", ref.Round, ref.Member), Seconds: 1, FLOPs: 10}, f.note("Generate", ref)
 	}).After(time.Minute) // test-clock time: a round takes a minute
-	env.OnActivity(a.Grade, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.GradeInput) (activities.GradeOutput, error) {
-		f.note("Grade", activities.MemberRef{Spec: in.Spec, Round: in.Round})
+	env.OnActivity(a.Grade, mock.Anything, mock.Anything).Return(func(_ context.Context, in pipeline.GradeInput) (pipeline.GradeOutput, error) {
+		f.note("Grade", pipeline.MemberRef{Spec: in.Spec, Round: in.Round})
 		d := rl.Diagnostics{Models: make([]rl.ModelDiag, 2)}
 		if f.diag != nil {
 			d = *f.diag
 		}
-		return activities.GradeOutput{Key: fmt.Sprintf("g%d", in.Round), Diag: d}, nil
+		return pipeline.GradeOutput{Key: fmt.Sprintf("g%d", in.Round), Diag: d}, nil
 	})
-	env.OnActivity(a.Update, mock.Anything, mock.Anything).Return(func(_ context.Context, ref activities.MemberRef) (activities.UpdateOutput, error) {
-		return activities.UpdateOutput{Stats: rl.UpdateStats{Loss: 0.5}, Seconds: 1, FLOPs: 5}, f.note("Update", ref)
+	env.OnActivity(a.Update, mock.Anything, mock.Anything).Return(func(_ context.Context, ref pipeline.MemberRef) (pipeline.UpdateOutput, error) {
+		return pipeline.UpdateOutput{Stats: rl.UpdateStats{Loss: 0.5}, Seconds: 1, FLOPs: 5}, f.note("Update", ref)
 	})
-	env.OnActivity(a.Checkpoint, mock.Anything, mock.Anything).Return(func(_ context.Context, ref activities.MemberRef) (string, error) {
+	env.OnActivity(a.Checkpoint, mock.Anything, mock.Anything).Return(func(_ context.Context, ref pipeline.MemberRef) (string, error) {
 		return fmt.Sprintf("ckpt/%d/%d", ref.Round, ref.Member), f.note("Checkpoint", ref)
 	})
-	env.OnActivity(a.Release, mock.Anything, mock.Anything).Return(func(_ context.Context, ref activities.MemberRef) error {
+	env.OnActivity(a.Release, mock.Anything, mock.Anything).Return(func(_ context.Context, ref pipeline.MemberRef) error {
 		return f.note("Release", ref)
 	})
-	env.OnActivity(a.Evaluate, mock.Anything, mock.Anything).Return(func(_ context.Context, ref activities.MemberRef) (activities.EvalOutput, error) {
+	env.OnActivity(a.Evaluate, mock.Anything, mock.Anything).Return(func(_ context.Context, ref pipeline.MemberRef) (pipeline.EvalOutput, error) {
 		if f.noEvalSet {
-			return activities.EvalOutput{}, f.note("Evaluate", ref)
+			return pipeline.EvalOutput{}, f.note("Evaluate", ref)
 		}
-		return activities.EvalOutput{PassAt1: 0.5, Correct: []bool{true}, Answers: []string{"1"},
+		return pipeline.EvalOutput{PassAt1: 0.5, Correct: []bool{true}, Answers: []string{"1"},
 			Pool: [][]string{{"1"}}, Truth: []string{"1"}}, f.note("Evaluate", ref)
 	})
 	return env
@@ -196,7 +201,7 @@ func TestMaxFLOPsEndsTheRun(t *testing.T) {
 // nothing (checkpoint is current) or the rounds since, and finishes.
 func TestLostWorkerIsReplaced(t *testing.T) {
 	f := newFake()
-	f.failOnce["Update/b/2"] = temporal.NewNonRetryableApplicationError("gone", activities.ErrMemberNotHere, nil)
+	f.failOnce["Update/b/2"] = temporal.NewNonRetryableApplicationError("gone", pipeline.ErrMemberNotHere, nil)
 	f.failOnce["Generate/a/3"] = temporal.NewTimeoutError(0, errors.New("schedule to start")) // enums zero: any timeout
 	env := newEnv(t, f)
 	res := completed(t, env, Input{RunSpec: testSpec(4)})
@@ -302,7 +307,7 @@ func TestLostWorkerDuringEvaluation(t *testing.T) {
 	for _, key := range []string{"Evaluate/a/0", "Evaluate/b/0", "Evaluate/a/2", "Evaluate/b/2"} {
 		t.Run(key, func(t *testing.T) {
 			f := newFake()
-			f.failOnce[key] = temporal.NewNonRetryableApplicationError("gone", activities.ErrMemberNotHere, nil)
+			f.failOnce[key] = temporal.NewNonRetryableApplicationError("gone", pipeline.ErrMemberNotHere, nil)
 			env := newEnv(t, f)
 			s := testSpec(4)
 			s.Eval.Every = 2
@@ -458,7 +463,7 @@ func queryProgress(t *testing.T, env *testsuite.TestWorkflowEnvironment) Progres
 func TestEveryStageSurvivesAFault(t *testing.T) {
 	lostWorker := func() error { return temporal.NewTimeoutError(0, errors.New("heartbeat")) }
 	notHere := func() error {
-		return temporal.NewNonRetryableApplicationError("gone", activities.ErrMemberNotHere, nil)
+		return temporal.NewNonRetryableApplicationError("gone", pipeline.ErrMemberNotHere, nil)
 	}
 	for key, fault := range map[string]func() error{
 		"Acquire/b/0":    lostWorker, // placement (pool: retried)
@@ -499,21 +504,21 @@ func TestEveryStageSurvivesAFault(t *testing.T) {
 func TestPlacementSpreadsOverThePool(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		workers []activities.WorkerInfo
+		workers []pipeline.WorkerInfo
 		busy    map[string]int // members of other runs already held
 		dead    string         // a listed worker that never picks up its task
 		members int
 		want    []string // worker queue per member
 	}{
-		{"one each", []activities.WorkerInfo{wi("corl-gpu-w1", 1), wi("corl-gpu-w2", 1)}, nil, "", 2,
+		{"one each", []pipeline.WorkerInfo{wi("corl-gpu-w1", 1), wi("corl-gpu-w2", 1)}, nil, "", 2,
 			[]string{"corl-gpu-w1", "corl-gpu-w2"}},
-		{"fewer workers than members share", []activities.WorkerInfo{wi("corl-gpu-w1", 1)}, nil, "", 2,
+		{"fewer workers than members share", []pipeline.WorkerInfo{wi("corl-gpu-w1", 1)}, nil, "", 2,
 			[]string{"corl-gpu-w1", "corl-gpu-w1"}},
-		{"by slots", []activities.WorkerInfo{wi("corl-gpu-w1", 2), wi("corl-gpu-w2", 1)}, nil, "", 3,
+		{"by slots", []pipeline.WorkerInfo{wi("corl-gpu-w1", 2), wi("corl-gpu-w2", 1)}, nil, "", 3,
 			[]string{"corl-gpu-w1", "corl-gpu-w2", "corl-gpu-w1"}},
-		{"a worker full with another run", []activities.WorkerInfo{wi("corl-gpu-w1", 1), wi("corl-gpu-w2", 1)}, map[string]int{"corl-gpu-w1": 1}, "", 2,
+		{"a worker full with another run", []pipeline.WorkerInfo{wi("corl-gpu-w1", 1), wi("corl-gpu-w2", 1)}, map[string]int{"corl-gpu-w1": 1}, "", 2,
 			[]string{"corl-gpu-w2", "corl-gpu-w1"}},
-		{"a dead worker still listed", []activities.WorkerInfo{wi("corl-gpu-w0", 1), wi("corl-gpu-w1", 1), wi("corl-gpu-w2", 1)}, nil, "corl-gpu-w0", 2,
+		{"a dead worker still listed", []pipeline.WorkerInfo{wi("corl-gpu-w0", 1), wi("corl-gpu-w1", 1), wi("corl-gpu-w2", 1)}, nil, "corl-gpu-w0", 2,
 			[]string{"corl-gpu-w1", "corl-gpu-w2"}},
 		{"no list: the pool queue", nil, nil, "", 2, []string{"q1", "q2"}},
 	} {
@@ -530,26 +535,26 @@ func TestPlacementSpreadsOverThePool(t *testing.T) {
 				held[q] = k
 			}
 			pooled := 0
-			f.acquire = func(ctx context.Context, in activities.AcquireInput) (activities.AcquireOutput, error) {
+			f.acquire = func(ctx context.Context, in pipeline.AcquireInput) (pipeline.AcquireOutput, error) {
 				q := activity.GetInfo(ctx).TaskQueue
 				switch {
 				case q == tc.dead:
-					return activities.AcquireOutput{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
-				case q == activities.GPUPool:
+					return pipeline.AcquireOutput{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
+				case q == pipeline.GPUPool:
 					pooled++
 					q = fmt.Sprintf("q%d", pooled)
 				case in.WithinSlots && held[q] >= slots[q]:
-					return activities.AcquireOutput{}, temporal.NewNonRetryableApplicationError("full", activities.ErrWorkerFull, nil)
+					return pipeline.AcquireOutput{}, temporal.NewNonRetryableApplicationError("full", pipeline.ErrWorkerFull, nil)
 				}
 				held[q]++
-				return activities.AcquireOutput{Queue: q, Round: in.CheckpointRound}, nil
+				return pipeline.AcquireOutput{Queue: q, Round: in.CheckpointRound}, nil
 			}
 			generatedOn := map[int]string{}
 			env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
 				if info.ActivityType.Name != "Generate" {
 					return
 				}
-				var ref activities.MemberRef
+				var ref pipeline.MemberRef
 				if err := args.Get(&ref); err == nil {
 					generatedOn[ref.Member] = info.TaskQueue
 				}
@@ -572,15 +577,15 @@ func TestPlacementSpreadsOverThePool(t *testing.T) {
 	}
 }
 
-func wi(queue string, slots int) activities.WorkerInfo {
-	return activities.WorkerInfo{Queue: queue, Slots: slots}
+func wi(queue string, slots int) pipeline.WorkerInfo {
+	return pipeline.WorkerInfo{Queue: queue, Slots: slots}
 }
 
 // TestEveryEndingReleasesItsMembers: a run that fails (a non-finite update),
 // or is cancelled (between checkpoints or right after one), has every
 // worker that holds a member release it, as a completed run does.
 func TestEveryEndingReleasesItsMembers(t *testing.T) {
-	nonFinite := temporal.NewNonRetryableApplicationError("loss is NaN", activities.ErrNonFinite, nil)
+	nonFinite := temporal.NewNonRetryableApplicationError("loss is NaN", pipeline.ErrNonFinite, nil)
 	for _, tc := range []struct {
 		name     string
 		fail     string        // an activity that fails the run
@@ -624,10 +629,10 @@ func TestNoStageWaitsOnADeadWorker(t *testing.T) {
 			f := newFake()
 			env := newEnv(t, f)
 			pool := []string{"w1", "w2", "w3", "w4"}
-			env.OnActivity(a.Workers, mock.Anything).Return(func(context.Context) ([]activities.WorkerInfo, error) {
+			env.OnActivity(a.Workers, mock.Anything).Return(func(context.Context) ([]pipeline.WorkerInfo, error) {
 				f.mu.Lock()
 				defer f.mu.Unlock()
-				var live []activities.WorkerInfo
+				var live []pipeline.WorkerInfo
 				for _, q := range pool {
 					if !f.dead[q] {
 						live = append(live, wi(q, 1))
@@ -635,12 +640,12 @@ func TestNoStageWaitsOnADeadWorker(t *testing.T) {
 				}
 				return live, nil
 			})
-			f.acquire = func(ctx context.Context, in activities.AcquireInput) (activities.AcquireOutput, error) {
-				return activities.AcquireOutput{Queue: activity.GetInfo(ctx).TaskQueue, Round: in.CheckpointRound, CheckpointKey: in.CheckpointKey}, nil
+			f.acquire = func(ctx context.Context, in pipeline.AcquireInput) (pipeline.AcquireOutput, error) {
+				return pipeline.AcquireOutput{Queue: activity.GetInfo(ctx).TaskQueue, Round: in.CheckpointRound, CheckpointKey: in.CheckpointKey}, nil
 			}
 			fired := map[string]bool{}
 			env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
-				var ref activities.MemberRef
+				var ref pipeline.MemberRef
 				if args.Get(&ref) != nil || len(ref.Spec.Members) == 0 {
 					return
 				}

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/corl-project/corl/activities"
+	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/spec"
 )
 
@@ -71,7 +71,7 @@ func Sweep(ctx workflow.Context, in SweepInput) (*SweepProgress, error) {
 	// through reflection.
 	specs, labels, err := Cells(in) //workflowcheck:ignore
 	if err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrBadSpec, nil)
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrBadSpec, nil)
 	}
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
 	prog := &SweepProgress{Name: in.Name, Cells: make([]Cell, len(specs))}
@@ -82,7 +82,7 @@ func Sweep(ctx workflow.Context, in SweepInput) (*SweepProgress, error) {
 		return nil, err
 	}
 	resultCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue: activities.CPUPool, StartToCloseTimeout: time.Minute,
+		TaskQueue: pipeline.CPUPool, StartToCloseTimeout: time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 5},
 	})
 	parallel := max(in.MaxParallel, 1)
@@ -91,7 +91,7 @@ func Sweep(ctx workflow.Context, in SweepInput) (*SweepProgress, error) {
 	start := func(i int) {
 		c := &prog.Cells[i]
 		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-			WorkflowID: c.ID, TaskQueue: activities.WorkflowQueue,
+			WorkflowID: c.ID, TaskQueue: pipeline.WorkflowQueue,
 			// A completed cell is not run twice; a failed one may be.
 			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 			// Cancelling the sweep cancels its cells (each checkpoints).
@@ -110,7 +110,7 @@ func Sweep(ctx workflow.Context, in SweepInput) (*SweepProgress, error) {
 				c.State, c.Result = "done", &res
 			case temporal.IsWorkflowExecutionAlreadyStartedError(err):
 				// Completed by an earlier run of this sweep: read its result.
-				if err := workflow.ExecuteActivity(resultCtx, a.RunResult, c.ID).Get(ctx, &res); err != nil {
+				if err := workflow.ExecuteActivity(resultCtx, pipeline.RunResult, c.ID).Get(ctx, &res); err != nil {
 					c.State, c.Error = "failed", err.Error()
 					return
 				}

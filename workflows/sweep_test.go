@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/corl-project/corl/activities"
+	"github.com/corl-project/corl/pipeline"
 )
 
 func raw(vs ...string) []json.RawMessage {
@@ -95,6 +97,7 @@ func sweepEnv(t *testing.T, fail func(id string) error) (*testsuite.TestWorkflow
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(CohortRun)
 	env.RegisterActivity(&activities.Activities{})
+	env.RegisterActivityWithOptions(activities.ValidateSpec, activity.RegisterOptions{Name: pipeline.ValidateSpec})
 	var started sync.Map
 	env.OnWorkflow(CohortRun, mock.Anything, mock.Anything).Return(func(ctx workflow.Context, in Input) (*Result, error) {
 		id := workflow.GetInfo(ctx).WorkflowExecution.ID

@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/corl-project/corl/activities"
+	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/spec"
 )
 
@@ -87,7 +87,7 @@ const memberAttempts = 12
 
 // memberNonRetryable are the error types that retrying a member's activity
 // cannot help.
-var memberNonRetryable = []string{activities.ErrMemberNotHere, activities.ErrBadSpec, activities.ErrNonFinite}
+var memberNonRetryable = []string{pipeline.ErrMemberNotHere, pipeline.ErrBadSpec, pipeline.ErrNonFinite}
 
 // await waits for every call (nil entries are skipped) and returns each
 // one's error, get's for a completed call; a call cancelled because its
@@ -119,7 +119,7 @@ func (m onMembers) await(ctx workflow.Context, s *spec.RunSpec, st *State, calls
 			if gone[k] {
 				errs[k] = temporal.NewNonRetryableApplicationError(
 					fmt.Sprintf("worker %s left the pool while %s ran for member %s", c.queue, c.activity, s.Members[c.member].Name),
-					activities.ErrMemberNotHere, nil)
+					pipeline.ErrMemberNotHere, nil)
 			} else {
 				errs[k] = get(k, f)
 				if errs[k] != nil && m.watch > 0 && c.attempt < memberAttempts && retryable(errs[k]) {
