@@ -13,11 +13,7 @@ import (
 	"github.com/corl-project/corl/tokenizer"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
-	"github.com/corl-project/corl/gpu"
-	"github.com/corl-project/corl/gpu/cpu"
-	"github.com/corl-project/corl/gpu/cuda"
 	"github.com/corl-project/corl/model"
 )
 
@@ -82,43 +78,6 @@ func (f *modelFlags) config(seq int) model.Config {
 	}
 	return model.Config{Family: f.family, Layers: f.layers, Dim: f.dim, Heads: f.heads, KVHeads: f.kvHeads,
 		Hidden: f.hidden, Vocab: f.vocab, MaxSeq: maxSeq, TiedEmbed: f.tied, QKVBias: f.qkvBias}
-}
-
-// BackendFlags choose where a command computes: --backend cpu|cuda (default
-// $CORL_BACKEND, else cpu) and --threads for the CPU. Open is called before
-// any work, so a missing device fails the command at start with the
-// driver's reason, never mid-run.
-type BackendFlags struct {
-	Name    string
-	Threads int
-}
-
-// Register adds the flags to fl.
-func (b *BackendFlags) Register(fl *pflag.FlagSet, getenv func(string) string) {
-	def := "cpu"
-	if v := getenv("CORL_BACKEND"); v != "" {
-		def = v
-	}
-	fl.StringVar(&b.Name, "backend", def, "compute backend: cpu or cuda (default from $CORL_BACKEND; cuda opens $CORL_CUDA_DRIVER, else libcuda.so.1)")
-	fl.IntVar(&b.Threads, "threads", 0, "CPU threads (0 = all cores)")
-}
-
-// Open returns the chosen backend, or an error saying why it cannot run.
-func (b *BackendFlags) Open() (gpu.Backend, error) { return newBackend(b.Name, b.Threads) }
-
-func newBackend(name string, threads int) (gpu.Backend, error) {
-	switch name {
-	case "cpu":
-		return cpu.New(threads), nil
-	case "cuda":
-		be, err := cuda.New()
-		if err != nil {
-			return nil, fmt.Errorf("--backend cuda: %w (use --backend cpu)", err)
-		}
-		return be, nil
-	default:
-		return nil, fmt.Errorf("--backend: %q is not one of cpu, cuda", name)
-	}
 }
 
 func newBenchTrainCmd(stdio IO, getenv func(string) string) *cobra.Command {
@@ -207,7 +166,7 @@ func newBenchGenerateCmd(stdio IO, getenv func(string) string) *cobra.Command {
 		mf                                  modelFlags
 		batch, prompt, newTok, reps, warmup int
 		bf                                  BackendFlags
-		kvType                              string
+		kv                                  model.KVType
 		noCache                             bool
 	)
 	cmd := &cobra.Command{
@@ -231,10 +190,6 @@ Example, the small config at batch 64:
 			}
 			if reps < 1 {
 				return fmt.Errorf("--reps: %d; want at least 1", reps)
-			}
-			kv, err := model.ParseKVType(kvType)
-			if err != nil {
-				return fmt.Errorf("--kv-cache: %w", err)
 			}
 			m, err := model.New(be, mf.config(prompt+newTok), 1)
 			if err != nil {
@@ -314,7 +269,7 @@ Example, the small config at batch 64:
 	fl.IntVar(&warmup, "warmup", 1, "untimed repetitions first")
 	bf.Register(fl, getenv)
 	fl.BoolVar(&noCache, "no-cache", false, "recompute the prefix every step instead of using the KV cache")
-	fl.StringVar(&kvType, "kv-cache", "f32", "how the KV cache stores keys and values: f32, or f16 (IEEE binary16: half the bytes decoding reads, keys and values rounded; CPU backend)")
+	registerKVCache(fl, &kv)
 	return cmd
 }
 

@@ -372,3 +372,22 @@ func TestOwnTaskFromAFile(t *testing.T) {
 }
 
 func atoiT(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// TestEnumFlagsRefuseAtParse: the shared enumerated flags refuse a bad
+// value naming the flag and what it allows, before any work.
+func TestEnumFlagsRefuseAtParse(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"generate", "--model", "../examples/bases/llama-small", "--prompt", "x", "--kv-cache", "f8"}, `invalid argument "f8" for "--kv-cache" flag: kv cache type "f8": want f32 or f16`},
+		{[]string{"bench", "generate", "--kv-cache", "bf16"}, `invalid argument "bf16" for "--kv-cache" flag`},
+		{[]string{"eval", "--model", "../examples/bases/llama-small", "--split", "train"}, `invalid argument "train" for "--split" flag: "train" is not one of test, validation`},
+		{[]string{"data", "export", "--task", "mod", "--split", "test"}, `"test" is not one of eval, pretrain, rl`},
+	} {
+		code, _, errs := run(t, tc.args...)
+		if code == 0 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %q", tc.args, code, errs, tc.want)
+		}
+	}
+}

@@ -162,7 +162,7 @@ func newDataExportCmd(stdio IO) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&task, "task", "arith", "task family")
-	fl.StringVar(&split, "split", "eval", "pretrain, rl or eval")
+	registerEnum(fl, &split, "split", "the split to write: eval (the test split), pretrain or rl", "eval", "pretrain", "rl")
 	fl.StringVar(&out, "out", "-", "output file (.jsonl or .parquet; - for stdout JSONL)")
 	fl.Uint64Var(&seed, "seed", 1, "generator seed")
 	fl.IntVar(&sizes.Pretrain, "pretrain", 1000, "pretraining set size")

@@ -160,7 +160,7 @@ Examples:
 	fl.IntVar(&view, "view", 0, "surface form of the problems: 0 original, 1 rephrased")
 	fl.IntVar(&samples, "samples", 0, "sampled completions per problem (sampled pass@1, maj@k)")
 	fl.Float32Var(&temp, "temperature", 1, "sampling temperature with --samples")
-	fl.StringVar(&split, "split", "test", "held-out split: test or validation")
+	registerEnum(fl, &split, "split", "held-out split: test or validation", "test", "validation")
 	fl.StringVar(&file, "file", "", "score a JSONL/Parquet file's held-out rows instead of --tasks")
 	fl.StringVar(&check, "checker", "", "judge responses with your own checker program (\"python3 /abs/check.py\"; see examples/checkers), sandboxed, instead of the answer type")
 	fl.DurationVar(&checkTimeout, "checker-timeout", time.Minute, "how long the checker may take over all responses")
@@ -215,9 +215,6 @@ func loadCheckpoint(dir string, bf *BackendFlags, warn io.Writer) (*model.Model,
 // heldOutRows are a file's test (or validation) rows with answers, at most
 // n, and the rule that grades them.
 func heldOutRows(file, pField, aField, aType string, seed uint64, split string, n int) ([]datasets.Problem, datasets.AnswerRule, error) {
-	if split != "test" && split != "validation" {
-		return nil, datasets.AnswerRule{}, fmt.Errorf("--split: %q is not one of test, validation", split)
-	}
 	if aType != "" && !slices.Contains(datasets.AnswerTypes, aType) {
 		return nil, datasets.AnswerRule{}, fmt.Errorf("--answer-type: %q is not one of %s", aType, strings.Join(datasets.AnswerTypes, ", "))
 	}

@@ -17,7 +17,7 @@ const maxSamples = 10000
 func newGenerateCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var (
 		dir, prompt, template string
-		kvType                string
+		kv                    model.KVType
 		p                     generate.Params
 		n                     int
 		bf                    BackendFlags
@@ -43,10 +43,6 @@ Example:
 				return fmt.Errorf("--top-k %d: must be 0 (all tokens) or positive", p.TopK)
 			case !(p.TopP > 0 && p.TopP <= 1):
 				return fmt.Errorf("--top-p %v: must be in (0, 1]: 0 keeps no token (1, the default, keeps all)", p.TopP)
-			}
-			kv, err := model.ParseKVType(kvType)
-			if err != nil {
-				return fmt.Errorf("--kv-cache: %w", err)
 			}
 			tpl, err := tokenizer.LookupPrompter(template, dir)
 			if err != nil {
@@ -104,7 +100,7 @@ Example:
 	fl.Uint64Var(&p.Seed, "seed", 1, "seed of the first sample (sample i uses seed+i)")
 	fl.IntVar(&n, "n", 1, "number of samples")
 	fl.StringArrayVar(&stop, "stop", nil, "a stop string, any text (a newline too: --stop $'\\n'); repeatable")
-	fl.StringVar(&kvType, "kv-cache", "f32", "how the KV cache stores keys and values: f32, or f16 (IEEE binary16, each key and value rounded: half the bytes decoding reads; CPU backend)")
+	registerKVCache(fl, &kv)
 	bf.Register(fl, getenv)
 	return cmd
 }

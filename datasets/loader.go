@@ -33,9 +33,6 @@ func (l Labels) Answer(i int) (string, bool) {
 	return l.answers[i], true
 }
 
-// Len is the number of rows.
-func (l Labels) Len() int { return len(l.answers) }
-
 // Present lists the answers the rows have, in row order (rows without one
 // left out).
 func (l Labels) Present() []string {

@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/corl-project/corl/gpu"
+	"github.com/corl-project/corl/gpu/cpu"
+	"github.com/corl-project/corl/gpu/cuda"
+	"github.com/corl-project/corl/model"
+)
+
+// The flags several commands share, declared once: the backend and its
+// threads, the KV cache's storage, and a held-out split. Enumerated values
+// are checked as the flag is parsed, so a bad one is refused naming the
+// flag and what it allows, before any work.
+
+// BackendFlags choose where a command computes: --backend cpu|cuda (default
+// $CORL_BACKEND, else cpu) and --threads for the CPU. Open is called before
+// any work, so a missing device fails the command at start with the
+// driver's reason, never mid-run.
+type BackendFlags struct {
+	Name    string
+	Threads int
+}
+
+// Register adds the flags to fl.
+func (b *BackendFlags) Register(fl *pflag.FlagSet, getenv func(string) string) {
+	def := "cpu"
+	if v := getenv("CORL_BACKEND"); v != "" {
+		def = v
+	}
+	fl.StringVar(&b.Name, "backend", def, "compute backend: cpu or cuda (default from $CORL_BACKEND; cuda opens $CORL_CUDA_DRIVER, else libcuda.so.1)")
+	fl.IntVar(&b.Threads, "threads", 0, "CPU threads (0 = all cores)")
+}
+
+// Open returns the chosen backend, or an error saying why it cannot run.
+func (b *BackendFlags) Open() (gpu.Backend, error) { return newBackend(b.Name, b.Threads) }
+
+func newBackend(name string, threads int) (gpu.Backend, error) {
+	switch name {
+	case "cpu":
+		return cpu.New(threads), nil
+	case "cuda":
+		be, err := cuda.New()
+		if err != nil {
+			return nil, fmt.Errorf("--backend cuda: %w (use --backend cpu)", err)
+		}
+		return be, nil
+	default:
+		return nil, fmt.Errorf("--backend: %q is not one of cpu, cuda", name)
+	}
+}
+
+// kvCacheFlag is --kv-cache: how the KV cache stores keys and values.
+type kvCacheFlag struct{ kv *model.KVType }
+
+func (f kvCacheFlag) String() string {
+	if f.kv == nil || *f.kv == "" {
+		return string(model.KVFloat32)
+	}
+	return string(*f.kv)
+}
+
+func (f kvCacheFlag) Set(v string) error {
+	kv, err := model.ParseKVType(v)
+	if err != nil {
+		return err
+	}
+	*f.kv = kv
+	return nil
+}
+
+func (kvCacheFlag) Type() string { return "f32|f16" }
+
+// registerKVCache adds --kv-cache, float32 by default.
+func registerKVCache(fl *pflag.FlagSet, kv *model.KVType) {
+	*kv = model.KVFloat32
+	fl.Var(kvCacheFlag{kv}, "kv-cache", "how the KV cache stores keys and values: f32, or f16 (IEEE binary16, each key and value rounded: half the bytes decoding reads; CPU backend)")
+}
+
+// enumFlag is a string flag that takes one of a fixed set of values.
+type enumFlag struct {
+	v       *string
+	allowed []string
+}
+
+func (f enumFlag) String() string { return *f.v }
+
+func (f enumFlag) Set(v string) error {
+	if !slices.Contains(f.allowed, v) {
+		return fmt.Errorf("%q is not one of %s", v, strings.Join(f.allowed, ", "))
+	}
+	*f.v = v
+	return nil
+}
+
+func (f enumFlag) Type() string { return strings.Join(f.allowed, "|") }
+
+// registerEnum adds a flag taking one of allowed, defaulting to the first.
+func registerEnum(fl *pflag.FlagSet, v *string, name, usage string, allowed ...string) {
+	*v = allowed[0]
+	fl.Var(enumFlag{v, allowed}, name, usage)
+}
