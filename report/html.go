@@ -168,15 +168,7 @@ func HTML(runs []*Run, t Table) (string, error) {
 			return "", err
 		}
 	}
-	for _, p := range []struct {
-		name string
-		pick func(pp rl.PairPredictors) float64
-	}{
-		{"kappa", func(pp rl.PairPredictors) float64 { return pp.Kappa }},
-		{"rescue rate", func(pp rl.PairPredictors) float64 { return (pp.RescueAB + pp.RescueBA) / 2 }},
-		{"shared-error rate", func(pp rl.PairPredictors) float64 { return pp.SharedError }},
-		{"peer vote accuracy", func(pp rl.PairPredictors) float64 { return (pp.AccA + pp.AccB) / 2 }},
-	} {
+	for _, p := range predictors {
 		ss := predictorScatter(groups, labels, member, p.pick)
 		if len(ss) == 0 {
 			continue
@@ -232,6 +224,15 @@ th:first-child,td:first-child{text-align:left}figure{display:inline-block;vertic
 		b.WriteString("</table>")
 	}
 	b.WriteString(membersHTML(t.Members))
+	if len(t.DoseResponse) > 0 {
+		b.WriteString("<h2>Dose-response</h2><p>Each cohort run's gain regressed on its members' round-0 diagnostics (the scatters below), across every cohort; the interval resamples whole cohorts, a cohort's seeds together.</p>")
+		b.WriteString("<table id=\"dose\"><tr><th>round-0 predictor</th><th>slope of gain on it</th><th>95% interval</th><th>cohort runs</th><th>cohorts</th></tr>")
+		for _, d := range t.DoseResponse {
+			fmt.Fprintf(&b, "<tr><td>%s</td><td class=k>%+.3f</td><td class=k>%s</td><td class=k>%d</td><td class=k>%d</td></tr>",
+				html.EscapeString(d.Predictor), d.Fit.Slope, html.EscapeString(d.interval()), d.Fit.Points, d.Fit.Clusters)
+		}
+		b.WriteString("</table>")
+	}
 	b.WriteString("<h2>Over training</h2>")
 	b.WriteString(legendHTML(labels))
 	b.WriteString(strings.Join(plots, "\n"))

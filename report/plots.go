@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/corl-project/corl/rl"
+	"github.com/corl-project/corl/stats"
 )
 
 // A report's plots show one line per method (the mean over its seeds,
@@ -178,29 +179,6 @@ func hexColor(c color.Color) string {
 	return fmt.Sprintf("#%02x%02x%02x", r>>8, g>>8, b>>8)
 }
 
-// fit is the least-squares line through the points: slope and intercept
-// (zero slope for fewer than two distinct x).
-func fit(x, y []float64) (slope, intercept float64) {
-	n := float64(len(x))
-	if n == 0 {
-		return 0, 0
-	}
-	var mx, my float64
-	for i := range x {
-		mx += x[i] / n
-		my += y[i] / n
-	}
-	var sxy, sxx float64
-	for i := range x {
-		sxy += (x[i] - mx) * (y[i] - my)
-		sxx += (x[i] - mx) * (x[i] - mx)
-	}
-	if sxx == 0 {
-		return 0, my
-	}
-	return sxy / sxx, my - sxy/sxx*mx
-}
-
 // flopsSeries is the headline score against cumulative FLOPs: per method,
 // at each evaluated round, the mean over seeds of both.
 func flopsSeries(groups [][]*Run, labels []string, member string) []series {
@@ -226,16 +204,37 @@ func flopsSeries(groups [][]*Run, labels []string, member string) []series {
 	return out
 }
 
-// predictorScatter is each cohort run's gain (its scored members' last
-// evaluation minus its first) against a round-0 predictor of its first
-// member pair, coloured by method, with the least-squares line through
-// all of them.
-func predictorScatter(groups [][]*Run, labels []string, member string, pick func(pp rl.PairPredictors) float64) []series {
-	var out []series
-	var xs, ys []float64
+// predictors are the round-0 pair diagnostics a cohort's gain is plotted
+// and regressed against (the dose-response), in one place for the plots
+// and the table.
+var predictors = []struct {
+	name string
+	pick func(pp rl.PairPredictors) float64
+}{
+	{"kappa", func(pp rl.PairPredictors) float64 { return pp.Kappa }},
+	{"rescue rate", func(pp rl.PairPredictors) float64 { return (pp.RescueAB + pp.RescueBA) / 2 }},
+	{"shared-error rate", func(pp rl.PairPredictors) float64 { return pp.SharedError }},
+	{"peer vote accuracy", func(pp rl.PairPredictors) float64 { return (pp.AccA + pp.AccB) / 2 }},
+}
+
+// dosePoint is one cohort run: its scored members' gain (last evaluation
+// minus the round-0 one) and a round-0 predictor of its first member pair.
+type dosePoint struct {
+	method  int // index into the method groups
+	cohort  string
+	x, gain float64
+}
+
+// dosePoints are the cohort runs of every method that has a round-0 and a
+// later evaluation with pair diagnostics. A run's cohort, the unit whose
+// predictor was set once, is its method.
+func dosePoints(groups [][]*Run, labels []string, member string, pick func(pp rl.PairPredictors) float64) []dosePoint {
+	var out []dosePoint
 	for i, g := range groups {
-		s := series{name: labels[i], col: methodColor(i), scatter: true}
 		for _, r := range g {
+			if len(r.Evals) == 0 {
+				continue
+			}
 			first, last := r.Evals[0], r.Evals[len(r.Evals)-1]
 			if first.Round != 0 || last.Round == 0 || len(first.Pairs) == 0 {
 				continue
@@ -247,19 +246,69 @@ func predictorScatter(groups [][]*Run, labels []string, member string, pick func
 				continue
 			}
 			pairs := slices.Sorted(maps.Keys(first.Pairs))
-			x := pick(first.Pairs[pairs[0]])
-			s.x, s.y = append(s.x, x), append(s.y, b-a)
-			xs, ys = append(xs, x), append(ys, b-a)
-		}
-		if len(s.x) > 0 {
-			out = append(out, s)
+			out = append(out, dosePoint{method: i, cohort: labels[i], x: pick(first.Pairs[pairs[0]]), gain: b - a})
 		}
 	}
+	return out
+}
+
+// predictorScatter is each cohort run's gain against a round-0 predictor,
+// coloured by method, with the least-squares line through all of them.
+func predictorScatter(groups [][]*Run, labels []string, member string, pick func(pp rl.PairPredictors) float64) []series {
+	pts := dosePoints(groups, labels, member, pick)
+	var out []series
+	at := map[int]int{}
+	var xs, ys []float64
+	for _, p := range pts {
+		k, ok := at[p.method]
+		if !ok {
+			k = len(out)
+			at[p.method] = k
+			out = append(out, series{name: labels[p.method], col: methodColor(p.method), scatter: true})
+		}
+		out[k].x, out[k].y = append(out[k].x, p.x), append(out[k].y, p.gain)
+		xs, ys = append(xs, p.x), append(ys, p.gain)
+	}
 	if len(xs) >= 2 {
-		slope, icept := fit(xs, ys)
+		slope, icept := stats.Fit(xs, ys)
 		lo, hi := slices.Min(xs), slices.Max(xs)
 		out = append(out, series{name: fmt.Sprintf("fit: slope %+.3f", slope), col: color.Black,
 			x: []float64{lo, hi}, y: []float64{icept + slope*lo, icept + slope*hi}})
+	}
+	return out
+}
+
+// DoseResponse is the slope of cohorts' gains on one round-0 predictor,
+// with its interval over cohorts (stats.ClusteredSlope: a cohort's seeds
+// resampled together).
+type DoseResponse struct {
+	Predictor string      `json:"predictor"`
+	Fit       stats.Slope `json:"fit"`
+}
+
+// interval is the slope's interval as text, or why there is none.
+func (d DoseResponse) interval() string {
+	if d.Fit.CI == nil {
+		return "(fewer than 3 cohorts)"
+	}
+	return fmt.Sprintf("[%+.3f, %+.3f]", d.Fit.CI.Lo, d.Fit.CI.Hi)
+}
+
+// doseResponse fits each predictor across the runs' cohorts; none when
+// fewer than two cohort runs have the diagnostics.
+func doseResponse(runs []*Run, member string) []DoseResponse {
+	labels, groups := methodRuns(runs)
+	var out []DoseResponse
+	for _, p := range predictors {
+		pts := dosePoints(groups, labels, member, p.pick)
+		if len(pts) < 2 {
+			continue
+		}
+		x, y, cl := make([]float64, len(pts)), make([]float64, len(pts)), make([]string, len(pts))
+		for i, pt := range pts {
+			x[i], y[i], cl[i] = pt.x, pt.gain, pt.cohort
+		}
+		out = append(out, DoseResponse{Predictor: p.name, Fit: stats.ClusteredSlope(x, y, cl, 1)})
 	}
 	return out
 }

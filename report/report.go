@@ -267,6 +267,8 @@ type Table struct {
 	Comparisons []Comparison `json:"comparisons,omitempty"`
 	// Members scores every member of every method (MemberRow).
 	Members []MemberRow `json:"members,omitempty"`
+	// DoseResponse regresses cohorts' gains on each round-0 predictor.
+	DoseResponse []DoseResponse `json:"dose_response,omitempty"`
 }
 
 // Comparison is one test between two methods on the same problems: A's
@@ -447,6 +449,7 @@ func BuildTable(runs []*Run, member string) Table {
 		}
 	}
 	t.Members = memberTable(runs)
+	t.DoseResponse = doseResponse(runs, member)
 	t.adjust()
 	return t
 }
@@ -694,6 +697,12 @@ func (t Table) Markdown() string {
 		}
 	}
 	b.WriteString(membersMarkdown(t.Members))
+	if len(t.DoseResponse) > 0 {
+		b.WriteString("\n| round-0 predictor | slope of gain on it | 95% interval (cohorts resampled) | cohort runs | cohorts |\n|---|---|---|---|---|\n")
+		for _, d := range t.DoseResponse {
+			fmt.Fprintf(&b, "| %s | %+.3f | %s | %d | %d |\n", d.Predictor, d.Fit.Slope, d.interval(), d.Fit.Points, d.Fit.Clusters)
+		}
+	}
 	return b.String()
 }
 

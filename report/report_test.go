@@ -571,3 +571,38 @@ func TestRecordsRedrawTheReport(t *testing.T) {
 		t.Errorf("a damaged record: %v", err)
 	}
 }
+
+// TestDoseResponseFindsTheSlope: cohorts whose gain is 0.1 + 0.5 x kappa
+// by construction give slope 0.5 on kappa, with an interval over the
+// cohorts that holds it, in the table and its Markdown.
+func TestDoseResponseFindsTheSlope(t *testing.T) {
+	var rs []*Run
+	for c := range 4 {
+		members := []spec.Member{{Name: "a", Base: "b"}, {Name: "p", Base: fmt.Sprintf("peer%d", c)}}
+		for _, seed := range []uint64{uint64(c%2) + 1, uint64(c%2) + 3} {
+			kappa := 0.2 + float64(seed%5)/10 // fakeRun's round-0 kappa
+			r, err := Load(fakeRun(t, fmt.Sprintf("co%d", c), rl.PeerRing, seed, members, 0.2, 0.2+0.1+0.5*kappa))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs = append(rs, r)
+		}
+	}
+	tab := BuildTable(rs, "a")
+	var kappa *DoseResponse
+	for i, d := range tab.DoseResponse {
+		if d.Predictor == "kappa" {
+			kappa = &tab.DoseResponse[i]
+		}
+	}
+	if kappa == nil {
+		t.Fatalf("no kappa dose-response in %+v", tab.DoseResponse)
+	}
+	f := kappa.Fit
+	if math.Abs(f.Slope-0.5) > 1e-9 || f.Points != 8 || f.Clusters != 4 || f.CI == nil || f.CI.Lo > 0.5+1e-9 || f.CI.Hi < 0.5-1e-9 {
+		t.Fatalf("kappa fit %+v (interval %+v), want slope 0.5 over 8 runs of 4 cohorts", f, f.CI)
+	}
+	if md := tab.Markdown(); !strings.Contains(md, "| kappa | +0.500 |") {
+		t.Errorf("Markdown lacks the kappa slope:\n%s", md)
+	}
+}
