@@ -4,11 +4,11 @@ import "math/rand/v2"
 
 // Slope is a least-squares line's slope with its 95% interval.
 type Slope struct {
-	Slope     float64  `json:"slope"`
-	Intercept float64  `json:"intercept"`
+	Slope     float64   `json:"slope"`
+	Intercept float64   `json:"intercept"`
 	CI        *Interval `json:"ci,omitempty"` // of the slope; nil with fewer than three clusters
-	Points    int      `json:"points"`
-	Clusters  int      `json:"clusters"`
+	Points    int       `json:"points"`
+	Clusters  int       `json:"clusters"`
 }
 
 // Fit is the least-squares line through (x, y): slope and intercept (zero
