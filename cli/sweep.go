@@ -20,6 +20,7 @@ import (
 
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/pipeline"
+	"github.com/corl-project/corl/report"
 	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/workflows"
 )
@@ -141,10 +142,11 @@ func prepareSweep(ctx context.Context, cf *connFlags, file, id string, getenv fu
 
 func newSweepCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var (
-		cf   connFlags
-		file string
-		id   string
-		wait bool
+		cf       connFlags
+		file     string
+		id       string
+		recorded string
+		wait     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "sweep",
@@ -154,7 +156,11 @@ and a grid of spec keys to lists of values), checks every cell, and starts the
 Sweep workflow: one child CohortRun per cell, at most max_parallel at once,
 with IDs <sweep ID>.cell-NNN. Started again under the same ID (after it
 ended), completed cells are skipped; with --wait, a sweep that is still
-running is watched instead. The Temporal CLI starts the same from
+running is watched instead. With --recorded DIR (a results directory, or
+its runs.jsonl.gz), cells whose run spec equals a recorded run's are not
+run: a sweep whose finished cells were committed resumes from the
+repository on a server that never ran it, and
+corl report DIR <sweep ID> then reports them all. The Temporal CLI starts the same from
 JSON: temporal workflow start --type Sweep --task-queue corl --input-file sweep.json
 
 Example:
@@ -166,6 +172,12 @@ Example:
 				return err
 			}
 			defer cl.Close()
+			if recorded != "" {
+				if in.Recorded, err = recordedCells(*in, recorded); err != nil {
+					return err
+				}
+				fmt.Fprintf(stdio.Out, "%d cell(s) recorded in %s: not run again\n", len(in.Recorded), recorded)
+			}
 			run, err := cl.ExecuteWorkflow(cmd.Context(), client.StartWorkflowOptions{ID: id, TaskQueue: pipeline.WorkflowQueue,
 				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL, WorkflowExecutionErrorWhenAlreadyStarted: true}, workflows.Sweep, *in)
 			var running *serviceerror.WorkflowExecutionAlreadyStarted
@@ -189,7 +201,43 @@ Example:
 	cmd.Flags().StringVarP(&file, "file", "f", "", "sweep file (YAML)")
 	cmd.Flags().StringVar(&id, "id", "", "workflow ID (default sweep-<name>)")
 	cmd.Flags().BoolVar(&wait, "wait", false, "watch the sweep until it ends")
+	cmd.Flags().StringVar(&recorded, "recorded", "", "results directory (or its "+report.RecordsName+") whose recorded runs' cells are not run again")
 	return cmd
+}
+
+// recordedCells are the sweep's cells whose run spec (bases uploaded, as
+// the runs received it) equals that of a run in the records at path.
+func recordedCells(in workflows.SweepInput, path string) ([]int, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, report.RecordsName)
+	}
+	runs, err := report.LoadRecords(path)
+	if err != nil {
+		return nil, fmt.Errorf("--recorded: %w", err)
+	}
+	have := map[string]bool{}
+	for _, r := range runs {
+		b, err := json.Marshal(r.Spec)
+		if err != nil {
+			return nil, err
+		}
+		have[string(b)] = true
+	}
+	specs, _, err := workflows.Cells(in)
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for i := range specs {
+		b, err := json.Marshal(specs[i])
+		if err != nil {
+			return nil, err
+		}
+		if have[string(b)] {
+			out = append(out, i)
+		}
+	}
+	return out, nil
 }
 
 // errEnded marks a sweep that ended without a result (failed, cancelled,

@@ -42,6 +42,11 @@ type SweepInput struct {
 	// Timeouts passed to each run (seconds; 0: defaults).
 	HeartbeatTimeout     int `json:"heartbeat_timeout_s,omitempty"`
 	ScheduleToStartLimit int `json:"schedule_to_start_timeout_s,omitempty"`
+	// Recorded lists the cells whose runs are recorded already, in a
+	// results directory's records (corl sweep --recorded): they are not
+	// run again, so a sweep resumes from what a repository holds on a
+	// server that never ran it.
+	Recorded []int `json:"recorded,omitempty"`
 }
 
 // Cell is one run of a sweep.
@@ -49,7 +54,7 @@ type Cell struct {
 	Index  int           `json:"index"`
 	ID     string        `json:"id"`    // the child workflow's ID: the sweep's ID and the index
 	Label  string        `json:"label"` // "optim.learning_rate=0.0003,seed=2"
-	State  string        `json:"state"` // pending, running, done, done earlier, failed
+	State  string        `json:"state"` // pending, running, done, done earlier, recorded, failed
 	Error  string        `json:"error,omitempty"`
 	Result *Result       `json:"result,omitempty"`
 	Evals  []EvalSummary `json:"-"`
@@ -122,10 +127,16 @@ func Sweep(ctx workflow.Context, in SweepInput) (*SweepProgress, error) {
 	}
 	for next < len(specs) || running > 0 {
 		for running < parallel && next < len(specs) {
-			start(next)
+			if slices.Contains(in.Recorded, next) {
+				prog.Cells[next].State = "recorded"
+			} else {
+				start(next)
+			}
 			next++
 		}
-		sel.Select(ctx)
+		if running > 0 {
+			sel.Select(ctx)
+		}
 	}
 	return prog, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -175,5 +176,33 @@ func TestSweepSkipsCompletedCells(t *testing.T) {
 	}
 	if c := p.Cells[5]; c.State != "done" {
 		t.Errorf("cell after a failure: %+v", c)
+	}
+}
+
+// TestSweepLeavesRecordedCells: cells recorded elsewhere are not started,
+// including the last ones (the sweep still ends), and say so.
+func TestSweepLeavesRecordedCells(t *testing.T) {
+	env, started := sweepEnv(t, func(string) error { return nil })
+	in := testSweep()
+	in.Recorded = []int{0, 2, 4, 5}
+	env.ExecuteWorkflow(Sweep, in)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var p SweepProgress
+	if err := env.GetWorkflowResult(&p); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	started.Range(func(k, _ any) bool { ids = append(ids, k.(string)); return true })
+	sort.Strings(ids)
+	if strings.Join(ids, " ") != "default-test-workflow-id.cell-001 default-test-workflow-id.cell-003" {
+		t.Errorf("started %v, want cells 1 and 3 only", ids)
+	}
+	for i, c := range p.Cells {
+		want := map[bool]string{true: "recorded", false: "done"}[slices.Contains(in.Recorded, i)]
+		if c.State != want {
+			t.Errorf("cell %d: state %q, want %q", i, c.State, want)
+		}
 	}
 }
