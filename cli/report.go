@@ -78,6 +78,10 @@ Examples:
 				}
 				runs = append(runs, rs...)
 			}
+			runs, dropped := report.Distinct(runs)
+			if dropped > 0 {
+				fmt.Fprintf(stdio.Err, "%d run(s) read twice (the same spec from two sources) counted once\n", dropped)
+			}
 			t := report.BuildTable(runs, member)
 			fmt.Fprint(stdio.Out, t.Markdown())
 			page, err := report.HTML(runs, t)

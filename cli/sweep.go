@@ -206,7 +206,8 @@ Example:
 }
 
 // recordedCells are the sweep's cells whose run spec (bases uploaded, as
-// the runs received it) equals that of a run in the records at path.
+// the runs received it) equals that of a complete run in the records at
+// path.
 func recordedCells(in workflows.SweepInput, path string) ([]int, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		path = filepath.Join(path, report.RecordsName)
@@ -217,6 +218,9 @@ func recordedCells(in workflows.SweepInput, path string) ([]int, error) {
 	}
 	have := map[string]bool{}
 	for _, r := range runs {
+		if !r.Complete {
+			continue // read while running: its cell still runs
+		}
 		b, err := json.Marshal(r.Spec)
 		if err != nil {
 			return nil, err

@@ -14,7 +14,8 @@ import (
 
 // TestRecordedCellsMatchBySpec: the cells whose spec a results
 // directory's records hold are the ones left out; a record of another
-// spec (another learning rate) leaves its cell to run.
+// spec (another learning rate), or one read before it completed, leaves
+// its cell to run.
 func TestRecordedCellsMatchBySpec(t *testing.T) {
 	base := spec.Default()
 	base.Members = []spec.Member{{Name: "m", Base: "blob:bases/abc"}}
@@ -30,8 +31,10 @@ func TestRecordedCellsMatchBySpec(t *testing.T) {
 	other.Optim.LearningRate *= 2
 	var runs []*report.Run
 	for _, s := range []spec.RunSpec{specs[1], specs[3], other} {
-		runs = append(runs, &report.Run{Spec: s, Evals: []train.EvalResult{{Round: 0}}})
+		runs = append(runs, &report.Run{Spec: s, Evals: []train.EvalResult{{Round: 0}}, Complete: true})
 	}
+	// A run read while in progress leaves its cell to run.
+	runs = append(runs, &report.Run{Spec: specs[2], Evals: []train.EvalResult{{Round: 0}}})
 	dir := t.TempDir()
 	if err := report.SaveRecords(filepath.Join(dir, report.RecordsName), runs); err != nil {
 		t.Fatal(err)

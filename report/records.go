@@ -83,3 +83,20 @@ func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }
+
+// Distinct drops every run whose spec equals an earlier one's: the same
+// run read twice (a results directory's records and the sweep that goes
+// on from them). Runs are deterministic in their spec, so nothing is lost.
+func Distinct(runs []*Run) (kept []*Run, dropped int) {
+	seen := map[string]bool{}
+	for _, r := range runs {
+		b, err := json.Marshal(r.Spec)
+		if err == nil && seen[string(b)] {
+			dropped++
+			continue
+		}
+		seen[string(b)] = true
+		kept = append(kept, r)
+	}
+	return kept, dropped
+}

@@ -39,6 +39,10 @@ type Run struct {
 	// here (bases uploaded to the blob store, "blob:..."), read by
 	// ReadFamilies; Method tells the cohort's make-up by them.
 	Families map[string]string
+	// Complete: the run ended having done what its spec asks (a workflow
+	// that completed); a run read while in progress, or cancelled, is not.
+	// Only complete runs count as recorded (corl sweep --recorded).
+	Complete bool `json:",omitempty"`
 }
 
 // Load reads a run directory.

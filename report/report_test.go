@@ -606,3 +606,12 @@ func TestDoseResponseFindsTheSlope(t *testing.T) {
 		t.Errorf("Markdown lacks the kappa slope:\n%s", md)
 	}
 }
+
+// TestDistinctDropsRepeatedSpecs: a run read from two sources counts once.
+func TestDistinctDropsRepeatedSpecs(t *testing.T) {
+	rs := runs(t)
+	kept, dropped := Distinct(append(append([]*Run(nil), rs...), rs[0], rs[2]))
+	if dropped != 2 || len(kept) != len(rs) {
+		t.Fatalf("kept %d dropped %d of %d+2", len(kept), dropped, len(rs))
+	}
+}

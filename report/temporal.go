@@ -147,6 +147,9 @@ func runFromHistory(ctx context.Context, cl client.Client, id string) (*Run, err
 	for _, events := range runs {
 		scheduled := map[int64]*historypb.ActivityTaskScheduledEventAttributes{}
 		for _, e := range events {
+			if e.GetWorkflowExecutionCompletedEventAttributes() != nil {
+				r.Complete = true
+			}
 			if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
 				scheduled[e.GetEventId()] = a
 				continue

@@ -5,7 +5,11 @@
 # is run again), a second one-thread worker (a pair's members then generate
 # and update side by side on the two cores), the sweep (cells already
 # completed are skipped; a sweep still running is watched), and the report
-# of member llama-odd, the model every method trains.
+# of member llama-odd, the model every method trains. The CORL_PAPER_*
+# variables run another sweep the same way (make composition). When the
+# output directory already holds runs.jsonl.gz (cells committed by an
+# earlier session, perhaps on another machine), those cells are not run
+# again and the report covers them and the new ones together.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 corl=${CORL:-bin/corl}
@@ -34,8 +38,14 @@ for _ in $(seq 1 600); do
 done
 "$corl" worker --address "$addr" --store-dir "$dir/blobs" --threads 1 --queue-id paper-table-2 >>"$dir/worker.log" 2>&1 &
 worker=$!
-"$corl" sweep -f "$sweep" --address "$addr" --store-dir "$dir/blobs" --wait
-"$corl" report "sweep-$name" --member "$member" --address "$addr" --store-dir "$dir/blobs" \
+recorded=()
+sources=("sweep-$name")
+if [ -f "$out/runs.jsonl.gz" ]; then
+  recorded=(--recorded "$out")
+  sources=("$out" "sweep-$name")
+fi
+"$corl" sweep -f "$sweep" --address "$addr" --store-dir "$dir/blobs" "${recorded[@]}" --wait
+"$corl" report "${sources[@]}" --member "$member" --address "$addr" --store-dir "$dir/blobs" \
   -o "$out/report.html" --md "$out/report.md" --json "$out/results.json" --csv "$out/results.csv" --records "$out/runs.jsonl.gz"
 cp "$sweep" "$(dirname "$sweep")/$(sed -n 's/^base: *//p' "$sweep" | head -n 1)" "$out/"
 git rev-parse HEAD >"$out/commit" 2>/dev/null || true
