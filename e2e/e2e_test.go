@@ -250,7 +250,7 @@ func TestPipelineMatchesLocalRun(t *testing.T) {
 				sameReport(t, cl, run.GetID(), file)
 			}
 			if *update && name == "local" {
-				recordHistory(t, cl, run.GetID())
+				recordHistory(t, cl, run.GetID(), "cohortrun-history.json")
 			}
 		})
 	}
@@ -561,6 +561,8 @@ func scrubPaths(t *testing.T, event []byte) []byte {
 			for i := range y {
 				y[i] = walk(y[i])
 			}
+		case string: // a failure's message names the files it could not open
+			return tmp.ReplaceAllString(y, "scrubbed")
 		}
 		return x
 	}
@@ -572,7 +574,7 @@ func scrubPaths(t *testing.T, event []byte) []byte {
 }
 
 // recordHistory writes the run's history for the replay test.
-func recordHistory(t *testing.T, cl client.Client, id string) {
+func recordHistory(t *testing.T, cl client.Client, id, file string) {
 	iter := cl.GetWorkflowHistory(context.Background(), id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	var events []json.RawMessage
 	for iter.HasNext() {
@@ -587,7 +589,7 @@ func recordHistory(t *testing.T, cl client.Client, id string) {
 		events = append(events, scrubPaths(t, b))
 	}
 	out, _ := json.MarshalIndent(map[string]any{"events": events}, "", "  ")
-	path := filepath.Join("..", "workflows", "testdata", "cohortrun-history.json")
+	path := filepath.Join("..", "workflows", "testdata", file)
 	os.MkdirAll(filepath.Dir(path), 0o755)
 	if err := os.WriteFile(path, out, 0o644); err != nil {
 		t.Fatal(err)
@@ -1096,21 +1098,25 @@ func TestEveryEndingReleasesMembers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		rows := filepath.Join(t.TempDir(), "rows.jsonl")
+		var body strings.Builder
+		for i := range 60 {
+			fmt.Fprintf(&body, "{\"prompt\": \"What is %d + %d?\", \"answer\": \"%d\"}\n", i, i%7, i+i%7)
+		}
+		if err := os.WriteFile(rows, []byte(body.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		switch end {
 		case "completed":
+			// Every row of a file is an RL prompt (file_split: none): no
+			// evaluation set, so the run skips evaluating.
 			s.Rounds = 1
+			s.Data = spec.Data{File: rows, AnswerType: "number", RLSize: 12, FileSplit: "none"}
+			s.Members[1].View = 0
 		case "failed":
 			// The prompts file goes away once the members are placed:
 			// grading (another worker, which has not read it yet) fails the
 			// run, a bad spec, not retried.
-			rows := filepath.Join(t.TempDir(), "rows.jsonl")
-			var body strings.Builder
-			for i := range 60 {
-				fmt.Fprintf(&body, "{\"prompt\": \"What is %d + %d?\", \"answer\": \"%d\"}\n", i, i%7, i+i%7)
-			}
-			if err := os.WriteFile(rows, []byte(body.String()), 0o644); err != nil {
-				t.Fatal(err)
-			}
 			s.Data = spec.Data{File: rows, AnswerType: "number", RLSize: 12}
 			s.Members[1].View = 0 // a file has one wording
 		}
@@ -1156,6 +1162,9 @@ func TestEveryEndingReleasesMembers(t *testing.T) {
 		t.Logf("%s: members held %.0f, %.1f s after the run closed (%v)", end, held(), time.Since(closed).Seconds(), runErr)
 		if held() != 0 {
 			t.Errorf("after a %s run the worker still holds %.0f members", end, held())
+		}
+		if *update && (end == "completed" || end == "failed") {
+			recordHistory(t, cl, run.GetID(), map[string]string{"completed": "cohortrun-history-no-eval-set.json", "failed": "cohortrun-history-failed.json"}[end])
 		}
 	}
 }
@@ -1424,4 +1433,7 @@ members:
 		t.Errorf("no plan in the run's notes: %q", p.Notes)
 	}
 	sameWeights(t, "pipeline weights", finalHashes(t, store, res), want)
+	if *update {
+		recordHistory(t, cl, run.GetID(), "cohortrun-history-plan-by-budget.json")
+	}
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -262,6 +264,70 @@ func TestReplayRecordedHistory(t *testing.T) {
 		r.RegisterWorkflow(CohortRun)
 		if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
 			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+// TestEveryVersionBranchIsRecorded: each GetVersion change in the
+// workflow code has a recorded history that took its new branch, so the
+// replay test covers today's code paths, not only old ones. (The e2e
+// tests' -update records them: a run, a failed run, one with a FLOPs
+// budget and one without an evaluation set.)
+func TestEveryVersionBranchIsRecorded(t *testing.T) {
+	var changes []string
+	sources, _ := filepath.Glob("*.go")
+	call := regexp.MustCompile(`GetVersion\(ctx, "([a-z0-9-]+)"`)
+	for _, f := range sources {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range call.FindAllSubmatch(b, -1) {
+			changes = append(changes, string(m[1]))
+		}
+	}
+	if len(changes) == 0 {
+		t.Fatal("found no GetVersion call")
+	}
+	recorded := map[string]bool{}
+	files, _ := filepath.Glob("testdata/cohortrun-history*.json")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h struct {
+			Events []struct {
+				Marker *struct {
+					Details map[string]struct {
+						Payloads []struct {
+							Data []byte `json:"data"`
+						} `json:"payloads"`
+					} `json:"details"`
+				} `json:"markerRecordedEventAttributes"`
+			} `json:"events"`
+		}
+		if err := json.Unmarshal(b, &h); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, e := range h.Events {
+			if e.Marker == nil {
+				continue
+			}
+			for _, p := range e.Marker.Details["change-id"].Payloads {
+				var id string
+				if json.Unmarshal(p.Data, &id) == nil {
+					recorded[id] = true
+				}
+			}
+		}
+	}
+	for _, c := range changes {
+		if !recorded[c] {
+			t.Errorf("GetVersion %q: no recorded history takes its branch (go test -tags e2e ./e2e -update)", c)
 		}
 	}
 }
