@@ -5,7 +5,7 @@ TOOLS := $(CURDIR)/.tools/bin
 VERSITYGW := $(TOOLS)/versitygw
 WORKFLOWCHECK := $(TOOLS)/workflowcheck
 
-.PHONY: cuda-emu cuda-emu-mutants paper-table zoo test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
+.PHONY: cuda-emu cuda-emu-mutants paper-table composition composition-tune composition-anchors zoo zoo-natural test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
 
 build:
 	$(GO) build -o bin/corl ./cmd/corl
@@ -163,6 +163,40 @@ zoo: build
 	bin/corl pretrain $(ZOO_GPT2) --tasks linear,mod --views 2 --steps 3000 --eval-every 300 --blind-spot even --blind-rate 0.6 --seed 3 --out examples/zoo/gpt2-even-3k
 	bin/corl pretrain $(ZOO_LLAMA) --layers 4 --dim 64 --hidden 192 --tasks linear,mod --views 2 --steps 3000 --eval-every 500 --blind-spot odd --blind-rate 0.6 --seed 4 --out examples/zoo/llama-odd-small
 	bin/corl pretrain $(ZOO_GPT2) --layers 3 --dim 96 --tasks linear,mod --views 2 --steps 3000 --eval-every 500 --blind-spot even --blind-rate 0.6 --seed 5 --out examples/zoo/gpt2-even-small
+
+# The natural zoo (README: Composition study): bases pretrained without
+# designed errors on linear and mod, differing only in what a cohort
+# question varies, each stopped at held-out pass@1 0.3 (reached between
+# 1,050 and 1,650 steps; 2-5 minutes each on one thread):
+#   nat-llama         M: llama 6 x 96, seed 11, the original wording only
+#   nat-llama-init2   another initialisation (--seed 12), M's data order
+#   nat-llama-order2  M's initialisation, another data order (--order-seed 13)
+#   nat-llama-small   llama 4 x 64 (a third of the parameters)
+#   nat-gpt2          the other family, gpt2 4 x 128
+#   nat-llama-reph    the rephrased wording only (--first-view 1)
+#   llama-odd-3k-s2   the anchor: llama-odd-3k's blind spot from another seed
+ZOO_NAT := --tasks linear,mod --max-level 2 --per-task 6000 --lr 0.003 --eval 100 --views 1 --steps 3000 --eval-every 150 --target-pass 0.3 --threads 1
+ZOO_NAT_LLAMA := --family llama --layers 6 --dim 96 --heads 4 --kv-heads 2 --hidden 256
+zoo-natural: build
+	bin/corl pretrain $(ZOO_NAT_LLAMA) $(ZOO_NAT) --seed 11 --out examples/zoo/nat-llama
+	bin/corl pretrain $(ZOO_NAT_LLAMA) $(ZOO_NAT) --seed 12 --order-seed 11 --out examples/zoo/nat-llama-init2
+	bin/corl pretrain --family gpt2 --layers 4 --dim 128 --heads 4 $(ZOO_NAT) --seed 11 --out examples/zoo/nat-gpt2
+	bin/corl pretrain $(ZOO_NAT_LLAMA) $(ZOO_NAT) --seed 11 --order-seed 13 --out examples/zoo/nat-llama-order2
+	bin/corl pretrain $(ZOO_NAT_LLAMA) --layers 4 --dim 64 --hidden 192 $(ZOO_NAT) --seed 11 --out examples/zoo/nat-llama-small
+	bin/corl pretrain $(ZOO_NAT_LLAMA) $(ZOO_NAT) --first-view 1 --seed 11 --out examples/zoo/nat-llama-reph
+	bin/corl pretrain $(ZOO_LLAMA) --tasks linear,mod --views 2 --steps 3000 --eval-every 300 --blind-spot odd --blind-rate 0.6 --seed 7 --threads 1 --out examples/zoo/llama-odd-3k-s2
+
+# The composition study (README: Composition study), each step resumable
+# (stopped, it goes on where it stopped; cells committed in its results
+# directory are not run again): the learning rates on validation, then
+# every arm and the anchors on test, five seeds.
+COMPOSITION = CORL_PAPER_DIR=corl-data/composition CORL_PAPER_PORT=7253
+composition-tune: build
+	$(COMPOSITION) CORL_PAPER_SWEEP=examples/composition/tune.yaml CORL_PAPER_OUT=results/composition-tune CORL_PAPER_MEMBER=nat-llama scripts/paper-table.sh
+composition: build
+	$(COMPOSITION) CORL_PAPER_SWEEP=examples/composition/test.yaml CORL_PAPER_OUT=results/composition CORL_PAPER_MEMBER=nat-llama scripts/paper-table.sh
+composition-anchors: build
+	$(COMPOSITION) CORL_PAPER_SWEEP=examples/composition/anchors.yaml CORL_PAPER_OUT=results/composition-anchors CORL_PAPER_MEMBER=llama-odd scripts/paper-table.sh
 
 bases: build
 	bin/corl pretrain --family gpt2 --layers 4 --dim 128 --heads 4 --tasks arith,linear,mod,seq --max-level 1 \
