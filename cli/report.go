@@ -14,6 +14,7 @@ import (
 
 func newReportCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var out, md, csv, js, member, records string
+	var completeOnly bool
 	var cf connFlags
 	cmd := &cobra.Command{
 		Use:   "report RUN|SWEEP|DIR... [-o report.html]",
@@ -78,6 +79,18 @@ Examples:
 				}
 				runs = append(runs, rs...)
 			}
+			if completeOnly {
+				kept := runs[:0]
+				for _, r := range runs {
+					if r.Complete {
+						kept = append(kept, r)
+					}
+				}
+				fmt.Fprintf(stdio.Err, "%d of %d run(s) completed: reporting those\n", len(kept), len(runs))
+				if runs = kept; len(runs) == 0 {
+					return fmt.Errorf("--complete: no run has completed")
+				}
+			}
 			runs, dropped := report.Distinct(runs)
 			if dropped > 0 {
 				fmt.Fprintf(stdio.Err, "%d run(s) read twice (the same spec from two sources) counted once\n", dropped)
@@ -113,6 +126,7 @@ Examples:
 	fl.StringVar(&csv, "csv", "", "also write the table as CSV")
 	fl.StringVar(&js, "json", "", "also write the table as JSON")
 	fl.StringVar(&records, "records", "", "also write every run's records (spec, rounds, evaluations with per-problem outcomes) as gzipped JSON lines; name it "+report.RecordsName+" in a results directory, and corl report DIR redraws everything from it offline")
+	fl.BoolVar(&completeOnly, "complete", false, "only runs that completed (a sweep in progress: its finished cells, whose records a later sweep --recorded then skips)")
 	fl.StringVar(&member, "member", "", "score only this member in the table (the member the compared runs share, e.g. the model every method trains); runs without it are left out")
 	cf.register(cmd)
 	return cmd

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/report"
 	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/train"
@@ -48,5 +50,34 @@ func TestRecordedCellsMatchBySpec(t *testing.T) {
 	}
 	if _, err := recordedCells(in, filepath.Join(dir, "missing")); err == nil {
 		t.Fatal("a missing records file was accepted")
+	}
+}
+
+// TestReportCompleteOnly: --complete leaves out runs read before they
+// completed, so a sweep in progress commits only its finished cells.
+func TestReportCompleteOnly(t *testing.T) {
+	base := spec.Default()
+	base.Members = []spec.Member{{Name: "m", Base: "b"}}
+	ev := func(round int) train.EvalResult {
+		return train.EvalResult{Round: round, Members: map[string]evaluate.Result{"m": {N: 2, PassAt1: 0.5, Correct: []bool{true, false}}}}
+	}
+	var runs []*report.Run
+	for seed, complete := range map[uint64]bool{1: true, 2: false, 3: true} {
+		s := base
+		s.Seed = seed
+		runs = append(runs, &report.Run{Spec: s, Evals: []train.EvalResult{ev(0), ev(10)}, Complete: complete})
+	}
+	dir := t.TempDir()
+	if err := report.SaveRecords(filepath.Join(dir, report.RecordsName), runs); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "runs.jsonl.gz")
+	code, _, errs := run(t, "report", dir, "--complete", "-o", "", "--records", out)
+	if code != 0 || !strings.Contains(errs, "2 of 3 run(s) completed") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	kept, err := report.LoadRecords(out)
+	if err != nil || len(kept) != 2 {
+		t.Fatalf("kept %d runs (%v), want the 2 complete ones", len(kept), err)
 	}
 }
