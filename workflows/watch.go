@@ -36,7 +36,8 @@ type PoolView struct {
 // schedule-to-start or heartbeat timeout on a worker known to be gone.
 type onMembers struct {
 	opts  func(queue string) workflow.Context
-	watch time.Duration // 0: not watched (histories from before watch-queues)
+	list  func() []pipeline.WorkerInfo // the pool's live workers, nil when they cannot be listed
+	watch time.Duration                // 0: not watched (histories from before watch-queues)
 }
 
 // call is an activity of one member on one queue.
@@ -159,7 +160,7 @@ func (m onMembers) await(ctx workflow.Context, s *spec.RunSpec, st *State, calls
 			continue
 		}
 		tick, stopTimer = false, nil
-		pool := listWorkers(ctx)
+		pool := m.list()
 		if pool == nil {
 			continue // no listing to go by: the activities' own timeouts bound the wait
 		}
