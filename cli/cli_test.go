@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/corl-project/corl/config"
+	"github.com/corl-project/corl/connect"
 )
 
 // run executes corl in-process and returns its exit code, stdout and stderr.
@@ -253,7 +253,7 @@ func TestConnectionFindsRunningDev(t *testing.T) {
 		}
 		return ""
 	}
-	if err := config.PublishDev(env, config.DevInfo{Address: "127.0.0.1:7999", StoreDir: "/srv/blobs", PID: os.Getpid()}); err != nil {
+	if err := connect.PublishDev(env, connect.DevInfo{Address: "127.0.0.1:7999", StoreDir: "/srv/blobs", PID: os.Getpid()}); err != nil {
 		t.Fatal(err)
 	}
 	conn, err := (&connFlags{}).load(env)
@@ -271,7 +271,7 @@ func TestConnectionFindsRunningDev(t *testing.T) {
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
-	config.PublishDev(env, config.DevInfo{Address: "127.0.0.1:7999", StoreDir: "/srv/blobs", PID: dead.Process.Pid})
+	connect.PublishDev(env, connect.DevInfo{Address: "127.0.0.1:7999", StoreDir: "/srv/blobs", PID: dead.Process.Pid})
 	if conn, _ = (&connFlags{}).load(env); conn.Store.Local == "/srv/blobs" {
 		t.Error("a dev that is no longer running was used")
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/config"
+	"github.com/corl-project/corl/connect"
 	"github.com/corl-project/corl/metrics"
 	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/train"
@@ -42,7 +43,7 @@ func (f *connFlags) register(cmd *cobra.Command) {
 }
 
 // dial loads the connection settings and connects to Temporal.
-func (f *connFlags) dial(getenv func(string) string) (client.Client, *config.Connection, error) {
+func (f *connFlags) dial(getenv func(string) string) (client.Client, *connect.Connection, error) {
 	conn, err := f.load(getenv)
 	if err != nil {
 		return nil, nil, err
@@ -55,7 +56,7 @@ func (f *connFlags) dial(getenv func(string) string) (client.Client, *config.Con
 }
 
 // connect is dial plus the blob store.
-func (f *connFlags) connect(ctx context.Context, getenv func(string) string) (client.Client, *config.Connection, blob.Store, error) {
+func (f *connFlags) connect(ctx context.Context, getenv func(string) string) (client.Client, *connect.Connection, blob.Store, error) {
 	cl, conn, err := f.dial(getenv)
 	if err != nil {
 		return nil, nil, nil, err
@@ -68,7 +69,7 @@ func (f *connFlags) connect(ctx context.Context, getenv func(string) string) (cl
 	return cl, conn, store, nil
 }
 
-func (f *connFlags) load(getenv func(string) string) (*config.Connection, error) {
+func (f *connFlags) load(getenv func(string) string) (*connect.Connection, error) {
 	over := map[string]any{}
 	if f.address != "" {
 		over["temporal.address"] = f.address
@@ -83,11 +84,11 @@ func (f *connFlags) load(getenv func(string) string) (*config.Connection, error)
 	// server and store, wherever it was started.
 	if f.file == "" && len(over) == 0 && getenv("CORL_TEMPORAL_ADDRESS") == "" && getenv("CORL_STORE_KIND") == "" &&
 		getenv("CORL_STORE_LOCAL_DIR") == "" {
-		if dev, ok := config.RunningDev(getenv); ok {
+		if dev, ok := connect.RunningDev(getenv); ok {
 			over["temporal.address"], over["store.kind"], over["store.local_dir"] = dev.Address, "local", dev.StoreDir
 		}
 	}
-	conn, err := config.LoadConnection(f.file, getenv, over)
+	conn, err := connect.LoadConnection(f.file, getenv, over)
 	if err == nil {
 		conn.Metrics = f.metrics
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"github.com/corl-project/corl/config"
+	"github.com/corl-project/corl/connect"
 	"github.com/corl-project/corl/report"
 )
 
@@ -45,7 +45,7 @@ Examples:
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var runs []*report.Run
 			var cl client.Client
-			var conn *config.Connection
+			var conn *connect.Connection
 			defer func() {
 				if cl != nil {
 					cl.Close()

@@ -77,7 +77,7 @@ func Load(file string, getenv func(string) string, overrides map[string]any) (*R
 			return nil, fmt.Errorf("%s: %w", file, err)
 		}
 	}
-	if err := layer(v, defaults, getenv, overrides); err != nil {
+	if err := Layer(v, defaults, getenv, overrides); err != nil {
 		return nil, err
 	}
 	where := func(err error) error { // name the user's file
@@ -292,9 +292,9 @@ func dirExists(p string) bool {
 	return err == nil && st.IsDir()
 }
 
-// layer applies the CORL_* environment (CORL_GRPO_BETA for grpo.beta) and
+// Layer applies the CORL_* environment (CORL_GRPO_BETA for grpo.beta) and
 // then the overrides on top of what v read, for the keys in known.
-func layer(v *viper.Viper, known map[string]any, getenv func(string) string, overrides map[string]any) error {
+func Layer(v *viper.Viper, known map[string]any, getenv func(string) string, overrides map[string]any) error {
 	keys := make([]string, 0, len(known))
 	for k := range known {
 		keys = append(keys, k)

@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/corl-project/corl/cli"
-	"github.com/corl-project/corl/config"
+	"github.com/corl-project/corl/connect"
 	"github.com/corl-project/corl/devserver"
 	"github.com/corl-project/corl/gpu"
 	"github.com/corl-project/corl/metrics"
@@ -32,7 +32,7 @@ func Commands(stdio cli.IO, getenv func(string) string) []*cobra.Command {
 type env struct {
 	lock     *flock.Flock
 	srv      *devserver.Server
-	conn     *config.Connection
+	conn     *connect.Connection
 	ui       *devserver.UI
 	stopWork context.CancelFunc
 	workDone chan error
@@ -89,7 +89,7 @@ func startLocked(ctx context.Context, o devOptions, stdio cli.IO, getenv func(st
 	if err != nil {
 		return nil, err
 	}
-	conn, err := config.LoadConnection("", getenv, map[string]any{"temporal.address": srv.Addr(), "temporal.namespace": "default",
+	conn, err := connect.LoadConnection("", getenv, map[string]any{"temporal.address": srv.Addr(), "temporal.namespace": "default",
 		"store.kind": "local", "store.local_dir": filepath.Join(dir, "blobs")})
 	if err != nil {
 		srv.Stop()
@@ -131,7 +131,7 @@ func startLocked(ctx context.Context, o devOptions, stdio cli.IO, getenv func(st
 }
 
 // dialRetry waits (up to a minute) for a just-started server's frontend.
-func dialRetry(ctx context.Context, conn *config.Connection) (client.Client, error) {
+func dialRetry(ctx context.Context, conn *connect.Connection) (client.Client, error) {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		cl, err := conn.Dial()
@@ -216,11 +216,11 @@ from another terminal with corl run; stop with Ctrl-C.`,
 			fmt.Fprintf(stdio.Out, "Temporal at %s (namespace default, data in %s)\nblob store %s\nstart a run: corl run -f run.yaml --address %s --store-dir %s\n",
 				e.srv.Addr(), abs, e.conn.Store.Local, e.srv.Addr(), e.conn.Store.Local)
 			// corl run, status and watch from any directory find this server.
-			info := config.DevInfo{Address: e.srv.Addr(), StoreDir: e.conn.Store.Local, Dir: abs, PID: os.Getpid()}
-			if err := config.PublishDev(getenv, info); err != nil {
+			info := connect.DevInfo{Address: e.srv.Addr(), StoreDir: e.conn.Store.Local, Dir: abs, PID: os.Getpid()}
+			if err := connect.PublishDev(getenv, info); err != nil {
 				fmt.Fprintf(stdio.Err, "could not publish the dev address (%v); pass --address and --store-dir to corl run\n", err)
 			}
-			defer config.WithdrawDev(getenv)
+			defer connect.WithdrawDev(getenv)
 			<-cmd.Context().Done()
 			fmt.Fprintln(stdio.Err, "stopping")
 			return e.stop()

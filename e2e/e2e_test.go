@@ -46,6 +46,7 @@ import (
 	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/cli"
 	"github.com/corl-project/corl/config"
+	"github.com/corl-project/corl/connect"
 	"github.com/corl-project/corl/devserver"
 	"github.com/corl-project/corl/gpu/cpu"
 	"github.com/corl-project/corl/internal/testmodels"
@@ -341,7 +342,7 @@ func startServer(t *testing.T, storeCfg map[string]any) (client.Client, blob.Sto
 	}
 	t.Cleanup(srv.Stop)
 	storeCfg["temporal.address"] = srv.Addr()
-	conn, err := config.LoadConnection("", noEnv, storeCfg)
+	conn, err := connect.LoadConnection("", noEnv, storeCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +373,7 @@ func runWorkers(t *testing.T, cl client.Client, store blob.Store, opts ...worker
 	return func() { cancel(); wg.Wait() }
 }
 
-func dial(t *testing.T, conn *config.Connection) client.Client {
+func dial(t *testing.T, conn *connect.Connection) client.Client {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -458,7 +459,7 @@ func workerKilled(t *testing.T, sig syscall.Signal) {
 	}
 	defer srv.Stop()
 	blobs := t.TempDir()
-	conn, err := config.LoadConnection("", noEnv, map[string]any{"temporal.address": srv.Addr(), "store.local_dir": blobs})
+	conn, err := connect.LoadConnection("", noEnv, map[string]any{"temporal.address": srv.Addr(), "store.local_dir": blobs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -509,7 +510,7 @@ func TestDevKilledAndRestarted(t *testing.T) {
 	port := freePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	dev := spawn(t, nil, "dev", "--dir", dir, "--port", fmt.Sprint(port))
-	conn, err := config.LoadConnection("", noEnv, map[string]any{"temporal.address": addr, "store.local_dir": filepath.Join(dir, "blobs")})
+	conn, err := connect.LoadConnection("", noEnv, map[string]any{"temporal.address": addr, "store.local_dir": filepath.Join(dir, "blobs")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -761,7 +762,7 @@ func TestDevServesTheWebUI(t *testing.T) {
 	if sa := get("/api/v1/namespaces/default/search-attributes"); !strings.Contains(sa, "CorlRound") {
 		t.Errorf("search attributes without CorlRound: %.500s", sa)
 	}
-	conn, err := config.LoadConnection("", noEnv, map[string]any{"temporal.address": addrRe.FindStringSubmatch(dev.out.String())[1]})
+	conn, err := connect.LoadConnection("", noEnv, map[string]any{"temporal.address": addrRe.FindStringSubmatch(dev.out.String())[1]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -935,7 +936,7 @@ func TestSweepSurvivesDevRestart(t *testing.T) {
 	}
 	dir, port := t.TempDir(), freePort(t)
 	dev := spawn(t, nil, "dev", "--dir", dir, "--port", fmt.Sprint(port), "--headless")
-	conn, err := config.LoadConnection("", noEnv, map[string]any{"temporal.address": fmt.Sprintf("127.0.0.1:%d", port), "store.local_dir": filepath.Join(dir, "blobs")})
+	conn, err := connect.LoadConnection("", noEnv, map[string]any{"temporal.address": fmt.Sprintf("127.0.0.1:%d", port), "store.local_dir": filepath.Join(dir, "blobs")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1031,7 +1032,7 @@ func killOnce(t *testing.T, kind, file, id string, delay time.Duration) (*workfl
 	dir := t.TempDir()
 	port := freePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	conn, err := config.LoadConnection("", noEnv, map[string]any{"temporal.address": addr, "store.local_dir": filepath.Join(dir, "blobs")})
+	conn, err := connect.LoadConnection("", noEnv, map[string]any{"temporal.address": addr, "store.local_dir": filepath.Join(dir, "blobs")})
 	if err != nil {
 		return nil, nil, false, err
 	}

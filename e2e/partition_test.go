@@ -21,7 +21,7 @@ import (
 	"github.com/corl-project/corl/activities"
 	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/cli"
-	"github.com/corl-project/corl/config"
+	"github.com/corl-project/corl/connect"
 	"github.com/corl-project/corl/gpu/cpu"
 	"github.com/corl-project/corl/workers"
 	"github.com/corl-project/corl/workflows"
@@ -166,7 +166,7 @@ type partitionRun struct {
 	port       int
 	dev        *proc
 	workerEnv  []string
-	conn       *config.Connection
+	conn       *connect.Connection
 	stopWorker func()
 }
 
@@ -189,7 +189,7 @@ func startPartitionRun(t *testing.T, l *lab, storeDir string) *partitionRun {
 	prefix := fmt.Sprintf("part-%d", time.Now().UnixNano())
 	endpoint := "http://" + labStoreIP + ":7070"
 	var err error
-	r.conn, err = config.LoadConnection("", noEnv, map[string]any{"temporal.address": fmt.Sprintf("%s:%d", labServerIP, r.port),
+	r.conn, err = connect.LoadConnection("", noEnv, map[string]any{"temporal.address": fmt.Sprintf("%s:%d", labServerIP, r.port),
 		"store.kind": "s3", "store.s3.endpoint": endpoint, "store.s3.bucket": "corl-part", "store.s3.prefix": prefix,
 		"store.s3.path_style": "true", "store.s3.max_attempts": 3, "store.s3.attempt_timeout": "5s"})
 	if err != nil {
@@ -238,7 +238,7 @@ func (r *partitionRun) startDev() {
 }
 
 // openStoreWithin opens the store, retrying while it starts.
-func openStoreWithin(conn *config.Connection, limit time.Duration) (blob.Store, error) {
+func openStoreWithin(conn *connect.Connection, limit time.Duration) (blob.Store, error) {
 	deadline := time.Now().Add(limit)
 	for {
 		st, err := conn.OpenStore(context.Background())

@@ -1,4 +1,4 @@
-package config
+package connect
 
 import (
 	"encoding/json"

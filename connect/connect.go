@@ -1,4 +1,9 @@
-package config
+// Package connect reaches what a corl command talks to: the Temporal
+// cluster (address, namespace, API key, mTLS) and the blob store (local or
+// S3), from a connection file, the environment and flags read through
+// config's layering; and the running corl dev server's address, which
+// corl dev publishes so other commands find it.
+package connect
 
 import (
 	"context"
@@ -16,6 +21,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/corl-project/corl/blob"
+	"github.com/corl-project/corl/config"
 )
 
 // Connection says how to reach Temporal and the blob store. Secrets (API
@@ -73,7 +79,7 @@ func LoadConnection(file string, getenv func(string) string, overrides map[strin
 			return nil, fmt.Errorf("read %s: %w", file, err)
 		}
 	}
-	if err := layer(v, connDefaults, getenv, overrides); err != nil {
+	if err := config.Layer(v, connDefaults, getenv, overrides); err != nil {
 		return nil, err
 	}
 	var c Connection
