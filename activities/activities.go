@@ -24,12 +24,12 @@ import (
 	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/checker"
 	"github.com/corl-project/corl/config"
-	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/gpu"
 	"github.com/corl-project/corl/metrics"
 	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/pipeline"
+	"github.com/corl-project/corl/record"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/train"
@@ -795,10 +795,7 @@ func (a *Activities) Evaluate(ctx context.Context, ref pipeline.MemberRef) (pipe
 		if err != nil {
 			return pipeline.EvalOutput{}, err
 		}
-		truth := make([]string, len(d.Eval))
-		for i, p := range d.Eval {
-			truth[i] = datasets.AnswerRuleFromSpec(ref.Spec.Data).ForPrompt(p.Prompt).Normalize(p.Answer)
-		}
+		truth := record.Truth(d.Eval, o.Answers)
 		out = pipeline.EvalOutput{PassAt1: res.PassAt1, ByTask: res.ByTask, Correct: res.Correct, Answers: res.Answers,
 			View: h.member.View, PassAt1OwnView: own.PassAt1, SampledPassAt1: res.SampledPassAt1, MajAtK: res.MajAtK,
 			SampledByTask: res.SampledByTask, PassAt1CI: res.PassAt1CI, SampledCI: res.SampledCI,

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/corl-project/corl/evaluate"
+	"github.com/corl-project/corl/record"
 	"github.com/corl-project/corl/report"
 	"github.com/corl-project/corl/spec"
-	"github.com/corl-project/corl/train"
 	"github.com/corl-project/corl/workflows"
 )
 
@@ -33,10 +33,10 @@ func TestRecordedCellsMatchBySpec(t *testing.T) {
 	other.Optim.LearningRate *= 2
 	var runs []*report.Run
 	for _, s := range []spec.RunSpec{specs[1], specs[3], other} {
-		runs = append(runs, &report.Run{Spec: s, Evals: []train.EvalResult{{Round: 0}}, Complete: true})
+		runs = append(runs, &report.Run{Spec: s, Evals: []record.Eval{{Round: 0}}, Complete: true})
 	}
 	// A run read while in progress leaves its cell to run.
-	runs = append(runs, &report.Run{Spec: specs[2], Evals: []train.EvalResult{{Round: 0}}})
+	runs = append(runs, &report.Run{Spec: specs[2], Evals: []record.Eval{{Round: 0}}})
 	dir := t.TempDir()
 	if err := report.SaveRecords(filepath.Join(dir, report.RecordsName), runs); err != nil {
 		t.Fatal(err)
@@ -58,14 +58,14 @@ func TestRecordedCellsMatchBySpec(t *testing.T) {
 func TestReportCompleteOnly(t *testing.T) {
 	base := spec.Default()
 	base.Members = []spec.Member{{Name: "m", Base: "b"}}
-	ev := func(round int) train.EvalResult {
-		return train.EvalResult{Round: round, Members: map[string]evaluate.Result{"m": {N: 2, PassAt1: 0.5, Correct: []bool{true, false}}}}
+	ev := func(round int) record.Eval {
+		return record.Eval{Round: round, Members: map[string]evaluate.Result{"m": {N: 2, PassAt1: 0.5, Correct: []bool{true, false}}}}
 	}
 	var runs []*report.Run
 	for seed, complete := range map[uint64]bool{1: true, 2: false, 3: true} {
 		s := base
 		s.Seed = seed
-		runs = append(runs, &report.Run{Spec: s, Evals: []train.EvalResult{ev(0), ev(10)}, Complete: complete})
+		runs = append(runs, &report.Run{Spec: s, Evals: []record.Eval{ev(0), ev(10)}, Complete: complete})
 	}
 	dir := t.TempDir()
 	if err := report.SaveRecords(filepath.Join(dir, report.RecordsName), runs); err != nil {

@@ -22,10 +22,10 @@ import (
 
 	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/evaluate"
+	"github.com/corl-project/corl/record"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/stats"
-	"github.com/corl-project/corl/train"
 )
 
 // Run is one finished (or running) local run read back from its directory:
@@ -34,7 +34,7 @@ type Run struct {
 	Dir    string
 	Spec   spec.RunSpec
 	Rounds []rl.Metrics
-	Evals  []train.EvalResult
+	Evals  []record.Eval
 	// Families names the model family of bases that are not directories
 	// here (bases uploaded to the blob store, "blob:..."), read by
 	// ReadFamilies; Method tells the cohort's make-up by them.
@@ -64,8 +64,8 @@ func Load(dir string) (*Run, error) {
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for line := 1; sc.Scan(); line++ {
 		var rec struct {
-			Round *rl.Metrics       `json:"round"`
-			Eval  *train.EvalResult `json:"eval"`
+			Round *rl.Metrics  `json:"round"`
+			Eval  *record.Eval `json:"eval"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 			return nil, fmt.Errorf("report: %s line %d: %w", filepath.Join(dir, "metrics.jsonl"), line, err)
@@ -183,7 +183,7 @@ func (r *Run) FLOPs() []float64 {
 
 // score is a member's headline number at an evaluation: sampled pass@1
 // when the evaluation sampled, greedy pass@1 otherwise.
-func score(e train.EvalResult, member string) (float64, bool) {
+func score(e record.Eval, member string) (float64, bool) {
 	m, ok := e.Members[member]
 	if !ok {
 		return 0, false
@@ -202,7 +202,7 @@ func scoreCI(m evaluate.Result) stats.Interval {
 	return m.PassAt1CI
 }
 
-func scoreByTask(e train.EvalResult, member string) map[string]float64 {
+func scoreByTask(e record.Eval, member string) map[string]float64 {
 	m := e.Members[member]
 	if m.Samples > 0 && m.SampledByTask != nil {
 		return m.SampledByTask
@@ -353,7 +353,7 @@ func BuildTable(runs []*Run, member string) Table {
 		}
 		for _, pick := range []struct {
 			key, label string
-			e          train.EvalResult
+			e          record.Eval
 			flops      float64
 		}{{baseKey, "Base", first, 0}, {groupKey(r), r.Method(), last, lastOf(r.FLOPs())}} {
 			seedKey := fmt.Sprint(pick.key, "\x00", r.Spec.Seed)
@@ -544,7 +544,7 @@ func crossed(from, to [][]float64, pairedSeeds bool) *Paired {
 // samples when the evaluation sampled, else greedy right or not; greedy
 // always with greedy set), averaged over members; nil when the evaluation
 // did not keep per-problem outcomes.
-func perProblem(e train.EvalResult, members []string, greedy bool) []float64 {
+func perProblem(e record.Eval, members []string, greedy bool) []float64 {
 	var out []float64
 	for _, name := range members {
 		m := e.Members[name]
@@ -622,7 +622,7 @@ func lastOf(x []float64) float64 {
 	return x[len(x)-1]
 }
 
-func memberNames(e train.EvalResult) []string {
+func memberNames(e record.Eval) []string {
 	names := make([]string, 0, len(e.Members))
 	for n := range e.Members {
 		names = append(names, n)

@@ -17,10 +17,10 @@ import (
 
 	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/evaluate"
+	"github.com/corl-project/corl/record"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/stats"
-	"github.com/corl-project/corl/train"
 )
 
 // fakeRun writes a run directory: spec.json and metrics.jsonl with an
@@ -34,8 +34,8 @@ func fakeRun(t *testing.T, name, mode string, seed uint64, members []spec.Member
 	s.Name, s.Seed, s.Reward.Mode, s.Members, s.Rounds = name, seed, mode, members, 2
 	b, _ := json.Marshal(s)
 	os.WriteFile(filepath.Join(dir, "spec.json"), b, 0o644)
-	eval := func(round int, v float64) train.EvalResult {
-		e := train.EvalResult{Round: round, Members: map[string]evaluate.Result{}, Kappa: map[string]float64{}, Compl: map[string]float64{}}
+	eval := func(round int, v float64) record.Eval {
+		e := record.Eval{Round: round, Members: map[string]evaluate.Result{}, Kappa: map[string]float64{}, Compl: map[string]float64{}}
 		for _, m := range members {
 			ci := stats.Interval{Mean: v, Lo: v - 0.02, Hi: v + 0.02}
 			e.Members[m.Name] = evaluate.Result{N: 100, PassAt1: v + 0.05, Samples: 8, SampledPassAt1: v,
@@ -231,8 +231,8 @@ func TestTableOfOneMember(t *testing.T) {
 	run := func(name, mode string, seed uint64, members map[string][2][]int) *Run {
 		r := &Run{Spec: spec.Default()}
 		r.Spec.Name, r.Spec.Seed, r.Spec.Reward.Mode = name, seed, mode
-		first := train.EvalResult{Round: 0, Members: map[string]evaluate.Result{}}
-		last := train.EvalResult{Round: 2, Members: map[string]evaluate.Result{}}
+		first := record.Eval{Round: 0, Members: map[string]evaluate.Result{}}
+		last := record.Eval{Round: 2, Members: map[string]evaluate.Result{}}
 		for _, n := range []string{"a", "c", "x"} {
 			m, ok := members[n]
 			if !ok {
@@ -241,7 +241,7 @@ func TestTableOfOneMember(t *testing.T) {
 			r.Spec.Members = append(r.Spec.Members, spec.Member{Name: n, Base: "base-" + n})
 			first.Members[n], last.Members[n] = res(m[0]), res(m[1])
 		}
-		r.Evals = []train.EvalResult{first, last}
+		r.Evals = []record.Eval{first, last}
 		// Two rounds of diagnostics: member i's answer entropy falls from
 		// 1+i to seed/2+i nats, its distinct answers from 4 to 2.
 		for round, ent := range []func(i int) float64{func(i int) float64 { return 1 + float64(i) }, func(i int) float64 { return float64(seed)/2 + float64(i) }} {
@@ -386,7 +386,7 @@ func TestTableIntervalsHoldSeedVariance(t *testing.T) {
 		r := &Run{Spec: spec.Default()}
 		r.Spec.Name, r.Spec.Seed, r.Spec.Reward.Mode = mode, seed, mode
 		r.Spec.Members = []spec.Member{{Name: "a", Base: "base-a"}}
-		r.Evals = []train.EvalResult{{Round: 0, Members: map[string]evaluate.Result{"a": base}},
+		r.Evals = []record.Eval{{Round: 0, Members: map[string]evaluate.Result{"a": base}},
 			{Round: 5, Members: map[string]evaluate.Result{"a": after}}}
 		return r
 	}

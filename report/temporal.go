@@ -15,8 +15,8 @@ import (
 
 	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/pipeline"
+	"github.com/corl-project/corl/record"
 	"github.com/corl-project/corl/rl"
-	"github.com/corl-project/corl/train"
 	"github.com/corl-project/corl/workflows"
 )
 
@@ -223,12 +223,12 @@ func runFromHistory(ctx context.Context, cl client.Client, id string) (*Run, err
 
 // evalResult turns one evaluation's member outputs into what a local run
 // records, or false while a member's output is missing.
-func evalResult(round int, names []string, samples int, outs []*pipeline.EvalOutput) (train.EvalResult, bool) {
-	er := train.EvalResult{Round: round, Members: map[string]evaluate.Result{}, Kappa: map[string]float64{}, Compl: map[string]float64{}}
+func evalResult(round int, names []string, samples int, outs []*pipeline.EvalOutput) (record.Eval, bool) {
+	results := make([]evaluate.Result, len(outs))
 	pools := make([][][]string, len(outs))
 	for i, o := range outs {
 		if o == nil {
-			return er, false
+			return record.Eval{}, false
 		}
 		res := evaluate.Result{N: len(o.Correct), PassAt1: o.PassAt1, ByTask: o.ByTask, Correct: o.Correct, Answers: o.Answers,
 			SampledPassAt1: o.SampledPassAt1, MajAtK: o.MajAtK, SampledByTask: o.SampledByTask, PassAt1CI: o.PassAt1CI, SampledCI: o.SampledCI}
@@ -251,12 +251,7 @@ func evalResult(round int, names []string, samples int, outs []*pipeline.EvalOut
 				}
 			}
 		}
-		er.Members[names[i]] = res
-		pools[i] = o.Pool
+		results[i], pools[i] = res, o.Pool
 	}
-	truth := outs[0].Truth
-	right := func(p int, a string) bool { return p < len(truth) && a == truth[p] }
-	er.Cohort = rl.CohortVote(pools, right)
-	er.SetPairs(names, pools, right)
-	return er, true
+	return record.NewEval(round, names, results, pools, outs[0].Truth), true
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/corl-project/corl/gpu"
 	"github.com/corl-project/corl/internal/atomicfile"
 	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/record"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/tokenizer"
@@ -159,38 +160,6 @@ func SaveMember(m *rl.Member, dir string) error {
 	return model.WriteChecksums(dir)
 }
 
-// EvalResult is held-out evaluation of the cohort.
-type EvalResult struct {
-	Round int `json:"round"`
-	// Members is each member on the original wording; OwnView, for members
-	// that train on another view, on that view.
-	Members map[string]evaluate.Result `json:"members"`
-	OwnView map[string]evaluate.Result `json:"members_own_view,omitempty"`
-	Cohort  rl.CohortResult            `json:"cohort_vote"`     // plurality of the members' pooled answers (samples when eval.samples > 0), original wording
-	Kappa   map[string]float64         `json:"kappa,omitempty"` // per member pair, of per-problem correctness
-	Compl   map[string]float64         `json:"complementarity,omitempty"`
-	// Pairs holds, per member pair "a/b", what each can teach the other
-	// (rescue rates, shared errors, vote accuracy): at round 0, the
-	// cohort's predictors.
-	Pairs map[string]rl.PairPredictors `json:"pairs,omitempty"`
-}
-
-// SetPairs fills the evaluation's pairwise numbers (kappa,
-// complementarity and the predictors) from each member's answer pool, in
-// names' order: the one place a local run and a report of the pipeline
-// both compute them.
-func (er *EvalResult) SetPairs(names []string, pools [][][]string, right func(problem int, answer string) bool) {
-	er.Kappa, er.Compl, er.Pairs = map[string]float64{}, map[string]float64{}, map[string]rl.PairPredictors{}
-	for i := range names {
-		for j := i + 1; j < len(names); j++ {
-			a, b := er.Members[names[i]].Correct, er.Members[names[j]].Correct
-			key := names[i] + "/" + names[j]
-			pp := rl.Predict(pools[i], pools[j], a, b, right)
-			er.Kappa[key], er.Compl[key], er.Pairs[key] = pp.Kappa, pp.Complementarity, pp
-		}
-	}
-}
-
 // EvaluateMember scores a member on the original wording of the problems
 // and on its own view (the same result again for view 0).
 func EvaluateMember(m *rl.Member, eval []datasets.Problem, o evaluate.Options) (orig, own evaluate.Result, err error) {
@@ -204,29 +173,24 @@ func EvaluateMember(m *rl.Member, eval []datasets.Problem, o evaluate.Options) (
 // Evaluate runs greedy pass@1 for every member (original wording and own
 // view), the cohort vote, and the pairwise diversity probe on the
 // evaluation problems.
-func Evaluate(members []*rl.Member, eval []datasets.Problem, round int, o evaluate.Options) (*EvalResult, error) {
-	er := &EvalResult{Round: round, Members: map[string]evaluate.Result{}, OwnView: map[string]evaluate.Result{},
-		Kappa: map[string]float64{}, Compl: map[string]float64{}}
-	answers := make([][][]string, len(members))
+func Evaluate(members []*rl.Member, eval []datasets.Problem, round int, o evaluate.Options) (*record.Eval, error) {
+	names := make([]string, len(members))
+	results := make([]evaluate.Result, len(members))
+	pools := make([][][]string, len(members))
+	own := map[string]evaluate.Result{}
 	for i, m := range members {
-		res, own, err := EvaluateMember(m, eval, o)
+		res, ownView, err := EvaluateMember(m, eval, o)
 		if err != nil {
 			return nil, err
 		}
-		er.Members[m.Name] = res
+		names[i], results[i], pools[i] = m.Name, res, res.CohortAnswers()
 		if m.View != 0 {
-			er.OwnView[m.Name] = own
+			own[m.Name] = ownView
 		}
-		answers[i] = res.CohortAnswers()
 	}
-	right := func(p int, a string) bool { return a == datasets.Normalize(eval[p].Answer) }
-	er.Cohort = rl.CohortVote(answers, right)
-	names := make([]string, len(members))
-	for i, m := range members {
-		names[i] = m.Name
-	}
-	er.SetPairs(names, answers, right)
-	return er, nil
+	er := record.NewEval(round, names, results, pools, record.Truth(eval, o.Answers))
+	er.OwnView = own
+	return &er, nil
 }
 
 // state.json records how far a local run got, for --resume.
@@ -447,7 +411,7 @@ func Local(ctx context.Context, be gpu.Backend, s *spec.RunSpec, o Options, log 
 	return nil
 }
 
-func printEval(w io.Writer, er *EvalResult) {
+func printEval(w io.Writer, er *record.Eval) {
 	fmt.Fprintf(w, "eval after round %d:", er.Round)
 	names := make([]string, 0, len(er.Members))
 	for n := range er.Members {

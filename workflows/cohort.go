@@ -266,15 +266,6 @@ func shiftToJudges(errs []error) []error {
 	return out
 }
 
-// cohortVote is rl.CohortVote over the members' pooled evaluation answers.
-func cohortVote(outs []pipeline.EvalOutput) rl.CohortResult {
-	answers := make([][][]string, len(outs))
-	for i, o := range outs {
-		answers[i] = o.Pool
-	}
-	return rl.CohortVote(answers, func(p int, a string) bool { return a == outs[0].Truth[p] })
-}
-
 func progressOf(s *spec.RunSpec, st *State) Progress {
 	p := Progress{Name: s.Name, Round: st.Round, Rounds: s.Rounds, Stage: st.Stage, Paused: st.Paused, Stopping: st.Stopping,
 		Members: s.MemberNames(), Queues: st.Queue, Evals: st.Evals, Moves: st.Moves, Notes: st.Notes, Waits: st.Waits, Pool: st.Pool}

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/corl-project/corl/pipeline"
+	"github.com/corl-project/corl/record"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/stats"
 )
@@ -218,7 +219,11 @@ func (r *cohortRun) evaluateAll() error {
 			ev.SampledPassAt1[i], ev.MajAtK[i] = o.SampledPassAt1, o.MajAtK
 		}
 	}
-	ev.Cohort = cohortVote(outs)
+	pools := make([][][]string, n)
+	for i, o := range outs {
+		pools[i] = o.Pool
+	}
+	ev.Cohort = record.Vote(pools, outs[0].Truth)
 	st.Evals = append(st.Evals, ev)
 	return nil
 }

@@ -1,0 +1,66 @@
+// Package record is what a run records of an evaluation, in one shape for
+// every driver: the local runner writes it to metrics.jsonl, the report
+// rebuilds it from a workflow's history, and the report reads only it. The
+// cohort's numbers (its vote, each member pair's kappa, complementarity
+// and predictors) are computed here alone, from the members' per-problem
+// answers and the normalised labels, so no driver can score them
+// differently.
+package record
+
+import (
+	"github.com/corl-project/corl/datasets"
+	"github.com/corl-project/corl/evaluate"
+	"github.com/corl-project/corl/rl"
+)
+
+// Eval is a held-out evaluation of the cohort.
+type Eval struct {
+	Round int `json:"round"`
+	// Members is each member on the original wording; OwnView, for members
+	// that train on another view, on that view.
+	Members map[string]evaluate.Result `json:"members"`
+	OwnView map[string]evaluate.Result `json:"members_own_view,omitempty"`
+	Cohort  rl.CohortResult            `json:"cohort_vote"`     // plurality of the members' pooled answers (samples when eval.samples > 0), original wording
+	Kappa   map[string]float64         `json:"kappa,omitempty"` // per member pair, of per-problem correctness
+	Compl   map[string]float64         `json:"complementarity,omitempty"`
+	// Pairs holds, per member pair "a/b", what each can teach the other
+	// (rescue rates, shared errors, vote accuracy): at round 0, the
+	// cohort's predictors.
+	Pairs map[string]rl.PairPredictors `json:"pairs,omitempty"`
+}
+
+// Truth is the problems' labels as the evaluation compares answers with
+// them: normalised by the rule that grades each prompt.
+func Truth(problems []datasets.Problem, rule datasets.AnswerRule) []string {
+	truth := make([]string, len(problems))
+	for i, p := range problems {
+		truth[i] = rule.ForPrompt(p.Prompt).Normalize(p.Answer)
+	}
+	return truth
+}
+
+// Vote is the cohort's plurality vote over the members' pooled answers
+// (pools[member][problem]), scored against truth.
+func Vote(pools [][][]string, truth []string) rl.CohortResult {
+	return rl.CohortVote(pools, func(p int, a string) bool { return p < len(truth) && a == truth[p] })
+}
+
+// NewEval is the evaluation at round of the members (in names' order)
+// with their answer pools: the cohort vote and every pair's numbers.
+func NewEval(round int, names []string, members []evaluate.Result, pools [][][]string, truth []string) Eval {
+	e := Eval{Round: round, Members: map[string]evaluate.Result{}, Kappa: map[string]float64{}, Compl: map[string]float64{},
+		Pairs: map[string]rl.PairPredictors{}}
+	for i, n := range names {
+		e.Members[n] = members[i]
+	}
+	e.Cohort = Vote(pools, truth)
+	right := func(p int, a string) bool { return p < len(truth) && a == truth[p] }
+	for i := range names {
+		for j := i + 1; j < len(names); j++ {
+			key := names[i] + "/" + names[j]
+			pp := rl.Predict(pools[i], pools[j], members[i].Correct, members[j].Correct, right)
+			e.Kappa[key], e.Compl[key], e.Pairs[key] = pp.Kappa, pp.Complementarity, pp
+		}
+	}
+	return e
+}
