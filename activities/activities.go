@@ -500,10 +500,8 @@ func (a *Activities) Grade(ctx context.Context, in pipeline.GradeInput) (pipelin
 			if err := json.Unmarshal(b, &scores); err != nil {
 				return pipeline.GradeOutput{}, err
 			}
-			for p := range groups[i] {
-				for k := range groups[i][p] {
-					groups[i][p][k].JudgeScore = scores[p][k]
-				}
+			if err := rl.SetJudgeScores(groups[i], scores); err != nil {
+				return pipeline.GradeOutput{}, err
 			}
 		}
 	}
@@ -525,18 +523,15 @@ func (a *Activities) Grade(ctx context.Context, in pipeline.GradeInput) (pipelin
 			return pipeline.GradeOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrChecker, err)
 		}
 	}
-	strategy, err := rl.StrategyFor(c, prompts)
-	if err != nil {
+	graded, err := rl.Grade(c, prompts, groups)
+	var bad *rl.RewardError
+	if errors.As(err, &bad) {
 		return pipeline.GradeOutput{}, badSpec(err)
 	}
-	out, err := strategy.Reward(rl.Input{Rollouts: groups, Threshold: c.Threshold})
 	if err != nil {
 		return pipeline.GradeOutput{}, err
 	}
-	gb := gradeBlob{Round: in.Round, Diag: rl.Diagnose(groups, out, rl.TruthOf(prompts), c.Threshold)}
-	for i := range groups {
-		gb.Advantages = append(gb.Advantages, rl.Advantages(out.Rewards[i], c.GRPO.ScaleRewards))
-	}
+	gb := gradeBlob{Round: in.Round, Diag: graded.Diag, Advantages: graded.Advantages}
 	key := blob.GradeKey(in.RunKey(), in.Round)
 	b, _ := json.Marshal(gb)
 	if err := a.Store.Put(ctx, key, b); err != nil {
@@ -622,7 +617,7 @@ func (a *Activities) applyUpdate(ctx context.Context, h *held, s *spec.RunSpec, 
 		return pipeline.UpdateOutput{}, err
 	}
 	out := pipeline.UpdateOutput{Stats: us, Seconds: time.Since(start).Seconds(),
-		FLOPs: h.member.Model.FLOPsPerToken(2*s.Generation.MaxCompletion) * float64(us.Tokens)}
+		FLOPs: rl.UpdateFLOPs(h.member.Model, rl.ConfigFromSpec(s), us.Tokens)}
 	a.Metrics.Stage(h.run, h.member.Name, "update", out.Seconds, activity.GetInfo(ctx).Attempt)
 	a.Metrics.Work(h.run, h.member.Name, "update", "trained", us.Tokens, out.FLOPs)
 	h.round = round + 1

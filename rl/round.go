@@ -587,10 +587,6 @@ func Round(members []*Member, prompts []Prompt, c Config, round, steps int, prog
 		}
 	}
 	met.Stages.Grade = time.Since(t0).Seconds()
-	strategy, err := StrategyFor(c, prompts)
-	if err != nil {
-		return nil, err
-	}
 	t0 = time.Now()
 	if err := intrinsicSignals(members, prompts, rollouts, groups, c, met, note); err != nil {
 		return nil, err
@@ -598,17 +594,16 @@ func Round(members []*Member, prompts []Prompt, c Config, round, steps int, prog
 	met.Stages.Intrinsic = time.Since(t0).Seconds()
 	note("grade")
 	t0 = time.Now()
-	out, err := strategy.Reward(Input{Rollouts: groups, Threshold: c.Threshold})
+	graded, err := Grade(c, prompts, groups)
 	if err != nil {
 		return nil, err
 	}
-	met.Diag = Diagnose(groups, out, TruthOf(prompts), c.Threshold)
+	met.Diag = graded.Diag
 	met.Stages.Grade += time.Since(t0).Seconds()
 	for i, m := range members {
 		note("update " + m.Name)
 		t0 := time.Now()
-		adv := Advantages(out.Rewards[i], c.GRPO.ScaleRewards)
-		us, err := Update(m, rollouts[i], adv, c, steps)
+		us, err := Update(m, rollouts[i], graded.Advantages[i], c, steps)
 		if err != nil {
 			return nil, fmt.Errorf("round %d: %w", round, err)
 		}
@@ -617,8 +612,7 @@ func Round(members []*Member, prompts []Prompt, c Config, round, steps int, prog
 		mr.UpdateSeconds = time.Since(t0).Seconds()
 		met.Stages.Recompute += us.RecomputeSeconds
 		met.Stages.Update += mr.UpdateSeconds - us.RecomputeSeconds
-		T := c.MaxNewTokens * 2
-		mr.UpdateFLOPs = m.Model.FLOPsPerToken(T) * float64(us.Tokens)
+		mr.UpdateFLOPs = UpdateFLOPs(m.Model, c, us.Tokens)
 	}
 	met.Seconds = time.Since(start).Seconds()
 	return met, nil
@@ -711,10 +705,8 @@ func intrinsicSignals(members []*Member, prompts []Prompt, rollouts []Rollout, g
 				return err
 			}
 			met.Models[j].JudgeFLOPs += flops
-			for p := range groups[i] {
-				for k := range groups[i][p] {
-					groups[i][p][k].JudgeScore = scores[p][k]
-				}
+			if err := SetJudgeScores(groups[i], scores); err != nil {
+				return err
 			}
 		}
 	}
