@@ -6,11 +6,15 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/pipeline"
+	"github.com/corl-project/corl/record"
 	"github.com/corl-project/corl/rl"
+	"github.com/corl-project/corl/train"
+	"go.temporal.io/sdk/activity"
 )
 
 // An evaluation is a pure function of the weights, the tokenizer, the
@@ -70,4 +74,45 @@ func (a *Activities) cachedEval(ctx context.Context, key string) (pipeline.EvalO
 		return pipeline.EvalOutput{}, false
 	}
 	return out, true
+}
+
+// Evaluate runs greedy pass@1 of the member on the held-out problems, in the
+// original wording and in the member's own view.
+func (a *Activities) Evaluate(ctx context.Context, ref pipeline.MemberRef) (pipeline.EvalOutput, error) {
+	defer a.exclusive(ctx, fmt.Sprintf("round %d evaluate %s", ref.Round, memberName(ref)))()
+	h, err := a.member(ref)
+	if err != nil {
+		return pipeline.EvalOutput{}, err
+	}
+	d, err := a.runData(&ref.Spec)
+	if err != nil {
+		return pipeline.EvalOutput{}, err
+	}
+	start := time.Now()
+	o := evaluate.OptionsFromSpec(&ref.Spec)
+	key, err := evalCacheKey(a.Backend.Name(), h.member, d.Eval, o)
+	if err != nil {
+		return pipeline.EvalOutput{}, err
+	}
+	out, hit := a.cachedEval(ctx, key)
+	if !hit {
+		res, own, err := train.EvaluateMember(h.member, d.Eval, o)
+		if err != nil {
+			return pipeline.EvalOutput{}, err
+		}
+		truth := record.Truth(d.Eval, o.Answers)
+		out = pipeline.EvalOutput{PassAt1: res.PassAt1, ByTask: res.ByTask, Correct: res.Correct, Answers: res.Answers,
+			View: h.member.View, PassAt1OwnView: own.PassAt1, SampledPassAt1: res.SampledPassAt1, MajAtK: res.MajAtK,
+			SampledByTask: res.SampledByTask, PassAt1CI: res.PassAt1CI, SampledCI: res.SampledCI,
+			Pool: res.CohortAnswers(), Truth: truth}
+		if key != "" {
+			// A failed store only costs a later recomputation.
+			if b, err := json.Marshal(out); err == nil {
+				_ = a.Store.Put(ctx, key, b)
+			}
+		}
+	}
+	a.Metrics.Stage(h.run, h.member.Name, "evaluate", time.Since(start).Seconds(), activity.GetInfo(ctx).Attempt)
+	a.Metrics.Eval(h.run, h.member.Name, out.PassAt1, out.PassAt1OwnView)
+	return out, nil
 }
