@@ -141,6 +141,20 @@ func (g *Generator) Run(reqs []Request) ([]Output, error) {
 				last.prompt, last.slot, last.gen = reqs[i].Prompt, s, slotGen[s]
 				jobs = append(jobs, j)
 			}
+			// A copy whose source holds a request of an earlier batch goes
+			// first, in job order: that slot may have ended and be given
+			// another prompt here. A copy whose source is this batch's
+			// (logitsOf) follows the prefill and the copies before it.
+			copyRows := func(j *job) error {
+				return m.CopyPrefix(kc, j.from, j.slot, len(reqs[j.req].Prompt))
+			}
+			for k := range jobs {
+				if j := &jobs[k]; j.from >= 0 && j.logitsOf < 0 {
+					if err := copyRows(j); err != nil {
+						return err
+					}
+				}
+			}
 			got, err := m.PrefillMany(kc, pSlots, pPrompts)
 			if err != nil {
 				var pe *model.PromptError
@@ -155,13 +169,11 @@ func (g *Generator) Run(reqs []Request) ([]Output, error) {
 			free = free[:0]
 			for k := range jobs {
 				j := &jobs[k]
-				if j.from >= 0 {
-					if err := m.CopyPrefix(kc, j.from, j.slot, len(reqs[j.req].Prompt)); err != nil {
+				if j.from >= 0 && j.logitsOf >= 0 {
+					if err := copyRows(j); err != nil {
 						return err
 					}
-					if j.logitsOf >= 0 {
-						j.logits = jobs[j.logitsOf].logits
-					}
+					j.logits = jobs[j.logitsOf].logits
 				}
 				st := &slotState{req: j.req, s: newSampler(reqs[j.req].Params)}
 				state[j.slot] = st

@@ -418,3 +418,36 @@ func testManySlots(t *testing.T, m *model.Model, kv model.KVType) {
 		}
 	}
 }
+
+// TestCopySourceReusedInTheSameBatch: two slots whose requests end at the
+// same step are refilled together; the first repeats the prompt the second
+// slot holds and copies its rows, while the second is given a longer new
+// prompt. The copy must read the old rows, not the new prompt's (which an
+// earlier version prefilled first: wrong keys, or an error when the new
+// prompt was the shorter).
+func TestCopySourceReusedInTheSameBatch(t *testing.T) {
+	for _, kv := range kvTypes(t) {
+		tok := tokenizer.NewBytes()
+		p, _ := tok.Encode("the prompt")
+		for _, q := range []string{"a longer prompt than that one", "short"} {
+			other, _ := tok.Encode(q)
+			var reqs []Request
+			for k, prompt := range [][]int32{p, p, p, other} {
+				reqs = append(reqs, Request{Prompt: prompt, Params: Params{MaxNewTokens: 4, Temperature: 1, Seed: uint64(k + 1)}})
+			}
+			together, err := (&Generator{Model: kv.m, Tok: tok, Slots: 2, KV: kv.typ}).Run(reqs)
+			if err != nil {
+				t.Fatalf("%s cache, new prompt %q: %v", kv.typ, q, err)
+			}
+			for i, r := range reqs {
+				alone, err := (&Generator{Model: kv.m, Tok: tok, KV: kv.typ}).Run([]Request{r})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(alone[0].Tokens, together[i].Tokens) || !reflect.DeepEqual(alone[0].LogProbs, together[i].LogProbs) {
+					t.Errorf("%s cache, new prompt %q, request %d: %v batched, %v alone", kv.typ, q, i, together[i].Tokens, alone[0].Tokens)
+				}
+			}
+		}
+	}
+}
