@@ -8,178 +8,17 @@
 package report
 
 import (
-	"bufio"
 	"cmp"
-	"context"
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 
-	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/record"
-	"github.com/corl-project/corl/rl"
-	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/stats"
 )
-
-// Run is one finished (or running) local run read back from its directory:
-// spec.json and metrics.jsonl as `corl train --local` writes them.
-type Run struct {
-	Dir    string
-	Spec   spec.RunSpec
-	Rounds []rl.Metrics
-	Evals  []record.Eval
-	// Families names the model family of bases that are not directories
-	// here (bases uploaded to the blob store, "blob:..."), read by
-	// ReadFamilies; Method tells the cohort's make-up by them.
-	Families map[string]string
-	// Complete: the run ended having done what its spec asks (a workflow
-	// that completed); a run read while in progress, or cancelled, is not.
-	// Only complete runs count as recorded (corl sweep --recorded).
-	Complete bool `json:",omitempty"`
-}
-
-// Load reads a run directory.
-func Load(dir string) (*Run, error) {
-	r := &Run{Dir: dir}
-	b, err := os.ReadFile(filepath.Join(dir, "spec.json"))
-	if err != nil {
-		return nil, fmt.Errorf("report: %w (a run directory has spec.json and metrics.jsonl)", err)
-	}
-	if err := json.Unmarshal(b, &r.Spec); err != nil {
-		return nil, fmt.Errorf("report: %s: %w", filepath.Join(dir, "spec.json"), err)
-	}
-	f, err := os.Open(filepath.Join(dir, "metrics.jsonl"))
-	if err != nil {
-		return nil, fmt.Errorf("report: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for line := 1; sc.Scan(); line++ {
-		var rec struct {
-			Round *rl.Metrics  `json:"round"`
-			Eval  *record.Eval `json:"eval"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return nil, fmt.Errorf("report: %s line %d: %w", filepath.Join(dir, "metrics.jsonl"), line, err)
-		}
-		if rec.Round != nil {
-			r.Rounds = append(r.Rounds, *rec.Round)
-		}
-		if rec.Eval != nil {
-			r.Evals = append(r.Evals, *rec.Eval)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	if len(r.Evals) == 0 {
-		return nil, fmt.Errorf("report: %s has no evaluation yet", dir)
-	}
-	return r, nil
-}
-
-// Method names the run's row in the table: the baselines by their papers'
-// names, Co-RL by its cohort's make-up.
-func (r *Run) Method() string {
-	s := r.Spec
-	switch s.Reward.Mode {
-	case rl.GroundTruthRL:
-		return "Ground-truth"
-	case rl.SelfVote:
-		if len(s.Members) == 1 && r.computeMatched() {
-			return "Self-vote, compute-matched"
-		}
-		return "Self-vote (TTRL)"
-	case rl.Entropy:
-		return "Entropy (RENT)"
-	case rl.SelfCertainty:
-		return "Self-certainty (Intuitor)"
-	}
-	families, views := map[string]bool{}, map[int]bool{}
-	for _, m := range s.Members {
-		families[cmp.Or(r.Families[m.Base], baseFamily(m.Base))] = true
-		views[m.View] = true
-	}
-	label := "Co-RL same family"
-	if len(families) > 1 {
-		label = "Co-RL different family"
-	}
-	if len(views) > 1 {
-		label += " + rephrased"
-	}
-	return label + " (" + s.Reward.Mode + ")"
-}
-
-// computeMatched marks a single-model run given a FLOP budget (max_flops)
-// or whose name says it was sized to a cohort's compute.
-func (r *Run) computeMatched() bool {
-	return r.Spec.MaxFLOPs > 0 || strings.Contains(r.Spec.Name, "compute-matched")
-}
-
-// ReadFamilies fills each run's Families for its members' uploaded bases
-// from their config.json in the store. A base it cannot read keeps its
-// name as its family (as an unreadable directory does).
-func ReadFamilies(ctx context.Context, store blob.Store, runs []*Run) {
-	for _, r := range runs {
-		for _, m := range r.Spec.Members {
-			ref, ok := strings.CutPrefix(m.Base, blob.BlobRef)
-			if !ok {
-				continue
-			}
-			b, err := store.Get(ctx, path.Join(path.Dir(ref), "config.json"))
-			if err != nil {
-				continue
-			}
-			if family := modelType(b); family != "" {
-				if r.Families == nil {
-					r.Families = map[string]string{}
-				}
-				r.Families[m.Base] = family
-			}
-		}
-	}
-}
-
-// baseFamily reads model_type from a base's config.json (the directory's
-// name when unreadable).
-func baseFamily(dir string) string {
-	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
-	if err != nil {
-		return dir
-	}
-	return cmp.Or(modelType(b), dir)
-}
-
-// modelType is a config.json's model_type ("" when it has none).
-func modelType(config []byte) string {
-	var c struct {
-		ModelType string `json:"model_type"`
-	}
-	json.Unmarshal(config, &c)
-	return c.ModelType
-}
-
-// FLOPs is the run's generation, scoring and update FLOPs, summed over members and
-// rounds, after each round.
-func (r *Run) FLOPs() []float64 {
-	out := make([]float64, len(r.Rounds))
-	total := 0.0
-	for i, m := range r.Rounds {
-		for _, md := range m.Models {
-			total += md.FLOPs()
-		}
-		out[i] = total
-	}
-	return out
-}
 
 // score is a member's headline number at an evaluation: sampled pass@1
 // when the evaluation sampled, greedy pass@1 otherwise.
@@ -587,27 +426,6 @@ func seedOutcomes[S any](ss []S, pick func(S) []float64) [][]float64 {
 	return out
 }
 
-// groupKey is the run's spec without what varies between seeds of one
-// method: runs with one key are one row.
-func groupKey(r *Run) string {
-	s := r.Spec
-	s.Seed, s.Name, s.OutputDir = 0, "", ""
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
-// baseDirs are the distinct base models of the run's members named.
-func baseDirs(r *Run, members []string) []string {
-	var out []string
-	for _, m := range r.Spec.Members {
-		if slices.Contains(members, m.Name) && !slices.Contains(out, m.Base) {
-			out = append(out, m.Base)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 func boolInt(b bool) int {
 	if b {
 		return 1
@@ -620,15 +438,6 @@ func lastOf(x []float64) float64 {
 		return 0
 	}
 	return x[len(x)-1]
-}
-
-func memberNames(e record.Eval) []string {
-	names := make([]string, 0, len(e.Members))
-	for n := range e.Members {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
 }
 
 // level is the mean of outcomes per seed and problem with a 95% interval
@@ -665,104 +474,4 @@ func seedInterval(x []float64) stats.Interval {
 		q = tq[len(x)-2]
 	}
 	return stats.Interval{Mean: mean, Lo: mean - q*se, Hi: mean + q*se}
-}
-
-// Markdown writes the table.
-func (t Table) Markdown() string {
-	var b strings.Builder
-	b.WriteString("| method | seeds |")
-	for _, task := range t.Tasks {
-		b.WriteString(" " + task + " |")
-	}
-	b.WriteString(" average | gain vs base (paired) | greedy pass@1 | greedy gain (paired) | FLOPs |\n|---|---|")
-	for range t.Tasks {
-		b.WriteString("---|")
-	}
-	b.WriteString("---|---|---|---|---|\n")
-	for _, r := range t.Rows {
-		fmt.Fprintf(&b, "| %s | %d |", r.Method, r.Seeds)
-		for _, task := range t.Tasks {
-			b.WriteString(" " + formatCI(r.ByTask[task]) + " |")
-		}
-		fmt.Fprintf(&b, " %s | %s | %s | %s | %s |\n", formatCI(r.Average), r.Gain.String(), formatCI(r.Greedy), r.GreedyGain.String(), formatFLOPs(r.FLOPs))
-	}
-	if slices.ContainsFunc(t.Rows, func(r Row) bool { return r.Collapse != nil }) {
-		b.WriteString("\n| method | answer entropy, first -> last round (nats) | distinct answers per prompt, first -> last |\n|---|---|---|\n")
-		for _, r := range t.Rows {
-			if c := r.Collapse; c != nil {
-				fmt.Fprintf(&b, "| %s | %.2f -> %.2f | %.2f -> %.2f |\n", r.Method, c.EntropyFirst, c.EntropyLast, c.DistinctFirst, c.DistinctLast)
-			}
-		}
-	}
-	if len(t.Comparisons) > 0 {
-		b.WriteString("\n| method A | method B | A - B (paired) | greedy A - B (paired) |\n|---|---|---|---|\n")
-		for _, c := range t.Comparisons {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", c.A, c.B, c.Diff.String(), c.Greedy.String())
-		}
-	}
-	b.WriteString(membersMarkdown(t.Members))
-	if len(t.DoseResponse) > 0 {
-		b.WriteString("\n| round-0 predictor | slope of gain on it | 95% interval (cohorts resampled) | cohort runs | cohorts |\n|---|---|---|---|---|\n")
-		for _, d := range t.DoseResponse {
-			fmt.Fprintf(&b, "| %s | %+.3f | %s | %d | %d |\n", d.Predictor, d.Fit.Slope, d.interval(), d.Fit.Points, d.Fit.Clusters)
-		}
-	}
-	return b.String()
-}
-
-// CSV writes the table, one interval as three columns.
-func (t Table) CSV() string {
-	var b strings.Builder
-	b.WriteString("method,seeds,metric")
-	for _, task := range append(append([]string(nil), t.Tasks...), "average") {
-		fmt.Fprintf(&b, ",%s_mean,%s_lo,%s_hi", task, task, task)
-	}
-	b.WriteString(",greedy_mean,greedy_lo,greedy_hi,gain_mean,gain_lo,gain_hi,gain_p,gain_p_holm,greedy_gain_mean,greedy_gain_lo,greedy_gain_hi,greedy_gain_p,greedy_gain_p_holm,flops\n")
-	for _, r := range t.Rows {
-		fmt.Fprintf(&b, "%q,%d,%q", r.Method, r.Seeds, r.Metric)
-		for _, task := range t.Tasks {
-			iv := r.ByTask[task]
-			fmt.Fprintf(&b, ",%.4f,%.4f,%.4f", iv.Mean, iv.Lo, iv.Hi)
-		}
-		fmt.Fprintf(&b, ",%.4f,%.4f,%.4f,%.4f,%.4f,%.4f", r.Average.Mean, r.Average.Lo, r.Average.Hi, r.Greedy.Mean, r.Greedy.Lo, r.Greedy.Hi)
-		for _, g := range []*Paired{r.Gain, r.GreedyGain} {
-			if g != nil {
-				fmt.Fprintf(&b, ",%.4f,%.4f,%.4f,%.4g,%.4g", g.Diff.Mean, g.Diff.Lo, g.Diff.Hi, g.P, g.PHolm)
-			} else {
-				b.WriteString(",,,,,")
-			}
-		}
-		fmt.Fprintf(&b, ",%.4g\n", r.FLOPs)
-	}
-	return b.String()
-}
-
-// String is the gain as "+0.041 [+0.029, +0.053], p 0.012, Holm 0.048"
-// ("-" when absent).
-func (p *Paired) String() string {
-	if p == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%+.3f [%+.3f, %+.3f], p %s, Holm %s", p.Diff.Mean, p.Diff.Lo, p.Diff.Hi, formatP(p.P), formatP(p.PHolm))
-}
-
-func formatP(p float64) string {
-	if p < 0.001 {
-		return "< 0.001"
-	}
-	return fmt.Sprintf("%.2g", p)
-}
-
-func formatCI(iv stats.Interval) string {
-	if math.Abs(iv.Hi-iv.Lo) < 1e-9 {
-		return fmt.Sprintf("%.3f", iv.Mean)
-	}
-	return fmt.Sprintf("%.3f [%.3f, %.3f]", iv.Mean, iv.Lo, iv.Hi)
-}
-
-func formatFLOPs(f float64) string {
-	if f == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.3g PFLOP", f/1e15)
 }
