@@ -1,12 +1,17 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"go.temporal.io/sdk/client"
 
+	"github.com/corl-project/corl/blob"
+	"github.com/corl-project/corl/connect"
 	"github.com/corl-project/corl/gpu"
 	"github.com/corl-project/corl/gpu/cpu"
 	"github.com/corl-project/corl/gpu/cuda"
@@ -104,4 +109,71 @@ func (f enumFlag) Type() string { return strings.Join(f.allowed, "|") }
 func registerEnum(fl *pflag.FlagSet, v *string, name, usage string, allowed ...string) {
 	*v = allowed[0]
 	fl.Var(enumFlag{v, allowed}, name, usage)
+}
+
+// connFlags are the connection flags every pipeline command takes.
+type connFlags struct {
+	file, address, namespace, storeDir string
+	metrics                            client.MetricsHandler // set by commands that serve metrics
+}
+
+func (f *connFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.file, "config", "", "connection config file (temporal.*, store.*); CORL_* environment variables override it")
+	fl.StringVar(&f.address, "address", "", "Temporal frontend host:port (default: a running corl dev's, else 127.0.0.1:7233)")
+	fl.StringVar(&f.namespace, "namespace", "", "Temporal namespace (default \"default\")")
+	fl.StringVar(&f.storeDir, "store-dir", "", "local blob store directory (default: a running corl dev's, else corl-data/blobs; see store.* for S3)")
+}
+
+// dial loads the connection settings and connects to Temporal.
+func (f *connFlags) dial(getenv func(string) string) (client.Client, *connect.Connection, error) {
+	conn, err := f.load(getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := conn.Dial()
+	if err != nil {
+		return nil, nil, err
+	}
+	return cl, conn, nil
+}
+
+// connect is dial plus the blob store.
+func (f *connFlags) connect(ctx context.Context, getenv func(string) string) (client.Client, *connect.Connection, blob.Store, error) {
+	cl, conn, err := f.dial(getenv)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	store, err := conn.OpenStore(ctx)
+	if err != nil {
+		cl.Close()
+		return nil, nil, nil, err
+	}
+	return cl, conn, store, nil
+}
+
+func (f *connFlags) load(getenv func(string) string) (*connect.Connection, error) {
+	over := map[string]any{}
+	if f.address != "" {
+		over["temporal.address"] = f.address
+	}
+	if f.namespace != "" {
+		over["temporal.namespace"] = f.namespace
+	}
+	if f.storeDir != "" {
+		over["store.kind"], over["store.local_dir"] = "local", f.storeDir
+	}
+	// Nothing says where to connect: a running `corl dev`'s published
+	// server and store, wherever it was started.
+	if f.file == "" && len(over) == 0 && getenv("CORL_TEMPORAL_ADDRESS") == "" && getenv("CORL_STORE_KIND") == "" &&
+		getenv("CORL_STORE_LOCAL_DIR") == "" {
+		if dev, ok := connect.RunningDev(getenv); ok {
+			over["temporal.address"], over["store.kind"], over["store.local_dir"] = dev.Address, "local", dev.StoreDir
+		}
+	}
+	conn, err := connect.LoadConnection(f.file, getenv, over)
+	if err == nil {
+		conn.Metrics = f.metrics
+	}
+	return conn, err
 }
