@@ -197,127 +197,25 @@ func Update(m *Member, ro Rollout, adv [][]float64, c Config, step int) (UpdateS
 	if m.Frozen {
 		return st, nil // no step, no tokens trained on, no FLOPs
 	}
-	micro := max(c.MicroBatch, 1)
-	pad := m.Tok.EOS()
-	temp := SamplingTemp(c)
-	// Mini-batches of whole prompt groups, one optimizer step each; the
-	// loss's denominators count the mini-batch's completions.
-	nb := min(max(c.GRPO.StepsPerGeneration, 1), max(len(ro), 1))
-	type miniBatch struct {
-		cs                     []*Completion
-		advs                   []float64
-		first                  int // index of cs[0] among all computed completions
-		totalTokens, totalSeqs int
+	u := prepareUpdate(ro, adv, c)
+	t0 := time.Now()
+	if err := u.recompute(m, c, &st); err != nil {
+		return st, err
 	}
-	batches := make([]miniBatch, nb)
-	var all []*Completion
-	computed := 0
-	for b := range batches {
-		mb := &batches[b]
-		mb.first = len(all)
-		for p := b * len(ro) / nb; p < (b+1)*len(ro)/nb; p++ {
-			for k := range ro[p] {
-				n := len(ro[p][k].Tokens)
-				mb.totalTokens += n
-				mb.totalSeqs++
-				if n == 0 || (adv[p][k] == 0 && c.GRPO.Beta == 0) {
-					continue
-				}
-				mb.cs = append(mb.cs, &ro[p][k])
-				mb.advs = append(mb.advs, adv[p][k])
-				computed += n
-			}
-		}
-		all = append(all, mb.cs...)
-	}
-	var old, ref [][]float64
-	recompute := time.Now()
-	if (c.GRPO.NumIterations > 1 || nb > 1) && len(all) > 0 {
-		// The policy moves between steps: ratios need the sampling policy's
-		// log-probs, recomputed here.
-		var err error
-		if old, _, _, err = completionStats(m.Model, all, pad, micro, temp, false); err != nil {
-			return st, err
-		}
-		var diff float64
-		n := 0
-		for i, cp := range all {
-			if len(cp.SampleLogP) < len(old[i]) {
-				continue // no sampling log-probs recorded (a hand-made rollout)
-			}
-			for t, v := range old[i] {
-				diff += math.Abs(v - float64(cp.SampleLogP[t]))
-			}
-			n += len(old[i])
-		}
-		if n > 0 {
-			st.LogPMismatch = diff / float64(n)
-		}
-	}
-	if c.GRPO.Beta > 0 && len(all) > 0 {
-		if m.Ref == nil {
-			return st, fmt.Errorf("%s: beta %v needs a reference model", m.Name, c.GRPO.Beta)
-		}
-		var err error
-		if ref, _, _, err = completionStats(m.Ref, all, pad, micro, temp, false); err != nil {
-			return st, err
-		}
-	}
-	st.RecomputeSeconds = time.Since(recompute).Seconds()
-	g := c.GRPO
-	g.MaxNewTokens = c.MaxNewTokens
+	st.RecomputeSeconds = time.Since(t0).Seconds()
 	for epoch := 0; epoch < c.GRPO.NumIterations; epoch++ {
 		var ls LossStats
-		var norm float64
-		var lr float64
-		for _, mb := range batches {
-			m.Model.ZeroGrad()
-			// Micro-batches run on the model's threads, several at once
-			// when it splits; their gradients add up in order, so the
-			// sum does not depend on how they ran.
-			passes := microBatches(mb.cs, micro)
-			parts := make([]LossStats, len(passes))
-			err := m.Model.Accumulate(len(parts), func(j int, p *model.Pass) error {
-				lo, hi := passes[j][0], passes[j][1]
-				sb := buildBatch(mb.cs[lo:hi], pad)
-				lp, _, err := p.ForwardAt(sb.b.Inputs, sb.b.Targets, sb.b.B, sb.b.T, temp, false)
-				if err != nil {
-					return err
-				}
-				seqs := make([]Seq, hi-lo)
-				for i := range seqs {
-					row := make([]float64, 0, sb.end[i]-sb.start[i])
-					for t := sb.start[i]; t < sb.end[i]; t++ {
-						row = append(row, float64(lp[i*sb.b.T+t]))
-					}
-					seqs[i] = Seq{LogP: row, OldLogP: row, Adv: mb.advs[lo+i]}
-					if old != nil {
-						seqs[i].OldLogP = old[mb.first+lo+i]
-					}
-					if ref != nil {
-						seqs[i].RefLogP = ref[mb.first+lo+i]
-					}
-				}
-				part, grads, err := g.LossPart(seqs, mb.totalTokens, mb.totalSeqs)
-				if err != nil {
-					return fmt.Errorf("%s: %w", m.Name, err)
-				}
-				parts[j] = part
-				dlogp := make([]float32, sb.b.B*sb.b.T)
-				for i := range seqs {
-					for t := range grads[i] {
-						dlogp[i*sb.b.T+sb.start[i]+t] = float32(grads[i][t])
-					}
-				}
-				return p.Backward(dlogp)
-			})
+		var norm, lr float64
+		for _, mb := range u.batches {
+			parts, err := u.gradients(m, c, mb)
 			if err != nil {
 				return st, err
 			}
+			nb := float64(len(u.batches))
 			for _, part := range parts {
-				ls.Loss += part.Loss / float64(nb)
-				ls.KL += part.KL / float64(nb)
-				ls.ClipFrac += part.ClipFrac / float64(nb)
+				ls.Loss += part.Loss / nb
+				ls.KL += part.KL / nb
+				ls.ClipFrac += part.ClipFrac / nb
 			}
 			lr = LRAt(c.LearningRate, step+st.Steps+1, c.WarmupSteps, c.TotalSteps, c.MinLRRatio)
 			o := c.Optim
@@ -330,9 +228,140 @@ func Update(m *Member, ro Rollout, adv [][]float64, c Config, step int) (UpdateS
 			st.Steps++
 		}
 		st.Loss, st.KL, st.ClipFrac, st.GradNorm, st.LR = ls.Loss, ls.KL, ls.ClipFrac, norm, lr
-		st.Tokens += computed
+		st.Tokens += u.computed
 	}
 	return st, nil
+}
+
+// miniBatch is one optimizer step's completions: whole prompt groups.
+type miniBatch struct {
+	cs                     []*Completion
+	advs                   []float64
+	first                  int // index of cs[0] among all computed completions
+	totalTokens, totalSeqs int // the loss's denominators: every completion of the groups
+}
+
+// update is a prepared policy update: its mini-batches, the completions
+// that carry a gradient, and (after recompute) the sampling and reference
+// policies' log-probs of them.
+type update struct {
+	batches  []miniBatch
+	all      []*Completion
+	computed int // tokens trained on per epoch
+	old, ref [][]float64
+}
+
+// prepareUpdate splits the rollout into StepsPerGeneration mini-batches of
+// whole prompt groups, leaving out completions that carry no gradient (no
+// tokens, or zero advantage without a KL term).
+func prepareUpdate(ro Rollout, adv [][]float64, c Config) *update {
+	nb := min(max(c.GRPO.StepsPerGeneration, 1), max(len(ro), 1))
+	u := &update{batches: make([]miniBatch, nb)}
+	for b := range u.batches {
+		mb := &u.batches[b]
+		mb.first = len(u.all)
+		for p := b * len(ro) / nb; p < (b+1)*len(ro)/nb; p++ {
+			for k := range ro[p] {
+				n := len(ro[p][k].Tokens)
+				mb.totalTokens += n
+				mb.totalSeqs++
+				if n == 0 || (adv[p][k] == 0 && c.GRPO.Beta == 0) {
+					continue
+				}
+				mb.cs = append(mb.cs, &ro[p][k])
+				mb.advs = append(mb.advs, adv[p][k])
+				u.computed += n
+			}
+		}
+		u.all = append(u.all, mb.cs...)
+	}
+	return u
+}
+
+// recompute scores the completions under the policy before any step when
+// it moves between steps (ratios need the sampling policy's log-probs; how
+// far they are from those recorded at sampling goes in st), and under the
+// reference model with a KL term.
+func (u *update) recompute(m *Member, c Config, st *UpdateStats) error {
+	micro, pad, temp := max(c.MicroBatch, 1), m.Tok.EOS(), SamplingTemp(c)
+	if (c.GRPO.NumIterations > 1 || len(u.batches) > 1) && len(u.all) > 0 {
+		var err error
+		if u.old, _, _, err = completionStats(m.Model, u.all, pad, micro, temp, false); err != nil {
+			return err
+		}
+		var diff float64
+		n := 0
+		for i, cp := range u.all {
+			if len(cp.SampleLogP) < len(u.old[i]) {
+				continue // no sampling log-probs recorded (a hand-made rollout)
+			}
+			for t, v := range u.old[i] {
+				diff += math.Abs(v - float64(cp.SampleLogP[t]))
+			}
+			n += len(u.old[i])
+		}
+		if n > 0 {
+			st.LogPMismatch = diff / float64(n)
+		}
+	}
+	if c.GRPO.Beta > 0 && len(u.all) > 0 {
+		if m.Ref == nil {
+			return fmt.Errorf("%s: beta %v needs a reference model", m.Name, c.GRPO.Beta)
+		}
+		var err error
+		if u.ref, _, _, err = completionStats(m.Ref, u.all, pad, micro, temp, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// gradients accumulates the mini-batch's loss gradient in the model and
+// returns each micro-batch's loss statistics. Micro-batches run on the model's threads,
+// several at once when it splits; their gradients add up in order, so the
+// sum does not depend on how they ran.
+func (u *update) gradients(m *Member, c Config, mb miniBatch) ([]LossStats, error) {
+	micro, pad, temp := max(c.MicroBatch, 1), m.Tok.EOS(), SamplingTemp(c)
+	g := c.GRPO
+	g.MaxNewTokens = c.MaxNewTokens
+	m.Model.ZeroGrad()
+	passes := microBatches(mb.cs, micro)
+	parts := make([]LossStats, len(passes))
+	err := m.Model.Accumulate(len(parts), func(j int, p *model.Pass) error {
+		lo, hi := passes[j][0], passes[j][1]
+		sb := buildBatch(mb.cs[lo:hi], pad)
+		lp, _, err := p.ForwardAt(sb.b.Inputs, sb.b.Targets, sb.b.B, sb.b.T, temp, false)
+		if err != nil {
+			return err
+		}
+		seqs := make([]Seq, hi-lo)
+		for i := range seqs {
+			row := make([]float64, 0, sb.end[i]-sb.start[i])
+			for t := sb.start[i]; t < sb.end[i]; t++ {
+				row = append(row, float64(lp[i*sb.b.T+t]))
+			}
+			seqs[i] = Seq{LogP: row, OldLogP: row, Adv: mb.advs[lo+i]}
+			if u.old != nil {
+				seqs[i].OldLogP = u.old[mb.first+lo+i]
+			}
+			if u.ref != nil {
+				seqs[i].RefLogP = u.ref[mb.first+lo+i]
+			}
+		}
+		part, grads, err := g.LossPart(seqs, mb.totalTokens, mb.totalSeqs)
+		if err != nil {
+			return fmt.Errorf("%s: %w", m.Name, err)
+		}
+		parts[j] = part
+		dlogp := make([]float32, sb.b.B*sb.b.T)
+		for i := range seqs {
+			for t := range grads[i] {
+				dlogp[i*sb.b.T+sb.start[i]+t] = float32(grads[i][t])
+			}
+		}
+		return p.Backward(dlogp)
+	})
+	return parts, err
 }
 
 // SelfSignals fills each sample's self-certainty and negative entropy, the
