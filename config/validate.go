@@ -19,6 +19,14 @@ import (
 func Validate(s *RunSpec) error {
 	var errs []error
 	bad := func(err error) { errs = append(errs, err) }
+	for _, check := range []func(*RunSpec, func(error)){validateSizesAndData, validateRun, validateReward, validateMembers} {
+		check(s, bad)
+	}
+	return errors.Join(errs...)
+}
+
+// validateSizesAndData: the counts that must be positive, the data, its checker.
+func validateSizesAndData(s *RunSpec, bad func(error)) {
 	positive := []struct {
 		key string
 		v   int
@@ -54,6 +62,10 @@ func Validate(s *RunSpec) error {
 	if g := s.GRPO.StepsPerGeneration; g < 0 || (s.PromptsPerRound > 0 && g > s.PromptsPerRound) {
 		bad(fmt.Errorf("grpo.steps_per_generation: %d must be in [1, prompts_per_round %d]", g, s.PromptsPerRound))
 	}
+}
+
+// validateRun: the budget, the evaluation, generation and the optimiser.
+func validateRun(s *RunSpec, bad func(error)) {
 	if s.MaxFLOPs < 0 || math.IsNaN(s.MaxFLOPs) || math.IsInf(s.MaxFLOPs, 0) {
 		bad(fmt.Errorf("max_flops: %v must be a finite number, 0 for no limit", s.MaxFLOPs))
 	}
@@ -95,6 +107,10 @@ func Validate(s *RunSpec) error {
 	if p := s.Generation.TopP; !(p > 0 && p <= 1) {
 		bad(fmt.Errorf("generation.top_p: %v must be in (0, 1]: 0 keeps no token (1, the default, keeps all)", p))
 	}
+}
+
+// validateReward: the reward, the update and the built-in tasks.
+func validateReward(s *RunSpec, bad func(error)) {
 	if s.Reward.Threshold < 0 || s.Reward.Threshold > 1 {
 		bad(fmt.Errorf("reward.self_consistency_threshold: %v must be in [0, 1]", s.Reward.Threshold))
 	}
@@ -124,6 +140,10 @@ func Validate(s *RunSpec) error {
 			bad(fmt.Errorf("data.rl_size: %d is smaller than prompts_per_round %d", s.Data.RLSize, s.PromptsPerRound))
 		}
 	}
+}
+
+// validateMembers: the cohort.
+func validateMembers(s *RunSpec, bad func(error)) {
 	if len(s.Members) == 0 {
 		bad(fmt.Errorf("members: the cohort is empty"))
 	}
@@ -158,7 +178,6 @@ func Validate(s *RunSpec) error {
 		}
 		seen[m.Name] = true
 	}
-	return errors.Join(errs...)
 }
 
 // validateOptim refuses optimizer settings that cannot train: a learning
