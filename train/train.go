@@ -256,44 +256,20 @@ func Local(ctx context.Context, be gpu.Backend, s *spec.RunSpec, o Options, log 
 	if err := CheckMembers(s, data); err != nil {
 		return err
 	}
-	st := state{}
-	if resume {
-		b, err := os.ReadFile(filepath.Join(runDir, "state.json"))
-		if err != nil {
-			return fmt.Errorf("resume: %w", err)
-		}
-		if err := json.Unmarshal(b, &st); err != nil {
-			return fmt.Errorf("resume: state.json: %w", err)
-		}
+	st, err := readState(runDir, resume)
+	if err != nil {
+		return err
 	}
-	members := make([]*rl.Member, len(s.Members))
-	for i, ms := range s.Members {
-		dir := ms.Base
-		if st.Dir != "" {
-			dir = filepath.Join(st.Dir, ms.Name)
-		}
-		if members[i], err = LoadMember(be, ms, dir, s.GRPO.Beta > 0); err != nil {
-			return err
-		}
-		for _, w := range members[i].Model.Warnings {
-			fmt.Fprintf(log, "warning: member %s: %s\n", ms.Name, w)
-		}
-		if st.Dir != "" && s.GRPO.Beta > 0 { // the reference stays the base model
-			if members[i].Ref, err = model.LoadHF(be, ms.Base); err != nil {
-				return err
-			}
-		}
+	members, err := loadMembers(be, s, st.Dir, log)
+	if err != nil {
+		return err
 	}
 	js, _ := json.MarshalIndent(s, "", "  ")
 	if err := os.WriteFile(filepath.Join(runDir, "spec.json"), js, 0o644); err != nil {
 		return err
 	}
 	s.ApplyPlan(st.PlannedRounds, st.PlannedWarmup) // a resumed budgeted run goes on as planned (spec.json keeps the spec as given)
-	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
-	if !resume {
-		flags |= os.O_TRUNC
-	}
-	mf, err := os.OpenFile(filepath.Join(runDir, "metrics.jsonl"), flags, 0o644)
+	mf, err := openMetrics(runDir, resume)
 	if err != nil {
 		return err
 	}
@@ -339,31 +315,12 @@ func Local(ctx context.Context, be gpu.Backend, s *spec.RunSpec, o Options, log 
 		st.Round = r + 1
 		st.add(met)
 		if r == 0 && st.PlannedRounds == 0 {
-			if n, w := s.Plan(st.spent()); n > 0 {
-				st.PlannedRounds, st.PlannedWarmup = n, w
-				s.ApplyPlan(n, w)
+			if n := planBudget(s, &st, given.Rounds, log); n > 0 {
 				c, end = rl.ConfigFromSpec(s), min(end, n)
-				fmt.Fprintf(log, "\nmax_flops %.3g: the first round cost %.3g FLOPs, so the budget pays for %d of the %d rounds; the learning rate anneals over those %d",
-					s.MaxFLOPs, st.spent(), n, given.Rounds, n)
 			}
 		}
 		rec := map[string]any{"round": met}
-		fmt.Fprintf(log, "\r%s round %d/%d: %.1fs", bar(r+1, s.Rounds, 20), r+1, s.Rounds, met.Seconds)
-		for i, md := range met.Diag.Models {
-			fmt.Fprintf(log, "  %s reward %.2f labeled %.2f", members[i].Name, md.RewardMean, md.LabeledFrac)
-			if md.PseudoLabelAcc != nil {
-				fmt.Fprintf(log, " label-acc %.2f", *md.PseudoLabelAcc)
-			}
-		}
-		fmt.Fprintln(log)
-		if r == 0 { // the first round says whether learning is possible at all
-			for _, w := range met.Diag.Warnings(s.MemberNames()) {
-				fmt.Fprintln(log, "warning:", w)
-			}
-		}
-		for _, w := range met.Diag.Collapse(s.MemberNames()) {
-			fmt.Fprintf(log, "warning: round %d: %s\n", r+1, w)
-		}
+		printRound(log, s, r, met)
 		last := s.LastRound(r+1, st.spent())
 		if len(data.Eval) > 0 && s.EvaluateAfter(r+1, last) {
 			t0 := time.Now()
@@ -379,29 +336,13 @@ func Local(ctx context.Context, be gpu.Backend, s *spec.RunSpec, o Options, log 
 			return err
 		}
 		if s.CheckpointAfter(r+1, last) || r+1 == end {
-			dir := filepath.Join(runDir, "checkpoints", blob.RoundName(r+1))
-			t0 := time.Now()
-			for _, m := range members {
-				if err := SaveMember(m, filepath.Join(dir, m.Name)); err != nil {
-					return err
-				}
-			}
-			// Written after the round's line, which precedes its checkpoint.
-			if err := enc.Encode(map[string]any{"checkpoint": map[string]any{"round": r + 1, "seconds": time.Since(t0).Seconds()}}); err != nil {
-				return err
-			}
-			st.Dir = dir
-			b, _ := json.MarshalIndent(st, "", "  ")
-			if err := atomicfile.WriteBytes(filepath.Join(runDir, "state.json"), b); err != nil {
+			if err := checkpoint(runDir, r+1, members, &st, enc); err != nil {
 				return err
 			}
 		}
 		if last {
-			switch {
-			case r+1 < given.Rounds && s.BudgetSpent(st.spent()):
-				fmt.Fprintf(log, "spent max_flops %.3g after round %d (%.3g FLOPs)\n", s.MaxFLOPs, r+1, st.FLOPs)
-			case r+1 < given.Rounds:
-				fmt.Fprintf(log, "ran the %d rounds max_flops %.3g pays for at the first round's cost (%.3g FLOPs spent)\n", r+1, s.MaxFLOPs, st.FLOPs)
+			if r+1 < given.Rounds {
+				budgetEnded(log, s, &st, r+1)
 			}
 			break
 		}
@@ -409,6 +350,120 @@ func Local(ctx context.Context, be gpu.Backend, s *spec.RunSpec, o Options, log 
 	fmt.Fprintf(log, "done in %.0fs: metrics %s, checkpoints %s\n", time.Since(start).Seconds(),
 		filepath.Join(runDir, "metrics.jsonl"), filepath.Join(runDir, "checkpoints"))
 	return nil
+}
+
+// planBudget, after a budgeted run's first round, plans the rounds the
+// budget pays for at that round's cost (spec.Plan) and the learning rate's
+// schedule over them; 0 when there is nothing to plan.
+func planBudget(s *spec.RunSpec, st *state, given int, log io.Writer) int {
+	n, w := s.Plan(st.spent())
+	if n <= 0 {
+		return 0
+	}
+	st.PlannedRounds, st.PlannedWarmup = n, w
+	s.ApplyPlan(n, w)
+	fmt.Fprintf(log, "\nmax_flops %.3g: the first round cost %.3g FLOPs, so the budget pays for %d of the %d rounds; the learning rate anneals over those %d",
+		s.MaxFLOPs, st.spent(), n, given, n)
+	return n
+}
+
+// budgetEnded says why a budgeted run ended before its spec's rounds.
+func budgetEnded(log io.Writer, s *spec.RunSpec, st *state, rounds int) {
+	if s.BudgetSpent(st.spent()) {
+		fmt.Fprintf(log, "spent max_flops %.3g after round %d (%.3g FLOPs)\n", s.MaxFLOPs, rounds, st.FLOPs)
+		return
+	}
+	fmt.Fprintf(log, "ran the %d rounds max_flops %.3g pays for at the first round's cost (%.3g FLOPs spent)\n", rounds, s.MaxFLOPs, st.FLOPs)
+}
+
+// readState is a resumed run's state (state.json), or a new run's.
+func readState(runDir string, resume bool) (state, error) {
+	var st state
+	if !resume {
+		return st, nil
+	}
+	b, err := os.ReadFile(filepath.Join(runDir, "state.json"))
+	if err != nil {
+		return st, fmt.Errorf("resume: %w", err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("resume: state.json: %w", err)
+	}
+	return st, nil
+}
+
+// openMetrics opens metrics.jsonl: appended to on resume, else new.
+func openMetrics(runDir string, resume bool) (*os.File, error) {
+	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	if !resume {
+		flags |= os.O_TRUNC
+	}
+	return os.OpenFile(filepath.Join(runDir, "metrics.jsonl"), flags, 0o644)
+}
+
+// loadMembers loads the cohort: from the bases, or from the checkpoint
+// directory a resumed run stopped at (the reference model staying the
+// base).
+func loadMembers(be gpu.Backend, s *spec.RunSpec, from string, log io.Writer) ([]*rl.Member, error) {
+	members := make([]*rl.Member, len(s.Members))
+	for i, ms := range s.Members {
+		dir := ms.Base
+		if from != "" {
+			dir = filepath.Join(from, ms.Name)
+		}
+		var err error
+		if members[i], err = LoadMember(be, ms, dir, s.GRPO.Beta > 0); err != nil {
+			return nil, err
+		}
+		for _, w := range members[i].Model.Warnings {
+			fmt.Fprintf(log, "warning: member %s: %s\n", ms.Name, w)
+		}
+		if from != "" && s.GRPO.Beta > 0 {
+			if members[i].Ref, err = model.LoadHF(be, ms.Base); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return members, nil
+}
+
+// printRound is the round's line of the log, and its warnings.
+func printRound(log io.Writer, s *spec.RunSpec, r int, met *rl.Metrics) {
+	fmt.Fprintf(log, "\r%s round %d/%d: %.1fs", bar(r+1, s.Rounds, 20), r+1, s.Rounds, met.Seconds)
+	for i, md := range met.Diag.Models {
+		fmt.Fprintf(log, "  %s reward %.2f labeled %.2f", s.Members[i].Name, md.RewardMean, md.LabeledFrac)
+		if md.PseudoLabelAcc != nil {
+			fmt.Fprintf(log, " label-acc %.2f", *md.PseudoLabelAcc)
+		}
+	}
+	fmt.Fprintln(log)
+	if r == 0 { // the first round says whether learning is possible at all
+		for _, w := range met.Diag.Warnings(s.MemberNames()) {
+			fmt.Fprintln(log, "warning:", w)
+		}
+	}
+	for _, w := range met.Diag.Collapse(s.MemberNames()) {
+		fmt.Fprintf(log, "warning: round %d: %s\n", r+1, w)
+	}
+}
+
+// checkpoint saves every member after round, records it in the metrics
+// (after the round's line, which precedes its checkpoint) and moves the
+// run's state to it.
+func checkpoint(runDir string, round int, members []*rl.Member, st *state, enc *json.Encoder) error {
+	dir := filepath.Join(runDir, "checkpoints", blob.RoundName(round))
+	t0 := time.Now()
+	for _, m := range members {
+		if err := SaveMember(m, filepath.Join(dir, m.Name)); err != nil {
+			return err
+		}
+	}
+	if err := enc.Encode(map[string]any{"checkpoint": map[string]any{"round": round, "seconds": time.Since(t0).Seconds()}}); err != nil {
+		return err
+	}
+	st.Dir = dir
+	b, _ := json.MarshalIndent(st, "", "  ")
+	return atomicfile.WriteBytes(filepath.Join(runDir, "state.json"), b)
 }
 
 func printEval(w io.Writer, er *record.Eval) {
