@@ -56,25 +56,14 @@ type slotState struct {
 
 // Run completes every request and returns the outputs in request order.
 func (g *Generator) Run(reqs []Request) ([]Output, error) {
-	m := g.Model
 	if len(reqs) == 0 {
 		return nil, nil
 	}
-	capNeeded := 0
-	for i, r := range reqs {
-		if len(r.Prompt) == 0 {
-			return nil, fmt.Errorf("request %d: empty prompt", i)
-		}
-		if r.MaxNewTokens <= 0 {
-			return nil, fmt.Errorf("request %d: max_new_tokens must be positive, got %d", i, r.MaxNewTokens)
-		}
-		need := len(r.Prompt) + r.MaxNewTokens
-		if need > m.Cfg.MaxSeq {
-			return nil, fmt.Errorf("request %d: %d prompt tokens + %d new tokens exceed the model's %d positions",
-				i, len(r.Prompt), r.MaxNewTokens, m.Cfg.MaxSeq)
-		}
-		capNeeded = max(capNeeded, need)
+	capNeeded, err := g.check(reqs)
+	if err != nil {
+		return nil, err
 	}
+	m := g.Model
 	slots := g.Slots
 	if slots <= 0 {
 		slots = 64
@@ -91,151 +80,197 @@ func (g *Generator) Run(reqs []Request) ([]Output, error) {
 		return nil, err
 	}
 	defer m.FreeCache(kc)
-	V := m.Cfg.Vocab
-	outs := make([]Output, len(reqs))
-	state := make([]*slotState, slots)
-	nextReq, done := 0, 0
-	eos := g.Tok.EOS()
+	r := &run{g: g, reqs: reqs, kc: kc, slots: slots, outs: make([]Output, len(reqs)), state: make([]*slotState, slots),
+		slotGen: make([]int, slots), eos: g.Tok.EOS()}
+	r.last.slot = -1
+	all := make([]int, slots)
+	for s := range all {
+		all[s] = s
+	}
+	if err := r.start(all); err != nil {
+		return nil, err
+	}
+	for r.done < len(reqs) {
+		if g.Ctx != nil && g.Ctx.Err() != nil {
+			return nil, fmt.Errorf("generate: %w after %d of %d requests", g.Ctx.Err(), r.done, len(reqs))
+		}
+		free, err := r.step()
+		if err != nil {
+			return nil, err
+		}
+		if err := r.start(free); err != nil {
+			return nil, err
+		}
+	}
+	return r.outs, nil
+}
+
+// check refuses a request that cannot run and returns the cache positions
+// the longest needs.
+func (g *Generator) check(reqs []Request) (int, error) {
+	capNeeded := 0
+	for i, r := range reqs {
+		if len(r.Prompt) == 0 {
+			return 0, fmt.Errorf("request %d: empty prompt", i)
+		}
+		if r.MaxNewTokens <= 0 {
+			return 0, fmt.Errorf("request %d: max_new_tokens must be positive, got %d", i, r.MaxNewTokens)
+		}
+		need := len(r.Prompt) + r.MaxNewTokens
+		if need > g.Model.Cfg.MaxSeq {
+			return 0, fmt.Errorf("request %d: %d prompt tokens + %d new tokens exceed the model's %d positions",
+				i, len(r.Prompt), r.MaxNewTokens, g.Model.Cfg.MaxSeq)
+		}
+		capNeeded = max(capNeeded, need)
+	}
+	return capNeeded, nil
+}
+
+// run is one Run's batch: the cache's slots, which request each holds,
+// and the outputs so far.
+type run struct {
+	g       *Generator
+	reqs    []Request
+	kc      *model.Cache
+	slots   int
+	outs    []Output
+	state   []*slotState // the request each slot decodes, nil when free
+	slotGen []int        // how many requests each slot has been given
+	nextReq int
+	done    int
+	eos     int32
 	// The last prefill, so consecutive requests with the same prompt (the G
 	// samples of one RL prompt) copy its cache rows instead of recomputing
 	// them: bitwise the same keys, values and logits.
-	var last struct {
+	last struct {
 		prompt []int32
 		slot   int
 		gen    int
 		logits []float32
 	}
-	last.slot = -1
-	slotGen := make([]int, slots)
-	// start gives the free slots the next requests and their first tokens.
-	// Each new prompt is prefilled (all of them in one PrefillMany, shared
-	// out among the threads); a request repeating the prompt before it
-	// copies that one's cache rows. A slot whose request ends at its first
-	// token takes the next one.
-	start := func(free []int) error {
-		type job struct {
-			slot, req int
-			from      int       // slot to copy the prompt's rows from, or -1: prefilled
-			logitsOf  int       // job whose logits it shares, or -1
-			logits    []float32 // the next token's logits after the prompt
+}
+
+// job is one request given to a slot by start.
+type job struct {
+	slot, req int
+	from      int       // slot to copy the prompt's rows from, or -1: prefilled
+	logitsOf  int       // job whose logits it shares, or -1
+	logits    []float32 // the next token's logits after the prompt
+}
+
+// start gives the free slots the next requests and their first tokens.
+// Each new prompt is prefilled (all of them in one PrefillMany, shared out
+// among the threads); a request repeating the prompt before it copies that
+// one's cache rows. A slot whose request ends at its first token takes the
+// next one.
+func (r *run) start(free []int) error {
+	m, V := r.g.Model, r.g.Model.Cfg.Vocab
+	for len(free) > 0 && r.nextReq < len(r.reqs) {
+		var jobs []job
+		var pSlots, pJobs []int
+		var pPrompts [][]int32
+		lastJob := -1 // the job r.last.slot holds, when it is in this batch
+		for _, s := range free {
+			if r.nextReq >= len(r.reqs) {
+				break
+			}
+			i := r.nextReq
+			r.nextReq++
+			j := job{slot: s, req: i, from: -1, logitsOf: -1}
+			if r.last.slot >= 0 && r.slotGen[r.last.slot] == r.last.gen && slices.Equal(r.last.prompt, r.reqs[i].Prompt) {
+				j.from, j.logitsOf, j.logits = r.last.slot, lastJob, r.last.logits
+			} else {
+				pSlots, pJobs, pPrompts = append(pSlots, s), append(pJobs, len(jobs)), append(pPrompts, r.reqs[i].Prompt)
+			}
+			r.slotGen[s]++
+			lastJob = len(jobs)
+			r.last.prompt, r.last.slot, r.last.gen = r.reqs[i].Prompt, s, r.slotGen[s]
+			jobs = append(jobs, j)
 		}
-		for len(free) > 0 && nextReq < len(reqs) {
-			var jobs []job
-			var pSlots, pJobs []int
-			var pPrompts [][]int32
-			lastJob := -1 // the job last.slot holds, when it is in this batch
-			for _, s := range free {
-				if nextReq >= len(reqs) {
-					break
-				}
-				i := nextReq
-				nextReq++
-				j := job{slot: s, req: i, from: -1, logitsOf: -1}
-				if last.slot >= 0 && slotGen[last.slot] == last.gen && slices.Equal(last.prompt, reqs[i].Prompt) {
-					j.from, j.logitsOf, j.logits = last.slot, lastJob, last.logits
-				} else {
-					pSlots, pJobs, pPrompts = append(pSlots, s), append(pJobs, len(jobs)), append(pPrompts, reqs[i].Prompt)
-				}
-				slotGen[s]++
-				lastJob = len(jobs)
-				last.prompt, last.slot, last.gen = reqs[i].Prompt, s, slotGen[s]
-				jobs = append(jobs, j)
-			}
-			// A copy whose source holds a request of an earlier batch goes
-			// first, in job order: that slot may have ended and be given
-			// another prompt here. A copy whose source is this batch's
-			// (logitsOf) follows the prefill and the copies before it.
-			copyRows := func(j *job) error {
-				return m.CopyPrefix(kc, j.from, j.slot, len(reqs[j.req].Prompt))
-			}
-			for k := range jobs {
-				if j := &jobs[k]; j.from >= 0 && j.logitsOf < 0 {
-					if err := copyRows(j); err != nil {
-						return err
-					}
-				}
-			}
-			got, err := m.PrefillMany(kc, pSlots, pPrompts)
-			if err != nil {
-				var pe *model.PromptError
-				if errors.As(err, &pe) {
-					return fmt.Errorf("request %d: %w", jobs[pJobs[pe.Index]].req, pe.Err)
-				}
-				return err
-			}
-			for k, ji := range pJobs {
-				jobs[ji].logits = got[k]
-			}
-			free = free[:0]
-			for k := range jobs {
-				j := &jobs[k]
-				if j.from >= 0 && j.logitsOf >= 0 {
-					if err := copyRows(j); err != nil {
-						return err
-					}
-					j.logits = jobs[j.logitsOf].logits
-				}
-				st := &slotState{req: j.req, s: newSampler(reqs[j.req].Params)}
-				state[j.slot] = st
-				if g.accept(st, j.logits[:V], eos, reqs[j.req]) {
-					outs[j.req], state[j.slot] = st.out, nil
-					done++
-					g.report(done, len(reqs))
-					free = append(free, j.slot)
-				}
-			}
-			last.logits = jobs[lastJob].logits
+		// A copy whose source holds a request of an earlier batch goes
+		// first, in job order: that slot may have ended and be given
+		// another prompt here. A copy whose source is this batch's
+		// (logitsOf) follows the prefill and the copies before it.
+		copyRows := func(j *job) error {
+			return m.CopyPrefix(r.kc, j.from, j.slot, len(r.reqs[j.req].Prompt))
 		}
-		return nil
+		for k := range jobs {
+			if j := &jobs[k]; j.from >= 0 && j.logitsOf < 0 {
+				if err := copyRows(j); err != nil {
+					return err
+				}
+			}
+		}
+		got, err := m.PrefillMany(r.kc, pSlots, pPrompts)
+		if err != nil {
+			var pe *model.PromptError
+			if errors.As(err, &pe) {
+				return fmt.Errorf("request %d: %w", jobs[pJobs[pe.Index]].req, pe.Err)
+			}
+			return err
+		}
+		for k, ji := range pJobs {
+			jobs[ji].logits = got[k]
+		}
+		free = free[:0]
+		for k := range jobs {
+			j := &jobs[k]
+			if j.from >= 0 && j.logitsOf >= 0 {
+				if err := copyRows(j); err != nil {
+					return err
+				}
+				j.logits = jobs[j.logitsOf].logits
+			}
+			st := &slotState{req: j.req, s: newSampler(r.reqs[j.req].Params)}
+			r.state[j.slot] = st
+			if r.g.accept(st, j.logits[:V], r.eos, r.reqs[j.req]) {
+				r.finish(j.slot)
+				free = append(free, j.slot)
+			}
+		}
+		r.last.logits = jobs[lastJob].logits
 	}
-	all := make([]int, slots)
-	for s := range all {
-		all[s] = s
+	return nil
+}
+
+// step decodes one token for every busy slot and returns the slots whose
+// requests ended, in slot order.
+func (r *run) step() ([]int, error) {
+	m, V := r.g.Model, r.g.Model.Cfg.Vocab
+	tokens, active, ended := make([]int32, r.slots), make([]bool, r.slots), make([]bool, r.slots)
+	for s, st := range r.state {
+		active[s] = st != nil
+		if st != nil {
+			tokens[s] = st.last
+		}
 	}
-	if err := start(all); err != nil {
+	logits, err := m.Decode(r.kc, tokens, active)
+	if err != nil {
 		return nil, err
 	}
-	tokens, active, ended := make([]int32, slots), make([]bool, slots), make([]bool, slots)
-	for done < len(reqs) {
-		if g.Ctx != nil && g.Ctx.Err() != nil {
-			return nil, fmt.Errorf("generate: %w after %d of %d requests", g.Ctx.Err(), done, len(reqs))
+	// Every slot samples from its own stream and writes only its own
+	// state, so the slots are shared out among the threads; finished
+	// requests are then taken in slot order.
+	forSlots(r.slots, m.Backend().Threads(), func(s int) {
+		if st := r.state[s]; st != nil {
+			ended[s] = r.g.accept(st, logits[s*V:(s+1)*V], r.eos, r.reqs[st.req])
 		}
-		for s, st := range state {
-			active[s] = st != nil
-			tokens[s] = 0
-			if st != nil {
-				tokens[s] = st.last
-			}
-		}
-		logits, err := m.Decode(kc, tokens, active)
-		if err != nil {
-			return nil, err
-		}
-		// Every slot samples from its own stream and writes only its own
-		// state, so the slots are shared out among the threads; finished
-		// requests are then taken in slot order.
-		forSlots(slots, m.Backend().Threads(), func(s int) {
-			if st := state[s]; st != nil {
-				ended[s] = g.accept(st, logits[s*V:(s+1)*V], eos, reqs[st.req])
-			}
-		})
-		var free []int
-		for s, st := range state {
-			if st == nil {
-				continue
-			}
-			if ended[s] {
-				outs[st.req], state[s] = st.out, nil
-				done++
-				g.report(done, len(reqs))
-				free = append(free, s)
-			}
-		}
-		if err := start(free); err != nil {
-			return nil, err
+	})
+	var free []int
+	for s, st := range r.state {
+		if st != nil && ended[s] {
+			r.finish(s)
+			free = append(free, s)
 		}
 	}
-	return outs, nil
+	return free, nil
+}
+
+// finish takes the output of the request slot s holds and frees the slot.
+func (r *run) finish(s int) {
+	r.outs[r.state[s].req], r.state[s] = r.state[s].out, nil
+	r.done++
+	r.g.report(r.done, len(r.reqs))
 }
 
 // forSlots runs fn(s) for s in [0, n), on up to threads goroutines each
