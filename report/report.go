@@ -124,6 +124,75 @@ type Comparison struct {
 	Greedy *Paired `json:"greedy,omitempty"` // of greedy pass@1
 }
 
+// sample is one seed's scores of a method (or of its base).
+type sample struct {
+	byTask     map[string]float64
+	avg        float64
+	greedy     float64
+	ci, gci    *stats.Interval
+	flops      float64
+	metric     string
+	from, to   []float64 // per-problem outcomes of the base and of this, when kept
+	gFrom, gTo []float64 // the same, greedy
+	collapse   *Collapse
+}
+
+// sampleOf is the evaluation e's scores, the mean over the scored members.
+func sampleOf(e record.Eval, scored []string, flops float64) sample {
+	s := sample{byTask: map[string]float64{}, flops: flops, metric: "pass@1"}
+	for _, name := range scored {
+		v, _ := score(e, name)
+		s.avg += v / float64(len(scored))
+		s.greedy += e.Members[name].PassAt1 / float64(len(scored))
+		for task, tv := range scoreByTask(e, name) {
+			s.byTask[task] += tv / float64(len(scored))
+		}
+		if e.Members[name].Samples > 0 {
+			s.metric = "sampled pass@1"
+		}
+	}
+	if len(scored) == 1 {
+		m := e.Members[scored[0]]
+		ci, gci := scoreCI(m), m.PassAt1CI
+		s.ci, s.gci = &ci, &gci
+	}
+	s.to, s.gTo = perProblem(e, scored, false), perProblem(e, scored, true)
+	return s
+}
+
+// rowOf is one method's row from its seeds' samples.
+func rowOf(method string, ss []sample, tasks []string) Row {
+	row := Row{Method: method, Seeds: len(ss), ByTask: map[string]stats.Interval{}, Metric: ss[0].metric}
+	avg, greedy := make([]float64, len(ss)), make([]float64, len(ss))
+	for i, s := range ss {
+		avg[i], greedy[i] = s.avg, s.greedy
+		row.FLOPs += s.flops / float64(len(ss))
+	}
+	row.Average, row.Greedy = seedInterval(avg), seedInterval(greedy)
+	if len(ss) == 1 && ss[0].ci != nil {
+		row.Average, row.Greedy = *ss[0].ci, *ss[0].gci
+	}
+	if len(ss) > 1 { // with the problems' variance too, where kept
+		if lv := level(seedOutcomes(ss, func(s sample) []float64 { return s.to })); lv != nil {
+			row.Average = *lv
+		}
+		if lv := level(seedOutcomes(ss, func(s sample) []float64 { return s.gTo })); lv != nil {
+			row.Greedy = *lv
+		}
+	}
+	for _, task := range tasks {
+		v := make([]float64, len(ss))
+		for i, s := range ss {
+			v[i] = s.byTask[task]
+		}
+		row.ByTask[task] = seedInterval(v)
+	}
+	row.Collapse = meanCollapse(ss, func(s sample) *Collapse { return s.collapse })
+	row.Gain = pairedGain(ss, func(s sample) ([]float64, []float64) { return s.from, s.to })
+	row.GreedyGain = pairedGain(ss, func(s sample) ([]float64, []float64) { return s.gFrom, s.gTo })
+	return row
+}
+
 // BuildTable groups runs by method; each run contributes the mean over its
 // members (or member alone, when set; runs without it are left out) of its
 // final evaluation, and the Base row is the runs' first evaluation (round
@@ -137,17 +206,6 @@ type Comparison struct {
 func BuildTable(runs []*Run, member string) Table {
 	t := Table{Member: member}
 	taskSet := map[string]bool{}
-	type sample struct {
-		byTask     map[string]float64
-		avg        float64
-		greedy     float64
-		ci, gci    *stats.Interval
-		flops      float64
-		metric     string
-		from, to   []float64 // per-problem outcomes of the base and of this, when kept
-		gFrom, gTo []float64 // the same, greedy
-		collapse   *Collapse
-	}
 	groups := map[string][]sample{}
 	type final struct {
 		method  string
@@ -204,25 +262,10 @@ func BuildTable(runs []*Run, member string) Table {
 			} else if pick.e.Round == 0 {
 				continue // still running: only its base has been evaluated
 			}
-			s := sample{byTask: map[string]float64{}, flops: pick.flops, metric: "pass@1"}
-			for _, name := range scored {
-				v, _ := score(pick.e, name)
-				s.avg += v / float64(len(scored))
-				s.greedy += pick.e.Members[name].PassAt1 / float64(len(scored))
-				for task, tv := range scoreByTask(pick.e, name) {
-					s.byTask[task] += tv / float64(len(scored))
-					taskSet[task] = true
-				}
-				if pick.e.Members[name].Samples > 0 {
-					s.metric = "sampled pass@1"
-				}
+			s := sampleOf(pick.e, scored, pick.flops)
+			for task := range s.byTask {
+				taskSet[task] = true
 			}
-			if len(scored) == 1 {
-				m := pick.e.Members[scored[0]]
-				ci, gci := scoreCI(m), m.PassAt1CI
-				s.ci, s.gci = &ci, &gci
-			}
-			s.to, s.gTo = perProblem(pick.e, scored, false), perProblem(pick.e, scored, true)
 			if pick.label != "Base" {
 				s.from, s.gFrom = from, gFrom
 				s.collapse = collapseOf(r, scored)
@@ -246,34 +289,7 @@ func BuildTable(runs []*Run, member string) Table {
 		if count[method] > 1 {
 			method += " — " + names[key]
 		}
-		row := Row{Method: method, Seeds: len(ss), ByTask: map[string]stats.Interval{}, Metric: ss[0].metric}
-		avg, greedy := make([]float64, len(ss)), make([]float64, len(ss))
-		for i, s := range ss {
-			avg[i], greedy[i] = s.avg, s.greedy
-			row.FLOPs += s.flops / float64(len(ss))
-		}
-		row.Average, row.Greedy = seedInterval(avg), seedInterval(greedy)
-		if len(ss) == 1 && ss[0].ci != nil {
-			row.Average, row.Greedy = *ss[0].ci, *ss[0].gci
-		}
-		if len(ss) > 1 { // with the problems' variance too, where kept
-			if lv := level(seedOutcomes(ss, func(s sample) []float64 { return s.to })); lv != nil {
-				row.Average = *lv
-			}
-			if lv := level(seedOutcomes(ss, func(s sample) []float64 { return s.gTo })); lv != nil {
-				row.Greedy = *lv
-			}
-		}
-		for _, task := range t.Tasks {
-			v := make([]float64, len(ss))
-			for i, s := range ss {
-				v[i] = s.byTask[task]
-			}
-			row.ByTask[task] = seedInterval(v)
-		}
-		row.Collapse = meanCollapse(ss, func(s sample) *Collapse { return s.collapse })
-		row.Gain = pairedGain(ss, func(s sample) ([]float64, []float64) { return s.from, s.to })
-		row.GreedyGain = pairedGain(ss, func(s sample) ([]float64, []float64) { return s.gFrom, s.gTo })
+		row := rowOf(method, ss, t.Tasks)
 		t.Rows = append(t.Rows, row)
 		if method != "Base" {
 			finals = append(finals, final{method, seedOutcomes(ss, func(s sample) []float64 { return s.to }),
