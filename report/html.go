@@ -102,7 +102,8 @@ func svgPlot(title, xlabel, ylabel string, ss []series, w, h float64) (string, e
 
 // HTML renders the report: the table, the plots and the agreement matrix,
 // in one file that needs nothing else.
-func HTML(runs []*Run, t Table) (string, error) {
+// figures are the report's plots, each an SVG in a figure with its caption.
+func figures(groups [][]*Run, labels []string, t Table, metric string) ([]string, error) {
 	var plots []string
 	add := func(title, caption, xl, yl string, ss []series, w, h float64) error {
 		svg, err := svgPlot(title, xl, yl, ss, w, h)
@@ -112,11 +113,6 @@ func HTML(runs []*Run, t Table) (string, error) {
 		plots = append(plots, fmt.Sprintf(`<figure style="width:%gin">%s<figcaption>%s</figcaption></figure>`, w, svg, html.EscapeString(caption)))
 		return nil
 	}
-	metric := "pass@1"
-	if len(t.Rows) > 0 {
-		metric = t.Rows[0].Metric
-	}
-	labels, groups := methodRuns(runs)
 	member := t.Member
 	headline := func(task string) func(r *Run, e int, names []string) (float64, float64, bool) {
 		return func(r *Run, e int, names []string) (float64, float64, bool) {
@@ -136,12 +132,12 @@ func HTML(runs []*Run, t Table) (string, error) {
 			flopsSeries(groups, labels, member)},
 	} {
 		if err := add(p.title, p.caption, p.xl, p.yl, p.ss, wide, tall); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	for _, task := range t.Tasks { // small multiples, one per task family
 		if err := add(task, metric+" on "+task, "round", metric, methodSeries(groups, labels, member, headline(task)), small, short); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	diag := func(f func(d rl.ModelDiag) float64) func(d rl.ModelDiag) (float64, bool) {
@@ -165,7 +161,7 @@ func HTML(runs []*Run, t Table) (string, error) {
 			}},
 	} {
 		if err := add(p.title, p.caption+"; mean over members and seeds", "round", p.yl, roundSeries(groups, labels, member, p.pick), small, short); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	for _, p := range predictors {
@@ -174,8 +170,21 @@ func HTML(runs []*Run, t Table) (string, error) {
 			continue
 		}
 		if err := add("gain vs round-0 "+p.name, "each cohort run's gain in "+metric+" against its members' round-0 "+p.name+", with the least-squares line", "round-0 "+p.name, "gain", ss, small, short); err != nil {
-			return "", err
+			return nil, err
 		}
+	}
+	return plots, nil
+}
+
+func HTML(runs []*Run, t Table) (string, error) {
+	metric := "pass@1"
+	if len(t.Rows) > 0 {
+		metric = t.Rows[0].Metric
+	}
+	labels, groups := methodRuns(runs)
+	plots, err := figures(groups, labels, t, metric)
+	if err != nil {
+		return "", err
 	}
 	var b strings.Builder
 	b.WriteString(`<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>corl report</title><style>
