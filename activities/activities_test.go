@@ -685,3 +685,20 @@ func TestPipelineNamesAreActivities(t *testing.T) {
 		t.Errorf("ValidateSpec is %s, registered as %q", n, pipeline.ValidateSpec)
 	}
 }
+
+// TestJudgeBlobReadsBothFormats: a judge blob carries its scoring cost; the
+// bare scores stored by earlier versions still read, at no cost.
+func TestJudgeBlobReadsBothFormats(t *testing.T) {
+	b, _ := json.Marshal(judgeBlob{Scores: [][]float64{{0.5, 0.25}}, FLOPs: 12})
+	jb, err := readJudgeBlob(b)
+	if err != nil || jb.FLOPs != 12 || jb.Scores[0][1] != 0.25 {
+		t.Fatalf("%+v, %v", jb, err)
+	}
+	jb, err = readJudgeBlob([]byte(`[[0.5, 0.75]]`))
+	if err != nil || jb.FLOPs != 0 || jb.Scores[0][1] != 0.75 {
+		t.Fatalf("bare scores: %+v, %v", jb, err)
+	}
+	if _, err := readJudgeBlob([]byte(`{"oops": 1}`)); err == nil {
+		t.Fatal("a blob without scores was read")
+	}
+}

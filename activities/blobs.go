@@ -8,7 +8,12 @@
 // package pipeline's.
 package activities
 
-import "github.com/corl-project/corl/rl"
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/corl-project/corl/rl"
+)
 
 // rolloutBlob is what Generate stores.
 type rolloutBlob struct {
@@ -23,4 +28,25 @@ type gradeBlob struct {
 	Round      int            `json:"round"`
 	Advantages [][][]float64  `json:"advantages"` // [member][prompt][sample]
 	Diag       rl.Diagnostics `json:"diagnostics"`
+}
+
+// judgeBlob is what Judge stores: the judge's scores of the target's
+// samples ([prompt][sample]) and what scoring them cost.
+type judgeBlob struct {
+	Scores [][]float64 `json:"scores"`
+	FLOPs  float64     `json:"flops"`
+}
+
+// readJudgeBlob reads a judge blob, or the bare scores that earlier
+// versions stored (their cost unknown: 0).
+func readJudgeBlob(b []byte) (judgeBlob, error) {
+	var jb judgeBlob
+	if err := json.Unmarshal(b, &jb); err == nil && jb.Scores != nil {
+		return jb, nil
+	}
+	var scores [][]float64
+	if err := json.Unmarshal(b, &scores); err != nil {
+		return jb, fmt.Errorf("judge scores: %w", err)
+	}
+	return judgeBlob{Scores: scores}, nil
 }

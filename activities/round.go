@@ -111,7 +111,7 @@ func (a *Activities) Judge(ctx context.Context, in pipeline.JudgeInput) (string,
 	}
 	a.Metrics.Work(h.run, h.member.Name, "judge", "judged", 0, flops)
 	key := blob.JudgeKey(h.run, in.Round, in.Spec.Members[in.Target].Name)
-	b, _ := json.Marshal(scores)
+	b, _ := json.Marshal(judgeBlob{Scores: scores, FLOPs: flops})
 	return key, a.Store.Put(ctx, key, b)
 }
 
@@ -130,6 +130,7 @@ func (a *Activities) Grade(ctx context.Context, in pipeline.GradeInput) (pipelin
 	prompts := train.PromptsForRound(d.RL, s.Seed, in.Round, s.PromptsPerRound)
 	groups := make([][]rl.Group, len(in.Rollouts))
 	rollouts := make([]rl.Rollout, len(in.Rollouts))
+	var judgeFLOPs []float64
 	for i, key := range in.Rollouts {
 		rb, err := a.loadRollout(ctx, key)
 		if err != nil {
@@ -141,13 +142,18 @@ func (a *Activities) Grade(ctx context.Context, in pipeline.GradeInput) (pipelin
 			if err != nil {
 				return pipeline.GradeOutput{}, err
 			}
-			var scores [][]float64
-			if err := json.Unmarshal(b, &scores); err != nil {
+			jb, err := readJudgeBlob(b)
+			if err != nil {
+				return pipeline.GradeOutput{}, fmt.Errorf("%s: %w", in.JudgeKeys[i], err)
+			}
+			if err := rl.SetJudgeScores(groups[i], jb.Scores); err != nil {
 				return pipeline.GradeOutput{}, err
 			}
-			if err := rl.SetJudgeScores(groups[i], scores); err != nil {
-				return pipeline.GradeOutput{}, err
+			// The judge of member i is member i-1: the scoring's cost is its.
+			if judgeFLOPs == nil {
+				judgeFLOPs = make([]float64, len(in.Rollouts))
 			}
+			judgeFLOPs[(i-1+len(in.Rollouts))%len(in.Rollouts)] += jb.FLOPs
 		}
 	}
 	c := rl.ConfigFromSpec(s)
@@ -191,7 +197,7 @@ func (a *Activities) Grade(ctx context.Context, in pipeline.GradeInput) (pipelin
 		a.Metrics.Agree(run, s.Members[pd.Pair[0]].Name+"/"+s.Members[pd.Pair[1]].Name, pd.Agreement)
 	}
 	a.Metrics.Stage(run, "", "grade", secs, activity.GetInfo(ctx).Attempt)
-	return pipeline.GradeOutput{Key: key, Diag: gb.Diag, Seconds: secs}, nil
+	return pipeline.GradeOutput{Key: key, Diag: gb.Diag, Seconds: secs, JudgeFLOPs: judgeFLOPs}, nil
 }
 
 // check runs the task's checker on items, or returns the verdicts a

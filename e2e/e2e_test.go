@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -689,6 +690,23 @@ members:
 				t.Fatalf("pipeline checkpoints %v, in-process %v", got, want)
 			}
 			sameWeights(t, "pipeline weights", got, want)
+			// The compute both drivers count (generation, scoring passes,
+			// peer judging, updates) is the same.
+			b, err := os.ReadFile(filepath.Join(s.OutputDir, s.Name, "state.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var local struct {
+				FLOPs float64 `json:"flops"`
+			}
+			if err := json.Unmarshal(b, &local); err != nil {
+				t.Fatal(err)
+			}
+			pipe := spec.SpentFLOPs(res.GenFLOPs, res.UpdateFLOPs, res.JudgeFLOPs)
+			t.Logf("FLOPs: pipeline %.6g (judge %v), in-process %.6g", pipe, res.JudgeFLOPs, local.FLOPs)
+			if math.Abs(pipe-local.FLOPs) > 1e-9*local.FLOPs || local.FLOPs == 0 {
+				t.Errorf("the pipeline counted %.6g FLOPs, the in-process run %.6g", pipe, local.FLOPs)
+			}
 			if strings.Contains(tc.members, "frozen: true") {
 				if b, err := os.ReadFile(filepath.Join(l, "model.safetensors")); err != nil {
 					t.Fatal(err)

@@ -137,6 +137,10 @@ type GradeOutput struct {
 	Key     string         `json:"key"`
 	Diag    rl.Diagnostics `json:"diagnostics"`
 	Seconds float64        `json:"seconds"`
+	// JudgeFLOPs is, per member, what judging its peer's samples cost
+	// (peer-judge), read from the judges' blobs: the judge activity returns
+	// only its key.
+	JudgeFLOPs []float64 `json:"judge_flops,omitempty"`
 }
 
 // UpdateOutput reports a member's policy update.

@@ -189,7 +189,13 @@ func runFromHistory(ctx context.Context, cl client.Client, id string) (*Run, err
 				if err := decode(done.GetResult(), &g); err != nil {
 					return nil, err
 				}
-				roundOf(gin.Round).Diag = g.Diag
+				m := roundOf(gin.Round)
+				m.Diag = g.Diag
+				for i, f := range g.JudgeFLOPs { // peer-judge: the judges' scoring
+					if i < len(m.Models) {
+						m.Models[i].JudgeFLOPs = f
+					}
+				}
 			case "Update":
 				var u pipeline.UpdateOutput
 				if err := decode(done.GetResult(), &u); err != nil {

@@ -54,6 +54,8 @@ type fake struct {
 	noEvalSet bool
 	// rounds is the spec's rounds each call was given, by key.
 	rounds map[string]int
+	// judgeFLOPs, when set, is every grade's per-member judging cost.
+	judgeFLOPs []float64
 }
 
 func (f *fake) isDead(ctx context.Context) bool {
@@ -135,7 +137,7 @@ func newEnv(t *testing.T, f *fake) *testsuite.TestWorkflowEnvironment {
 		if f.diag != nil {
 			d = *f.diag
 		}
-		return pipeline.GradeOutput{Key: fmt.Sprintf("g%d", in.Round), Diag: d}, nil
+		return pipeline.GradeOutput{Key: fmt.Sprintf("g%d", in.Round), Diag: d, JudgeFLOPs: f.judgeFLOPs}, nil
 	})
 	env.OnActivity(a.Update, mock.Anything, mock.Anything).Return(func(_ context.Context, ref pipeline.MemberRef) (pipeline.UpdateOutput, error) {
 		return pipeline.UpdateOutput{Stats: rl.UpdateStats{Loss: 0.5}, Seconds: 1, FLOPs: 5}, f.note("Update", ref)
@@ -329,6 +331,26 @@ func TestEveryVersionBranchIsRecorded(t *testing.T) {
 		if !recorded[c] {
 			t.Errorf("GetVersion %q: no recorded history takes its branch (go test -tags e2e ./e2e -update)", c)
 		}
+	}
+}
+
+// TestJudgingCountsTowardsTheBudget: the judges' scoring cost that grading
+// reads from their blobs is each judge's, in the result and in the budget.
+func TestJudgingCountsTowardsTheBudget(t *testing.T) {
+	f := newFake()
+	f.judgeFLOPs = []float64{7, 9}
+	res := completed(t, newEnv(t, f), Input{RunSpec: testSpec(3)})
+	if len(res.JudgeFLOPs) != 2 || res.JudgeFLOPs[0] != 21 || res.JudgeFLOPs[1] != 27 {
+		t.Fatalf("judge FLOPs %v, want [21 27] after 3 rounds", res.JudgeFLOPs)
+	}
+	// A budget that the rounds' generation and updates alone would not
+	// spend by round 2, but with the judging they do.
+	f = newFake()
+	f.judgeFLOPs = []float64{100, 100}
+	s := testSpec(5)
+	s.MaxFLOPs = 2 * (2*10 + 2*5 + 200)
+	if res := completed(t, newEnv(t, f), Input{RunSpec: s}); res.Rounds != 2 {
+		t.Errorf("ran %d rounds; the judged budget pays for 2", res.Rounds)
 	}
 }
 

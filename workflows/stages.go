@@ -78,6 +78,14 @@ func (r *cohortRun) runRound() (bool, error) {
 		return false, err
 	}
 	compute += grade.Seconds
+	for i, f := range grade.JudgeFLOPs { // peer-judge: each judge's scoring pass
+		if len(st.JudgeFLOPs) < n {
+			st.JudgeFLOPs = append(st.JudgeFLOPs, make([]float64, n-len(st.JudgeFLOPs))...)
+		}
+		if i < n {
+			st.JudgeFLOPs[i] += f
+		}
+	}
 	lap("grade")
 	st.Stage = fmt.Sprintf("round %d: update", st.Round+1)
 	ups := make([]pipeline.UpdateOutput, n)
