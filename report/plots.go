@@ -215,6 +215,7 @@ var predictors = []struct {
 	{"rescue rate", func(pp rl.PairPredictors) float64 { return (pp.RescueAB + pp.RescueBA) / 2 }},
 	{"shared-error rate", func(pp rl.PairPredictors) float64 { return pp.SharedError }},
 	{"peer vote accuracy", func(pp rl.PairPredictors) float64 { return (pp.AccA + pp.AccB) / 2 }},
+	{"vote agreement", func(pp rl.PairPredictors) float64 { return pp.Agreement }},
 }
 
 // dosePoint is one cohort run: its scored members' gain (last evaluation

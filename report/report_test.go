@@ -133,8 +133,8 @@ func TestHTMLIsSelfContained(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(page, "<svg"); n != 12 {
-		t.Errorf("%d inline plots, want 12 (two, one per task, four diagnostics, four predictor scatters)", n)
+	if n := strings.Count(page, "<svg"); n != 13 {
+		t.Errorf("%d inline plots, want 13 (two, one per task, four diagnostics, five predictor scatters)", n)
 	}
 	for _, bad := range []string{"<script", `src="http`, `href="http`, "<link", "@import"} {
 		if strings.Contains(page, bad) {
@@ -170,8 +170,8 @@ func TestReportInABrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("chromium --dump-dom: %v", err)
 	}
-	if n := bytes.Count(dom, []byte("<svg")); n != 12 || !bytes.Contains(dom, []byte("Ground-truth")) {
-		t.Errorf("the rendered DOM has %d plots (want 12) or lacks the table", n)
+	if n := bytes.Count(dom, []byte("<svg")); n != 13 || !bytes.Contains(dom, []byte("Ground-truth")) {
+		t.Errorf("the rendered DOM has %d plots (want 13) or lacks the table", n)
 	}
 	shot := filepath.Join(dir, "shot.png")
 	if out, err := exec.Command(browser, append(args, "--screenshot="+shot, "file://"+file)...).CombinedOutput(); err != nil {

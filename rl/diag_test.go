@@ -100,13 +100,14 @@ func TestConsensusCollapseIsSeen(t *testing.T) {
 // TestPredictCountsRescuesAndSharedErrors: on five problems whose right
 // answer is "r", A's votes are right on two, B's on three; B's vote is
 // right on two of A's three misses, A's on one of B's two; both vote the
-// same wrong answer on one problem; a tied pool is no vote.
+// same wrong answer on one problem and the same right one on another
+// (agreement 2 of 5); a tied pool is no vote.
 func TestPredictCountsRescuesAndSharedErrors(t *testing.T) {
 	a := [][]string{{"r", "r", "x"}, {"r"}, {"x"}, {"y", "z"}, {"w"}}
 	b := [][]string{{"x"}, {"r"}, {"r"}, {"r"}, {"w", "w", "r"}}
 	right := func(_ int, s string) bool { return s == "r" }
 	pp := Predict(a, b, []bool{true, true, false, false, false}, []bool{false, true, true, true, false}, right)
-	want := PairPredictors{RescueAB: 2.0 / 3, RescueBA: 1.0 / 2, SharedError: 1.0 / 5, AccA: 2.0 / 5, AccB: 3.0 / 5}
+	want := PairPredictors{RescueAB: 2.0 / 3, RescueBA: 1.0 / 2, SharedError: 1.0 / 5, AccA: 2.0 / 5, AccB: 3.0 / 5, Agreement: 2.0 / 5}
 	pp.Kappa, pp.Complementarity = 0, 0
 	if pp != want {
 		t.Errorf("predictors %+v, want %+v", pp, want)

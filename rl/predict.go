@@ -21,6 +21,10 @@ type PairPredictors struct {
 	// AccA and AccB are the votes' accuracy: the peer accuracy each sees.
 	AccA float64 `json:"vote_accuracy_a"`
 	AccB float64 `json:"vote_accuracy_b"`
+	// Agreement is the share of problems both vote the same answer, right
+	// or wrong: per-prompt agreement between the members (near 1 with few
+	// of them right is consensus collapse).
+	Agreement float64 `json:"agreement"`
 }
 
 // Predict measures a pair from their answer pools (per problem, the
@@ -40,7 +44,7 @@ func Predict(poolA, poolB [][]string, correctA, correctB []bool, right func(prob
 		}
 		return v
 	}
-	var wrongA, wrongB, rescuedA, rescuedB, shared, okA, okB int
+	var wrongA, wrongB, rescuedA, rescuedB, shared, agree, okA, okB int
 	for p := 0; p < n; p++ {
 		a, b := vote(poolA[p]), vote(poolB[p])
 		ra, rb := a != "" && right(p, a), b != "" && right(p, b)
@@ -60,8 +64,11 @@ func Predict(poolA, poolB [][]string, correctA, correctB []bool, right func(prob
 				rescuedB++
 			}
 		}
-		if a != "" && a == b && !ra {
-			shared++
+		if a != "" && a == b {
+			agree++
+			if !ra {
+				shared++
+			}
 		}
 	}
 	frac := func(k, of int) float64 {
@@ -71,6 +78,6 @@ func Predict(poolA, poolB [][]string, correctA, correctB []bool, right func(prob
 		return float64(k) / float64(of)
 	}
 	pp.RescueAB, pp.RescueBA = frac(rescuedA, wrongA), frac(rescuedB, wrongB)
-	pp.SharedError, pp.AccA, pp.AccB = frac(shared, n), frac(okA, n), frac(okB, n)
+	pp.SharedError, pp.AccA, pp.AccB, pp.Agreement = frac(shared, n), frac(okA, n), frac(okB, n), frac(agree, n)
 	return pp
 }

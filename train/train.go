@@ -487,7 +487,7 @@ func printEval(w io.Writer, er *record.Eval) {
 	for _, k := range sortedKeys(er.Kappa) {
 		fmt.Fprintf(w, "  kappa(%s) %.2f compl %.2f", k, er.Kappa[k], er.Compl[k])
 		if pp, ok := er.Pairs[k]; ok {
-			fmt.Fprintf(w, " rescue %.2f/%.2f shared-error %.2f", pp.RescueAB, pp.RescueBA, pp.SharedError)
+			fmt.Fprintf(w, " rescue %.2f/%.2f shared-error %.2f agreement %.2f", pp.RescueAB, pp.RescueBA, pp.SharedError, pp.Agreement)
 		}
 	}
 	fmt.Fprintln(w)
