@@ -133,8 +133,16 @@ func Diagnose(rollouts [][]Group, out Output, truth []string, threshold float64)
 		share := float64(n) / float64(len(truth))
 		d.TruthModalShare = &share
 	}
-	for i := range rollouts {
-		for j := i + 1; j < len(rollouts); j++ {
+	d.Pairs = pairDiags(votes, correct, truth != nil)
+	return d
+}
+
+// pairDiags are every member pair's agreement of votes and, with labels,
+// the kappa and complementarity of their correctness.
+func pairDiags(votes [][]Vote, correct [][]bool, labelled bool) []PairDiag {
+	var out []PairDiag
+	for i := range votes {
+		for j := i + 1; j < len(votes); j++ {
 			pd := PairDiag{I: i, J: j, Pair: [2]int{i, j}}
 			agree := 0
 			for p := range votes[i] {
@@ -145,14 +153,14 @@ func Diagnose(rollouts [][]Group, out Output, truth []string, threshold float64)
 			if n := len(votes[i]); n > 0 {
 				pd.Agreement = float64(agree) / float64(n)
 			}
-			if truth != nil {
+			if labelled {
 				k, c := CohenKappa(correct[i], correct[j]), Complementarity(correct[i], correct[j])
 				pd.Kappa, pd.Complementarity = &k, &c
 			}
-			d.Pairs = append(d.Pairs, pd)
+			out = append(out, pd)
 		}
 	}
-	return d
+	return out
 }
 
 // CohenKappa is the chance-corrected agreement of two models' per-problem
