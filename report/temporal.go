@@ -162,57 +162,8 @@ func runFromHistory(ctx context.Context, cl client.Client, id string) (*Run, err
 			if s == nil {
 				continue
 			}
-			var ref pipeline.MemberRef
-			switch s.GetActivityType().GetName() {
-			case "Generate", "Update", "Evaluate":
-				if err := decode(s.GetInput(), &ref); err != nil {
-					return nil, fmt.Errorf("report: %s %s input: %w", id, s.GetActivityType().GetName(), err)
-				}
-				if ref.Member < 0 || ref.Member >= len(names) {
-					continue
-				}
-			}
-			switch s.GetActivityType().GetName() {
-			case "Generate":
-				var g pipeline.GenerateOutput
-				if err := decode(done.GetResult(), &g); err != nil {
-					return nil, err
-				}
-				m := &roundOf(ref.Round).Models[ref.Member]
-				m.GenTokens, m.GenFLOPs, m.GenSeconds, m.JudgeFLOPs = g.Tokens, g.FLOPs, g.Seconds, g.JudgeFLOPs
-			case "Grade":
-				var gin pipeline.GradeInput
-				var g pipeline.GradeOutput
-				if err := decode(s.GetInput(), &gin); err != nil {
-					return nil, err
-				}
-				if err := decode(done.GetResult(), &g); err != nil {
-					return nil, err
-				}
-				m := roundOf(gin.Round)
-				m.Diag = g.Diag
-				for i, f := range g.JudgeFLOPs { // peer-judge: the judges' scoring
-					if i < len(m.Models) {
-						m.Models[i].JudgeFLOPs = f
-					}
-				}
-			case "Update":
-				var u pipeline.UpdateOutput
-				if err := decode(done.GetResult(), &u); err != nil {
-					return nil, err
-				}
-				m := &roundOf(ref.Round).Models[ref.Member]
-				m.Loss, m.KL, m.ClipFrac, m.GradNorm, m.LR = u.Stats.Loss, u.Stats.KL, u.Stats.ClipFrac, u.Stats.GradNorm, u.Stats.LR
-				m.UpdateFLOPs, m.UpdateSeconds = u.FLOPs, u.Seconds
-			case "Evaluate":
-				var o pipeline.EvalOutput
-				if err := decode(done.GetResult(), &o); err != nil {
-					return nil, err
-				}
-				if evals[ref.Round] == nil {
-					evals[ref.Round] = make([]*pipeline.EvalOutput, len(names))
-				}
-				evals[ref.Round][ref.Member] = &o
+			if err := readActivity(id, s, done, names, roundOf, evals); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -225,6 +176,65 @@ func runFromHistory(ctx context.Context, cl client.Client, id string) (*Run, err
 		}
 	}
 	return r, nil
+}
+
+// readActivity adds one completed activity's result (a generation, a
+// grade, an update or an evaluation) to the run's rounds and evaluations.
+func readActivity(id string, s *historypb.ActivityTaskScheduledEventAttributes, done *historypb.ActivityTaskCompletedEventAttributes,
+	names []string, roundOf func(int) *rl.Metrics, evals map[int][]*pipeline.EvalOutput) error {
+	var ref pipeline.MemberRef
+	switch s.GetActivityType().GetName() {
+	case "Generate", "Update", "Evaluate":
+		if err := decode(s.GetInput(), &ref); err != nil {
+			return fmt.Errorf("report: %s %s input: %w", id, s.GetActivityType().GetName(), err)
+		}
+		if ref.Member < 0 || ref.Member >= len(names) {
+			return nil
+		}
+	}
+	switch s.GetActivityType().GetName() {
+	case "Generate":
+		var g pipeline.GenerateOutput
+		if err := decode(done.GetResult(), &g); err != nil {
+			return err
+		}
+		m := &roundOf(ref.Round).Models[ref.Member]
+		m.GenTokens, m.GenFLOPs, m.GenSeconds, m.JudgeFLOPs = g.Tokens, g.FLOPs, g.Seconds, g.JudgeFLOPs
+	case "Grade":
+		var gin pipeline.GradeInput
+		var g pipeline.GradeOutput
+		if err := decode(s.GetInput(), &gin); err != nil {
+			return err
+		}
+		if err := decode(done.GetResult(), &g); err != nil {
+			return err
+		}
+		m := roundOf(gin.Round)
+		m.Diag = g.Diag
+		for i, f := range g.JudgeFLOPs { // peer-judge: the judges' scoring
+			if i < len(m.Models) {
+				m.Models[i].JudgeFLOPs = f
+			}
+		}
+	case "Update":
+		var u pipeline.UpdateOutput
+		if err := decode(done.GetResult(), &u); err != nil {
+			return err
+		}
+		m := &roundOf(ref.Round).Models[ref.Member]
+		m.Loss, m.KL, m.ClipFrac, m.GradNorm, m.LR = u.Stats.Loss, u.Stats.KL, u.Stats.ClipFrac, u.Stats.GradNorm, u.Stats.LR
+		m.UpdateFLOPs, m.UpdateSeconds = u.FLOPs, u.Seconds
+	case "Evaluate":
+		var o pipeline.EvalOutput
+		if err := decode(done.GetResult(), &o); err != nil {
+			return err
+		}
+		if evals[ref.Round] == nil {
+			evals[ref.Round] = make([]*pipeline.EvalOutput, len(names))
+		}
+		evals[ref.Round][ref.Member] = &o
+	}
+	return nil
 }
 
 // evalResult turns one evaluation's member outputs into what a local run
