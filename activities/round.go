@@ -268,7 +268,7 @@ func (a *Activities) applyUpdate(ctx context.Context, h *held, s *spec.RunSpec, 
 		return pipeline.UpdateOutput{}, err
 	}
 	out := pipeline.UpdateOutput{Stats: us, Seconds: time.Since(start).Seconds(),
-		FLOPs: rl.UpdateFLOPs(h.member.Model, rl.ConfigFromSpec(s), us.Tokens)}
+		FLOPs: rl.UpdateFLOPs(h.member.Model, c, us.Tokens)}
 	a.Metrics.Stage(h.run, h.member.Name, "update", out.Seconds, activity.GetInfo(ctx).Attempt)
 	a.Metrics.Work(h.run, h.member.Name, "update", "trained", us.Tokens, out.FLOPs)
 	h.round = round + 1

@@ -44,12 +44,7 @@ func (r *cohortRun) runRound() (bool, error) {
 		keys[i] = g.Key
 		secs[i] = g.Seconds
 		st.GenFLOPs[i] += g.FLOPs
-		if g.JudgeFLOPs > 0 {
-			if len(st.JudgeFLOPs) < n { // a state from before judge FLOPs were kept
-				st.JudgeFLOPs = append(st.JudgeFLOPs, make([]float64, n-len(st.JudgeFLOPs))...)
-			}
-			st.JudgeFLOPs[i] += g.JudgeFLOPs
-		}
+		st.addJudgeFLOPs(i, n, g.JudgeFLOPs)
 	}
 	compute += criticalPath(st.Queue, secs)
 	lap("generate")
@@ -78,13 +73,8 @@ func (r *cohortRun) runRound() (bool, error) {
 		return false, err
 	}
 	compute += grade.Seconds
-	for i, f := range grade.JudgeFLOPs { // peer-judge: each judge's scoring pass
-		if len(st.JudgeFLOPs) < n {
-			st.JudgeFLOPs = append(st.JudgeFLOPs, make([]float64, n-len(st.JudgeFLOPs))...)
-		}
-		if i < n {
-			st.JudgeFLOPs[i] += f
-		}
+	for i, f := range grade.JudgeFLOPs[:min(len(grade.JudgeFLOPs), n)] { // peer-judge: each judge's scoring pass
+		st.addJudgeFLOPs(i, n, f)
 	}
 	lap("grade")
 	st.Stage = fmt.Sprintf("round %d: update", st.Round+1)
@@ -234,4 +224,17 @@ func (r *cohortRun) evaluateAll() error {
 	ev.Cohort = record.Vote(pools, outs[0].Truth)
 	st.Evals = append(st.Evals, ev)
 	return nil
+}
+
+// addJudgeFLOPs counts f FLOPs of scoring passes (self-signals, or judging
+// a peer) to member i of n, growing a state from before judge FLOPs were
+// kept.
+func (st *State) addJudgeFLOPs(i, n int, f float64) {
+	if f <= 0 {
+		return
+	}
+	if len(st.JudgeFLOPs) < n {
+		st.JudgeFLOPs = append(st.JudgeFLOPs, make([]float64, n-len(st.JudgeFLOPs))...)
+	}
+	st.JudgeFLOPs[i] += f
 }
