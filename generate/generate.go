@@ -81,7 +81,7 @@ func (g *Generator) Run(reqs []Request) ([]Output, error) {
 	}
 	defer m.FreeCache(kc)
 	r := &run{g: g, reqs: reqs, kc: kc, slots: slots, outs: make([]Output, len(reqs)), state: make([]*slotState, slots),
-		slotGen: make([]int, slots), eos: g.Tok.EOS()}
+		slotGen: make([]int, slots), eos: g.Tok.EOS(), tokens: make([]int32, slots), active: make([]bool, slots), ended: make([]bool, slots)}
 	r.last.slot = -1
 	all := make([]int, slots)
 	for s := range all {
@@ -139,6 +139,9 @@ type run struct {
 	nextReq int
 	done    int
 	eos     int32
+	// A decoding step's inputs and ended flags, per slot: allocated once.
+	tokens        []int32
+	active, ended []bool
 	// The last prefill, so consecutive requests with the same prompt (the G
 	// samples of one RL prompt) copy its cache rows instead of recomputing
 	// them: bitwise the same keys, values and logits.
@@ -237,9 +240,10 @@ func (r *run) start(free []int) error {
 // requests ended, in slot order.
 func (r *run) step() ([]int, error) {
 	m, V := r.g.Model, r.g.Model.Cfg.Vocab
-	tokens, active, ended := make([]int32, r.slots), make([]bool, r.slots), make([]bool, r.slots)
+	tokens, active, ended := r.tokens, r.active, r.ended
 	for s, st := range r.state {
 		active[s] = st != nil
+		tokens[s] = 0
 		if st != nil {
 			tokens[s] = st.last
 		}

@@ -42,7 +42,12 @@ func Truth(problems []datasets.Problem, rule datasets.AnswerRule) []string {
 // Vote is the cohort's plurality vote over the members' pooled answers
 // (pools[member][problem]), scored against truth.
 func Vote(pools [][][]string, truth []string) rl.CohortResult {
-	return rl.CohortVote(pools, func(p int, a string) bool { return p < len(truth) && a == truth[p] })
+	return rl.CohortVote(pools, rightBy(truth))
+}
+
+// rightBy says whether answer a to problem p is truth's.
+func rightBy(truth []string) func(p int, a string) bool {
+	return func(p int, a string) bool { return p < len(truth) && a == truth[p] }
 }
 
 // NewEval is the evaluation at round of the members (in names' order)
@@ -54,7 +59,7 @@ func NewEval(round int, names []string, members []evaluate.Result, pools [][][]s
 		e.Members[n] = members[i]
 	}
 	e.Cohort = Vote(pools, truth)
-	right := func(p int, a string) bool { return p < len(truth) && a == truth[p] }
+	right := rightBy(truth)
 	for i := range names {
 		for j := i + 1; j < len(names); j++ {
 			key := names[i] + "/" + names[j]
