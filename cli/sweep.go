@@ -221,11 +221,11 @@ func recordedCells(in workflows.SweepInput, path string) ([]int, error) {
 		if !r.Complete {
 			continue // read while running: its cell still runs
 		}
-		b, err := json.Marshal(r.Spec)
+		k, err := report.SpecKey(r.Spec)
 		if err != nil {
 			return nil, err
 		}
-		have[string(b)] = true
+		have[k] = true
 	}
 	specs, _, err := workflows.Cells(in)
 	if err != nil {
@@ -233,11 +233,11 @@ func recordedCells(in workflows.SweepInput, path string) ([]int, error) {
 	}
 	var out []int
 	for i := range specs {
-		b, err := json.Marshal(specs[i])
+		k, err := report.SpecKey(specs[i])
 		if err != nil {
 			return nil, err
 		}
-		if have[string(b)] {
+		if have[k] {
 			out = append(out, i)
 		}
 	}

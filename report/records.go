@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/corl-project/corl/internal/atomicfile"
+	"github.com/corl-project/corl/spec"
 )
 
 // RecordsName is the file in a results directory that holds its runs'
@@ -84,18 +85,25 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
+// SpecKey is a run's identity: its spec as JSON (map keys sorted). Runs
+// are deterministic in their spec, so two with one key are the same run.
+func SpecKey(s spec.RunSpec) (string, error) {
+	b, err := json.Marshal(s)
+	return string(b), err
+}
+
 // Distinct drops every run whose spec equals an earlier one's: the same
 // run read twice (a results directory's records and the sweep that goes
-// on from them). Runs are deterministic in their spec, so nothing is lost.
+// on from them). Nothing is lost (SpecKey).
 func Distinct(runs []*Run) (kept []*Run, dropped int) {
 	seen := map[string]bool{}
 	for _, r := range runs {
-		b, err := json.Marshal(r.Spec)
-		if err == nil && seen[string(b)] {
+		k, err := SpecKey(r.Spec)
+		if err == nil && seen[k] {
 			dropped++
 			continue
 		}
-		seen[string(b)] = true
+		seen[k] = true
 		kept = append(kept, r)
 	}
 	return kept, dropped
