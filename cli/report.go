@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
@@ -14,6 +16,7 @@ import (
 
 func newReportCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var out, md, csv, js, member, records string
+	var where []string
 	var completeOnly bool
 	var cf connFlags
 	cmd := &cobra.Command{
@@ -91,6 +94,29 @@ Examples:
 					return fmt.Errorf("--complete: no run has completed")
 				}
 			}
+			if len(where) > 0 {
+				conds := map[string]*regexp.Regexp{}
+				for _, w := range where {
+					k, v, ok := strings.Cut(w, "=")
+					if !ok || k == "" {
+						return fmt.Errorf("--where %q: want KEY=REGEXP (e.g. reward.mode=peer-ring)", w)
+					}
+					re, err := regexp.Compile(v)
+					if err != nil {
+						return fmt.Errorf("--where %s: %w", k, err)
+					}
+					conds[k] = re
+				}
+				n := len(runs)
+				var err error
+				if runs, err = report.Where(runs, conds); err != nil {
+					return fmt.Errorf("--where: %w", err)
+				}
+				fmt.Fprintf(stdio.Err, "%d of %d run(s) match --where\n", len(runs), n)
+				if len(runs) == 0 {
+					return fmt.Errorf("--where: no run matches")
+				}
+			}
 			runs, dropped := report.Distinct(runs)
 			if dropped > 0 {
 				fmt.Fprintf(stdio.Err, "%d run(s) read twice (the same spec from two sources) counted once\n", dropped)
@@ -127,7 +153,8 @@ Examples:
 	fl.StringVar(&js, "json", "", "also write the table as JSON")
 	fl.StringVar(&records, "records", "", "also write every run's records (spec, rounds, evaluations with per-problem outcomes) as gzipped JSON lines; name it "+report.RecordsName+" in a results directory, and corl report DIR redraws everything from it offline")
 	fl.BoolVar(&completeOnly, "complete", false, "only runs that completed (a sweep in progress: its finished cells, whose records a later sweep --recorded then skips)")
-	fl.StringVar(&member, "member", "", "score only this member in the table (the member the compared runs share, e.g. the model every method trains); runs without it are left out")
+	fl.StringVar(&member, "member", "", "score only this member in the table (the member the compared runs share, e.g. the model every method trains); runs without it are left out. A comma-separated list scores in each run the first of them it has (studies whose cohorts train different models)")
+	fl.StringArrayVar(&where, "where", nil, "keep only runs whose setting KEY matches REGEXP (KEY=REGEXP, repeatable; keys are spec paths such as reward.mode or rounds, and members: the members' names joined by \" + \", e.g. --where 'members=^m \\+ [^+]+$' for two-member cohorts of m)")
 	cf.register(cmd)
 	return cmd
 }

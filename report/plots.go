@@ -19,9 +19,10 @@ import (
 
 // methodRuns groups runs into methods as the table does (the spec apart
 // from seed and name), in order of first appearance, with the table's
-// labels (a label two methods share gets the first run's name).
-func methodRuns(runs []*Run) (labels []string, groups [][]*Run) {
+// labels (two methods of one name told apart by their settings: labels).
+func methodRuns(runs []*Run) (names []string, groups [][]*Run) {
 	index := map[string]int{}
+	var reps []*Run
 	for _, r := range runs {
 		k := groupKey(r)
 		i, ok := index[k]
@@ -29,30 +30,20 @@ func methodRuns(runs []*Run) (labels []string, groups [][]*Run) {
 			i = len(groups)
 			index[k] = i
 			groups = append(groups, nil)
-			labels = append(labels, r.Method())
+			reps = append(reps, r)
 		}
 		groups[i] = append(groups[i], r)
 	}
-	count := map[string]int{}
-	for _, l := range labels {
-		count[l]++
-	}
-	for i, l := range labels {
-		if count[l] > 1 {
-			labels[i] = l + " — " + groups[i][0].Spec.Name
-		}
-	}
-	return labels, groups
+	return labels(reps), groups
 }
 
 // scoredMembers are the members a run's lines average: the table's member
 // when set (and the run has it), else all.
 func scoredMembers(r *Run, member string) []string {
-	names := memberNames(r.Evals[0])
-	if member != "" && slices.Contains(names, member) {
-		return []string{member}
+	if m := scoredMember(r, member); m != "" {
+		return []string{m}
 	}
-	return names
+	return memberNames(r.Evals[0])
 }
 
 // acrossSeeds turns per-seed values at each x into one series: the mean

@@ -212,28 +212,26 @@ func BuildTable(runs []*Run, member string) Table {
 		to, gTo [][]float64 // final outcomes per seed and problem
 	}
 	var finals []final
-	labels := map[string]string{}
+	rep := map[string]*Run{} // a method's first run; nil for a Base row
 	var order []string
-	add := func(key, label string, s sample) {
+	add := func(key string, r *Run, s sample) {
 		if _, ok := groups[key]; !ok {
 			order = append(order, key)
-			labels[key] = label
+			rep[key] = r
 		}
 		groups[key] = append(groups[key], s)
 	}
 	bases := map[string]bool{}
-	names := map[string]string{}
+	names := map[string]string{} // a Base row's models
 	for _, r := range runs {
 		first, last := r.Evals[0], r.Evals[len(r.Evals)-1]
 		scored := memberNames(first)
 		if member != "" {
-			if _, ok := first.Members[member]; !ok {
+			m := scoredMember(r, member)
+			if m == "" {
 				continue
 			}
-			scored = []string{member}
-		}
-		if _, ok := names[groupKey(r)]; !ok {
-			names[groupKey(r)] = r.Spec.Name
+			scored = []string{m}
 		}
 		dirs := baseDirs(r, scored)
 		baseKey := "base:" + strings.Join(dirs, ",")
@@ -270,35 +268,49 @@ func BuildTable(runs []*Run, member string) Table {
 				s.from, s.gFrom = from, gFrom
 				s.collapse = collapseOf(r, scored)
 			}
-			add(pick.key, pick.label, s)
+			if pick.label == "Base" {
+				add(pick.key, nil, s)
+			} else {
+				add(pick.key, r, s)
+			}
 		}
 	}
-	// Methods shown twice (the same reward, other settings) are told apart
-	// by the first run's name.
-	count := map[string]int{}
+	// Methods of one name (the same reward, other settings) are told apart
+	// by their settings.
+	var reps []*Run
 	for _, k := range order {
-		count[labels[k]]++
+		if rep[k] != nil {
+			reps = append(reps, rep[k])
+		}
 	}
+	methodNames, next := labels(reps), 0
+	baseRows := len(order) - len(reps)
+	isBase := map[string]bool{}
 	for task := range taskSet {
 		t.Tasks = append(t.Tasks, task)
 	}
 	slices.Sort(t.Tasks)
 	for _, key := range order {
 		ss := groups[key]
-		method := labels[key]
-		if count[method] > 1 {
+		method := "Base"
+		switch {
+		case rep[key] != nil:
+			method, next = methodNames[next], next+1
+		case baseRows > 1: // runs of other base models: each its own Base row
 			method += " — " + names[key]
 		}
 		row := rowOf(method, ss, t.Tasks)
 		t.Rows = append(t.Rows, row)
-		if method != "Base" {
+		if rep[key] == nil {
+			isBase[method] = true
+		} else {
 			finals = append(finals, final{method, seedOutcomes(ss, func(s sample) []float64 { return s.to }),
 				seedOutcomes(ss, func(s sample) []float64 { return s.gTo })})
 		}
 	}
-	// Base first (it is the same model for every run: keep one row).
+	// Base rows first.
 	slices.SortStableFunc(t.Rows, func(a, b Row) int {
-		return cmp.Compare(boolInt(a.Method != "Base"), boolInt(b.Method != "Base"))
+		return cmp.Compare(boolInt(!isBase[a.Method]), boolInt(!isBase[b.Method]))
 	})
 	for i, a := range finals {
 		for _, b := range finals[i+1:] {
