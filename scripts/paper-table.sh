@@ -36,8 +36,18 @@ for _ in $(seq 1 600); do
   if ! kill -0 "$dev" 2>/dev/null; then echo "corl dev exited; see $dir/dev.log" >&2; exit 1; fi
   sleep 0.2
 done
+started=$(grep -c '^gpu worker on' "$dir/worker.log" 2>/dev/null || true)
 "$corl" worker --address "$addr" --store-dir "$dir/blobs" --threads 1 --queue-id paper-table-2 >>"$dir/worker.log" 2>&1 &
 worker=$!
+# Placement reads the pool's workers once, when a run starts: a sweep
+# started before the second worker polls would put every member on the
+# first (one core) for the whole run.
+for _ in $(seq 1 300); do
+  [ "$(grep -c '^gpu worker on' "$dir/worker.log" 2>/dev/null || true)" -gt "${started:-0}" ] && break
+  if ! kill -0 "$worker" 2>/dev/null; then echo "corl worker exited; see $dir/worker.log" >&2; exit 1; fi
+  sleep 0.2
+done
+sleep 2 # its first poll reaches the server
 recorded=()
 sources=("sweep-$name")
 if [ -f "$out/runs.jsonl.gz" ]; then
