@@ -88,3 +88,14 @@ func TestMemberListScoresEachRunsOwnModel(t *testing.T) {
 		}
 	}
 }
+
+func TestBaseLabel(t *testing.T) {
+	for in, want := range map[string]string{
+		"examples/zoo/nat-llama": "nat-llama",
+		"blob:uploads/2470a2dbb6a337338be45206b90c99b7623304bcb9f3bcb3e1d33f0a8b8ab944/manifest.json": "blob 2470a2dbb6a3",
+	} {
+		if got := baseLabel(in); got != want {
+			t.Errorf("baseLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"html"
+	"path/filepath"
 	"strings"
 
 	"github.com/corl-project/corl/stats"
@@ -75,7 +76,7 @@ func membersMarkdown(rows []MemberRow) string {
 	var b strings.Builder
 	b.WriteString("\n| method | member | base | seeds | before | after | gain (paired) |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s%s | %s | %d | %s | %s | %s |\n", r.Method, r.Member, frozenMark(r.Frozen), r.Base, r.Seeds,
+		fmt.Fprintf(&b, "| %s | %s%s | %s | %d | %s | %s | %s |\n", r.Method, r.Member, frozenMark(r.Frozen), baseLabel(r.Base), r.Seeds,
 			formatCI(r.Before), formatCI(r.After), r.Gain.String())
 	}
 	return b.String()
@@ -91,7 +92,7 @@ func membersHTML(rows []MemberRow) string {
 	b.WriteString(`<table id="members"><tr><th>method</th><th>member</th><th>base</th><th>seeds</th><th>before</th><th>after</th><th>gain (paired)</th></tr>`)
 	for _, r := range rows {
 		fmt.Fprintf(&b, "<tr><td>%s</td><td>%s%s</td><td>%s</td><td>%d</td><td class=k>%s</td><td class=k>%s</td><td class=k>%s</td></tr>",
-			html.EscapeString(r.Method), html.EscapeString(r.Member), frozenMark(r.Frozen), html.EscapeString(r.Base), r.Seeds,
+			html.EscapeString(r.Method), html.EscapeString(r.Member), frozenMark(r.Frozen), html.EscapeString(baseLabel(r.Base)), r.Seeds,
 			formatCI(r.Before), formatCI(r.After), html.EscapeString(r.Gain.String()))
 	}
 	b.WriteString("</table>")
@@ -103,4 +104,19 @@ func frozenMark(f bool) string {
 		return " (frozen)"
 	}
 	return ""
+}
+
+// baseLabel is a member's base as a table shows it: a directory's name, or
+// an uploaded base's content hash, shortened ("blob 2470a2dbb6a3").
+func baseLabel(base string) string {
+	if ref, ok := strings.CutPrefix(base, "blob:"); ok {
+		parts := strings.Split(ref, "/")
+		for _, p := range parts {
+			if len(p) >= 12 && strings.Trim(p, "0123456789abcdef") == "" {
+				return "blob " + p[:12]
+			}
+		}
+		return base
+	}
+	return filepath.Base(base)
 }

@@ -240,6 +240,9 @@ func BuildTable(runs []*Run, member string) Table {
 			for _, d := range dirs {
 				short = append(short, filepath.Base(d))
 			}
+			if slices.ContainsFunc(dirs, func(d string) bool { return strings.HasPrefix(d, "blob:") }) {
+				short = scored // an uploaded base's name is its hash: the members it starts
+			}
 			names[baseKey] = strings.Join(short, ", ")
 		}
 		var from, gFrom []float64
