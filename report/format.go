@@ -29,10 +29,11 @@ func (t Table) Markdown() string {
 		fmt.Fprintf(&b, " %s | %s | %s | %s | %s |\n", formatCI(r.Average), r.Gain.String(), formatCI(r.Greedy), r.GreedyGain.String(), formatFLOPs(r.FLOPs))
 	}
 	if slices.ContainsFunc(t.Rows, func(r Row) bool { return r.Collapse != nil }) {
-		b.WriteString("\n| method | answer entropy, first -> last round (nats) | distinct answers per prompt, first -> last |\n|---|---|---|\n")
+		b.WriteString("\n| method | answer entropy, first -> last round (nats) | distinct answers per prompt, first -> last | modal answer share, last round | runs flagged by a collapse rule | flagged rounds per run |\n|---|---|---|---|---|---|\n")
 		for _, r := range t.Rows {
 			if c := r.Collapse; c != nil {
-				fmt.Fprintf(&b, "| %s | %.2f -> %.2f | %.2f -> %.2f |\n", r.Method, c.EntropyFirst, c.EntropyLast, c.DistinctFirst, c.DistinctLast)
+				fmt.Fprintf(&b, "| %s | %.2f -> %.2f | %.2f -> %.2f | %.2f | %.0f%% | %.1f |\n", r.Method, c.EntropyFirst, c.EntropyLast, c.DistinctFirst, c.DistinctLast,
+					c.ModalLast, 100*c.Flagged, c.FlaggedRounds)
 			}
 		}
 	}

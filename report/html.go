@@ -213,12 +213,12 @@ th:first-child,td:first-child{text-align:left}figure{display:inline-block;vertic
 	}
 	b.WriteString("</table>")
 	if slices.ContainsFunc(t.Rows, func(r Row) bool { return r.Collapse != nil }) {
-		b.WriteString("<h2>Collapse</h2><p>The scored members' training samples: entropy of the answers sampled per prompt and their number of distinct answers, first and last round, mean over seeds.</p>")
-		b.WriteString("<table id=\"collapse\"><tr><th>method</th><th>answer entropy, first &rarr; last (nats)</th><th>distinct answers, first &rarr; last</th></tr>")
+		b.WriteString("<h2>Collapse</h2><p>The scored members' training samples: entropy of the answers sampled per prompt and their number of distinct answers, first and last round, mean over seeds; the last round's modal answer share; and how many runs, and rounds per run, the declared collapse rules flagged (a member's votes on one answer across prompts, or two members agreeing on wrong labels: README, Rewards).</p>")
+		b.WriteString("<table id=\"collapse\"><tr><th>method</th><th>answer entropy, first &rarr; last (nats)</th><th>distinct answers, first &rarr; last</th><th>modal answer share, last</th><th>runs flagged</th><th>flagged rounds per run</th></tr>")
 		for _, r := range t.Rows {
 			if c := r.Collapse; c != nil {
-				fmt.Fprintf(&b, "<tr><td>%s</td><td class=k>%.2f &rarr; %.2f</td><td class=k>%.2f &rarr; %.2f</td></tr>",
-					html.EscapeString(r.Method), c.EntropyFirst, c.EntropyLast, c.DistinctFirst, c.DistinctLast)
+				fmt.Fprintf(&b, "<tr><td>%s</td><td class=k>%.2f &rarr; %.2f</td><td class=k>%.2f &rarr; %.2f</td><td class=k>%.2f</td><td class=k>%.0f%%</td><td class=k>%.1f</td></tr>",
+					html.EscapeString(r.Method), c.EntropyFirst, c.EntropyLast, c.DistinctFirst, c.DistinctLast, c.ModalLast, 100*c.Flagged, c.FlaggedRounds)
 			}
 		}
 		b.WriteString("</table>")

@@ -76,6 +76,14 @@ type Collapse struct {
 	EntropyLast   float64 `json:"answer_entropy_last"`
 	DistinctFirst float64 `json:"distinct_answers_first"`
 	DistinctLast  float64 `json:"distinct_answers_last"`
+	// ModalLast is the scored members' modal answer share in the last
+	// round (near 1: one answer across prompts).
+	ModalLast float64 `json:"modal_answer_share_last"`
+	// Flagged is the share of runs in which a collapse rule
+	// (rl.Diagnostics.Flagged) held for a scored member in some round, and
+	// FlaggedRounds the mean number of such rounds per run.
+	Flagged       float64 `json:"flagged_runs"`
+	FlaggedRounds float64 `json:"flagged_rounds"`
 }
 
 // Paired is a difference on the same problems: a method's final
@@ -367,8 +375,18 @@ func collapseOf(r *Run, scored []string) *Collapse {
 		if i >= len(first) || i >= len(last) {
 			return nil
 		}
-		c.addShare(Collapse{first[i].AnswerEntropy, last[i].AnswerEntropy, first[i].DistinctAnswers, last[i].DistinctAnswers},
+		c.addShare(Collapse{EntropyFirst: first[i].AnswerEntropy, EntropyLast: last[i].AnswerEntropy,
+			DistinctFirst: first[i].DistinctAnswers, DistinctLast: last[i].DistinctAnswers, ModalLast: last[i].ModalShare},
 			float64(len(scored)))
+	}
+	for _, round := range r.Rounds {
+		for i, m := range r.Spec.Members {
+			if slices.Contains(scored, m.Name) && round.Diag.Flagged(i) {
+				c.FlaggedRounds++
+				c.Flagged = 1
+				break
+			}
+		}
 	}
 	return c
 }
@@ -379,6 +397,9 @@ func (c *Collapse) addShare(o Collapse, n float64) {
 	c.EntropyLast += o.EntropyLast / n
 	c.DistinctFirst += o.DistinctFirst / n
 	c.DistinctLast += o.DistinctLast / n
+	c.ModalLast += o.ModalLast / n
+	c.Flagged += o.Flagged / n
+	c.FlaggedRounds += o.FlaggedRounds / n
 }
 
 // meanCollapse averages the seeds' collapse numbers; nil if any lacks them.

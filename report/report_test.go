@@ -247,7 +247,11 @@ func TestTableOfOneMember(t *testing.T) {
 		for round, ent := range []func(i int) float64{func(i int) float64 { return 1 + float64(i) }, func(i int) float64 { return float64(seed)/2 + float64(i) }} {
 			m := rl.Metrics{Round: round}
 			for i := range r.Spec.Members {
-				m.Diag.Models = append(m.Diag.Models, rl.ModelDiag{AnswerEntropy: ent(i), DistinctAnswers: float64(4 - 2*round)})
+				d := rl.ModelDiag{AnswerEntropy: ent(i), DistinctAnswers: float64(4 - 2*round)}
+				if seed == 1 && round == 1 {
+					d.ModalShare = 0.8 // seed 1 ends voting one answer on 80% of prompts: flagged
+				}
+				m.Diag.Models = append(m.Diag.Models, d)
 			}
 			r.Rounds = append(r.Rounds, m)
 		}
@@ -293,6 +297,9 @@ func TestTableOfOneMember(t *testing.T) {
 	// seeds' mean of 1/2 and 2/2; the pair's a is its first member too.
 	if c := gt.Collapse; c == nil || c.EntropyFirst != 1 || c.EntropyLast != 0.75 || c.DistinctFirst != 4 || c.DistinctLast != 2 {
 		t.Errorf("ground-truth collapse %+v, want entropy 1 -> 0.75, distinct 4 -> 2", c)
+	}
+	if c := gt.Collapse; c == nil || c.ModalLast != 0.4 || c.Flagged != 0.5 || c.FlaggedRounds != 0.5 {
+		t.Errorf("ground-truth collapse flags %+v, want modal share 0.4 and one of two seeds flagged in one round", c)
 	}
 	if tb.Rows[0].Collapse != nil {
 		t.Errorf("the base row has collapse numbers %+v", tb.Rows[0].Collapse)

@@ -356,6 +356,24 @@ func (d Diagnostics) consensus(pd PairDiag) bool {
 	return d.pairLabelAcc(pd) <= consensusAccuracy
 }
 
+// Flagged reports whether either collapse rule holds for member i this
+// round: its votes collapsed onto one answer (Collapsed), or it and a peer
+// in consensus collapse.
+func (d Diagnostics) Flagged(i int) bool {
+	if i >= len(d.Models) {
+		return false
+	}
+	if d.Collapsed(i) {
+		return true
+	}
+	for _, pd := range d.Pairs {
+		if (pd.Pair[0] == i || pd.Pair[1] == i) && max(pd.Pair[0], pd.Pair[1]) < len(d.Models) && d.consensus(pd) {
+			return true
+		}
+	}
+	return false
+}
+
 // pairLabelAcc is the mean pseudo-label accuracy of the pair's members.
 func (d Diagnostics) pairLabelAcc(pd PairDiag) float64 {
 	return (*d.Models[pd.Pair[0]].PseudoLabelAcc + *d.Models[pd.Pair[1]].PseudoLabelAcc) / 2

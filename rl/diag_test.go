@@ -51,6 +51,9 @@ func TestCollapseAcrossPromptsIsSeen(t *testing.T) {
 	if w := Diagnose(collapsed, out, []string{"yes", "yes", "yes", "yes"}, 0).Collapse(names); len(w) != 0 {
 		t.Errorf("answers as alike as the labels flagged: %q", w)
 	}
+	if !d.Flagged(0) || !d.Flagged(1) || Diagnose(healthy, out, []string{"1", "2", "3", "4"}, 0).Flagged(0) {
+		t.Error("Flagged disagrees with the across-prompts rule")
+	}
 }
 
 // TestConsensusCollapseIsSeen: two members converging on the same wrong
@@ -94,6 +97,9 @@ func TestConsensusCollapseIsSeen(t *testing.T) {
 	}
 	if w := diag(truth, truth).Collapse(names); len(w) != 0 {
 		t.Errorf("a pair agreeing because both are right flagged: %q", w)
+	}
+	if !sent.Flagged(0) || !sent.Flagged(1) || early.Flagged(0) || diag(truth, truth).Flagged(1) || sent.Flagged(2) {
+		t.Error("Flagged disagrees with the consensus rule")
 	}
 }
 
