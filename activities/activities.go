@@ -9,8 +9,11 @@ import (
 	"sync"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/corl-project/corl/blob"
@@ -152,17 +155,66 @@ func heartbeat(ctx context.Context, detail func() any) (stop func()) {
 }
 
 // RunResult returns the result of the workflow with ID id (a sweep's cell
-// that an earlier run of the sweep completed), as JSON.
-func (a *Activities) RunResult(ctx context.Context, id string) (json.RawMessage, error) {
+// that an earlier run of the sweep completed), as JSON. With want, the
+// earlier run must have been started with that spec: a cell's ID is its
+// place in the grid, so a sweep whose grid changed since finds other
+// cells' runs under its IDs, and reading one as this cell would report it
+// under the wrong settings; that is a non-retryable ErrBadSpec naming both.
+func (a *Activities) RunResult(ctx context.Context, id string, want *spec.RunSpec) (json.RawMessage, error) {
 	defer heartbeat(ctx, func() any { return "result of " + id })()
 	if a.Client == nil {
 		return nil, errors.New("run result: this worker has no Temporal client")
+	}
+	if want != nil {
+		got, err := a.startedSpec(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(want)
+		if string(g) != string(w) {
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+				"run %s was started with another spec than this cell's (reward %s, %d member(s), lr %g there; reward %s, %d member(s), lr %g here): the sweep's grid changed since that run; "+
+					"start the sweep under another --id (corl sweep --recorded DIR keeps the finished cells whose specs match)",
+				id, got.Reward.Mode, len(got.Members), got.Optim.LearningRate, want.Reward.Mode, len(want.Members), want.Optim.LearningRate), pipeline.ErrBadSpec, nil)
+		}
 	}
 	var res json.RawMessage
 	if err := a.Client.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
 		return nil, fmt.Errorf("run %s: %w", id, err)
 	}
 	return res, nil
+}
+
+// startedSpec is the run spec the workflow id was started with: its first
+// run's first event's input (a run continued as new may carry a spec its
+// workflow changed, a budget's planned rounds).
+func (a *Activities) startedSpec(ctx context.Context, id string) (spec.RunSpec, error) {
+	first := func(runID string) (*historypb.HistoryEvent, error) {
+		it := a.Client.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		if !it.HasNext() {
+			return nil, fmt.Errorf("run %s: no history", id)
+		}
+		e, err := it.Next()
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", id, err)
+		}
+		return e, nil
+	}
+	e, err := first("")
+	if err != nil {
+		return spec.RunSpec{}, err
+	}
+	if run := e.GetWorkflowExecutionStartedEventAttributes().GetFirstExecutionRunId(); run != "" {
+		if e, err = first(run); err != nil {
+			return spec.RunSpec{}, err
+		}
+	}
+	var in struct{ spec.RunSpec }
+	if err := converter.GetDefaultDataConverter().FromPayloads(e.GetWorkflowExecutionStartedEventAttributes().GetInput(), &in); err != nil {
+		return spec.RunSpec{}, fmt.Errorf("run %s: its input: %w", id, err)
+	}
+	return in.RunSpec, nil
 }
 
 // namedAs rewrites an error about the model directory dir to name it source

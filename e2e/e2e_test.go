@@ -910,7 +910,9 @@ func TestContinueAsNewOnARealServer(t *testing.T) {
 
 // TestSweepOnARealServer: a two-cell sweep runs both cells as child runs;
 // started again under the same ID, it reruns neither and reads their
-// results back.
+// results back; started a third time with its grid reordered (so each
+// cell's ID holds the other cell's run), it reads neither as its own and
+// says why.
 func TestSweepOnARealServer(t *testing.T) {
 	a, b := bases(t)
 	file := specFile(t, "sw", a, b, 2)
@@ -938,6 +940,22 @@ func TestSweepOnARealServer(t *testing.T) {
 			if c.State != want || c.Result == nil || c.Result.Rounds != 2 || len(c.Result.Checkpoints) != 2 {
 				t.Errorf("%s: cell %+v, want %s with its result", want, c, want)
 			}
+		}
+	}
+	in.Grid[0].Values = []json.RawMessage{json.RawMessage("2"), json.RawMessage("1")}
+	run, err := cl.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "sweep-sw", TaskQueue: "corl"}, workflows.Sweep, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var p workflows.SweepProgress
+	if err := run.Get(ctx, &p); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range p.Cells {
+		if c.State != "failed" || !strings.Contains(c.Error, "started with another spec") || c.Result != nil {
+			t.Errorf("reordered grid: cell %+v, want failed: another spec", c)
 		}
 	}
 }

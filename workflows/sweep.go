@@ -114,8 +114,9 @@ func Sweep(ctx workflow.Context, in SweepInput) (*SweepProgress, error) {
 			case err == nil:
 				c.State, c.Result = "done", &res
 			case temporal.IsWorkflowExecutionAlreadyStartedError(err):
-				// Completed by an earlier run of this sweep: read its result.
-				if err := workflow.ExecuteActivity(resultCtx, pipeline.RunResult, c.ID).Get(ctx, &res); err != nil {
+				// Completed by an earlier run of this sweep: read its result
+				// (refused when that run had another spec: the grid changed).
+				if err := workflow.ExecuteActivity(resultCtx, pipeline.RunResult, c.ID, &specs[i]).Get(ctx, &res); err != nil {
 					c.State, c.Error = "failed", err.Error()
 					return
 				}

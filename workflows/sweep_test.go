@@ -19,6 +19,7 @@ import (
 
 	"github.com/corl-project/corl/activities"
 	"github.com/corl-project/corl/pipeline"
+	"github.com/corl-project/corl/spec"
 )
 
 func raw(vs ...string) []json.RawMessage {
@@ -159,7 +160,15 @@ func TestSweepSkipsCompletedCells(t *testing.T) {
 		}
 		return nil
 	})
-	env.OnActivity(a.RunResult, mock.Anything, mock.Anything).Return(func(_ context.Context, id string) (json.RawMessage, error) {
+	cells, _, err := Cells(testSweep())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.OnActivity(a.RunResult, mock.Anything, mock.Anything, mock.Anything).Return(func(_ context.Context, id string, want *spec.RunSpec) (json.RawMessage, error) {
+		// The cell's own spec goes with its ID, for the earlier run's to be checked against.
+		if want == nil || want.Seed != cells[1].Seed || fmt.Sprint(want.Members) != fmt.Sprint(cells[1].Members) {
+			return nil, fmt.Errorf("RunResult(%s) was given spec %+v, not cell 1's", id, want)
+		}
 		return json.RawMessage(`{"rounds": 7}`), nil
 	})
 	env.ExecuteWorkflow(Sweep, testSweep())
