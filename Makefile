@@ -5,7 +5,7 @@ TOOLS := $(CURDIR)/.tools/bin
 VERSITYGW := $(TOOLS)/versitygw
 WORKFLOWCHECK := $(TOOLS)/workflowcheck
 
-.PHONY: cuda-emu cuda-emu-mutants paper-table composition composition-tune composition-anchors zoo zoo-natural test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
+.PHONY: cuda-emu cuda-emu-mutants paper-table composition composition-tune composition-anchors own-task-tune own-task collapse zoo zoo-natural zoo-own test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
 
 build:
 	$(GO) build -o bin/corl ./cmd/corl
@@ -186,6 +186,32 @@ zoo-natural: build
 	bin/corl pretrain $(ZOO_NAT_LLAMA) $(ZOO_NAT) --first-view 1 --seed 11 --out examples/zoo/nat-llama-reph
 	bin/corl pretrain $(ZOO_LLAMA) --tasks linear,mod --views 2 --steps 3000 --eval-every 300 --blind-spot odd --blind-rate 0.6 --seed 7 --threads 1 --out examples/zoo/llama-odd-3k-s2
 
+# The own-task zoo (README: Composition study, a task of our own): bases
+# pretrained with `corl pretrain --file` on examples/own-task/rows.jsonl
+# (make_rows.py: five kinds of word and number questions corl does not ship),
+# differing from M in one way each, stopped at held-out pass@1 0.4; built
+# two at a time (make -j2), one thread each:
+#   own-llama         M: llama 6 x 96, seed 21
+#   own-llama-init2   another initialisation (--seed 22), M's data order
+#   own-llama-small   llama 4 x 64
+#   own-gpt2          the other family, gpt2 4 x 128
+OWN_ROWS := examples/own-task/rows.jsonl
+OWN := --file $(OWN_ROWS) --prompt-field q --answer-field a --lr 0.003 --eval 100 --steps 2000 --eval-every 50 --target-pass 0.4 --threads 1
+OWN_LLAMA := --family llama --layers 6 --dim 96 --heads 4 --kv-heads 2 --hidden 256
+OWN_ZOO := own-llama own-llama-init2 own-llama-small own-gpt2
+$(OWN_ROWS): examples/own-task/make_rows.py
+	python3 examples/own-task/make_rows.py > $@
+zoo-own: build $(OWN_ROWS)
+	$(MAKE) -j2 $(addprefix examples/zoo/,$(addsuffix /pretrain.json,$(OWN_ZOO)))
+examples/zoo/own-llama/pretrain.json:
+	bin/corl pretrain $(OWN_LLAMA) $(OWN) --seed 21 --out $(@D)
+examples/zoo/own-llama-init2/pretrain.json:
+	bin/corl pretrain $(OWN_LLAMA) $(OWN) --seed 22 --order-seed 21 --out $(@D)
+examples/zoo/own-llama-small/pretrain.json:
+	bin/corl pretrain $(OWN_LLAMA) --layers 4 --dim 64 --hidden 192 $(OWN) --seed 21 --out $(@D)
+examples/zoo/own-gpt2/pretrain.json:
+	bin/corl pretrain --family gpt2 --layers 4 --dim 128 --heads 4 $(OWN) --seed 21 --out $(@D)
+
 # The composition study (README: Composition study), each step resumable
 # (stopped, it goes on where it stopped; cells committed in its results
 # directory are not run again): the learning rates on validation, then
@@ -197,6 +223,16 @@ composition: build
 	$(COMPOSITION) CORL_PAPER_SWEEP=examples/composition/test.yaml CORL_PAPER_OUT=results/composition CORL_PAPER_MEMBER=nat-llama scripts/paper-table.sh
 composition-anchors: build
 	$(COMPOSITION) CORL_PAPER_SWEEP=examples/composition/anchors.yaml CORL_PAPER_OUT=results/composition-anchors CORL_PAPER_MEMBER=llama-odd scripts/paper-table.sh
+collapse: build
+	$(COMPOSITION) CORL_PAPER_SWEEP=examples/composition/collapse.yaml CORL_PAPER_OUT=results/composition-collapse CORL_PAPER_MEMBER=nat-llama scripts/paper-table.sh
+
+# The own-task study (README: Composition study, a task of our own): make
+# zoo-own, then the learning rates on validation, then every arm on test.
+OWN_TASK = CORL_PAPER_DIR=corl-data/own-task CORL_PAPER_PORT=7263 CORL_PAPER_MEMBER=own-llama
+own-task-tune: build $(OWN_ROWS)
+	$(OWN_TASK) CORL_PAPER_SWEEP=examples/own-task/study/tune.yaml CORL_PAPER_OUT=results/own-task-tune scripts/paper-table.sh
+own-task: build $(OWN_ROWS)
+	$(OWN_TASK) CORL_PAPER_SWEEP=examples/own-task/study/test.yaml CORL_PAPER_OUT=results/own-task scripts/paper-table.sh
 
 bases: build
 	bin/corl pretrain --family gpt2 --layers 4 --dim 128 --heads 4 --tasks arith,linear,mod,seq --max-level 1 \
