@@ -280,7 +280,12 @@ type DoseResponse struct {
 
 // interval is the slope's interval as text, or why there is none.
 func (d DoseResponse) interval() string {
-	if d.Fit.CI == nil {
+	switch {
+	case d.Fit.Constant:
+		return "(the predictor does not vary)"
+	case d.Fit.CI == nil && d.Fit.Clusters >= 3:
+		return "(it varies within too few cohorts)"
+	case d.Fit.CI == nil:
 		return "(fewer than 3 cohorts)"
 	}
 	return fmt.Sprintf("[%+.3f, %+.3f]", d.Fit.CI.Lo, d.Fit.CI.Hi)

@@ -1,14 +1,20 @@
 package stats
 
-import "math/rand/v2"
+import (
+	"math/rand/v2"
+	"slices"
+)
 
 // Slope is a least-squares line's slope with its 95% interval.
 type Slope struct {
 	Slope     float64   `json:"slope"`
 	Intercept float64   `json:"intercept"`
-	CI        *Interval `json:"ci,omitempty"` // of the slope; nil with fewer than three clusters
-	Points    int       `json:"points"`
-	Clusters  int       `json:"clusters"`
+	CI        *Interval `json:"ci,omitempty"` // of the slope; nil with fewer than three clusters, or a constant x
+	// Constant: every point has the same x, so there is no slope to fit
+	// (Slope is 0 and Intercept the mean of y).
+	Constant bool `json:"constant_x,omitempty"`
+	Points   int  `json:"points"`
+	Clusters int  `json:"clusters"`
 }
 
 // Fit is the least-squares line through (x, y): slope and intercept (zero
@@ -39,7 +45,7 @@ func ClusteredSlope(x, y []float64, cluster []string, seed uint64) Slope {
 	if len(x) != len(y) || len(x) != len(cluster) {
 		panic("stats: slope points and clusters of different lengths")
 	}
-	s := Slope{Points: len(x)}
+	s := Slope{Points: len(x), Constant: slices.Min(x) == slices.Max(x)}
 	s.Slope, s.Intercept = Fit(x, y)
 	var names []string
 	members := map[string][]int{}
@@ -50,21 +56,30 @@ func ClusteredSlope(x, y []float64, cluster []string, seed uint64) Slope {
 		members[c] = append(members[c], i)
 	}
 	s.Clusters = len(names)
-	if s.Clusters < 3 {
+	if s.Clusters < 3 || s.Constant {
 		return s
 	}
 	r := rand.New(rand.NewPCG(seed, 0x736c6f70))
 	slopes := make([]float64, 0, Resamples)
 	var bx, by []float64
-	for range Resamples {
+	// A resample whose clusters all have one x has no slope: it is drawn
+	// again, not counted as a slope of 0 (the draws are bounded, so a
+	// predictor that varies in one cluster only still ends).
+	for tries := 0; len(slopes) < Resamples && tries < 20*Resamples; tries++ {
 		bx, by = bx[:0], by[:0]
 		for range names {
 			for _, i := range members[names[r.IntN(len(names))]] {
 				bx, by = append(bx, x[i]), append(by, y[i])
 			}
 		}
+		if slices.Min(bx) == slices.Max(bx) {
+			continue
+		}
 		b, _ := Fit(bx, by)
 		slopes = append(slopes, b)
+	}
+	if len(slopes) < Resamples/2 {
+		return s // x varies in too few resamples for an interval
 	}
 	lo, hi := percentiles(slopes)
 	s.CI = &Interval{Mean: s.Slope, Lo: lo, Hi: hi}

@@ -77,3 +77,20 @@ func TestClusteredSlopeNeedsClusters(t *testing.T) {
 		t.Fatalf("%+v", got)
 	}
 }
+
+// A predictor with one value everywhere has no slope and no interval; one
+// that varies only between some clusters gets an interval from the
+// resamples in which it varies, never from zero slopes of those in which
+// it does not.
+func TestClusteredSlopeOfAConstantOrRarelyVaryingX(t *testing.T) {
+	c := []string{"a", "a", "b", "b", "c", "c"}
+	if got := ClusteredSlope([]float64{1, 1, 1, 1, 1, 1}, []float64{0, 1, 2, 3, 4, 5}, c, 1); !got.Constant || got.CI != nil {
+		t.Fatalf("constant x: %+v", got)
+	}
+	// y = 2x exactly: every resample in which x varies has slope 2.
+	x := []float64{0, 0, 0, 0, 1, 1}
+	got := ClusteredSlope(x, []float64{0, 0, 0, 0, 2, 2}, c, 1)
+	if got.Constant || got.CI == nil || got.CI.Lo != 2 || got.CI.Hi != 2 {
+		t.Fatalf("slope 2 wherever x varies: %+v", got)
+	}
+}
