@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -46,76 +47,12 @@ Examples:
   corl report results/mine -o again.html`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var runs []*report.Run
-			var cl client.Client
-			var conn *connect.Connection
-			defer func() {
-				if cl != nil {
-					cl.Close()
-				}
-			}()
-			for _, arg := range args {
-				if st, err := os.Stat(arg); err == nil && st.IsDir() {
-					rs, err := report.LoadDir(arg)
-					if err != nil {
-						return err
-					}
-					runs = append(runs, rs...)
-					continue
-				}
-				if cl == nil {
-					var err error
-					if cl, conn, err = cf.dial(getenv); err != nil {
-						return fmt.Errorf("%s is not a run directory, and reading it as a workflow ID: %w", arg, err)
-					}
-				}
-				rs, err := report.FromTemporal(cmd.Context(), cl, arg)
-				if err != nil {
-					return err
-				}
-				// Uploaded bases' families (same or different family) are
-				// in the blob store.
-				if store, err := conn.OpenStore(cmd.Context()); err == nil {
-					report.ReadFamilies(cmd.Context(), store, rs)
-				} else {
-					fmt.Fprintf(stdio.Err, "warning: blob store: %v (cohorts of uploaded bases are named by their bases, not their families)\n", err)
-				}
-				runs = append(runs, rs...)
+			runs, err := loadReportRuns(cmd.Context(), stdio, args, cf, getenv)
+			if err != nil {
+				return err
 			}
-			if completeOnly {
-				kept := runs[:0]
-				for _, r := range runs {
-					if r.Complete {
-						kept = append(kept, r)
-					}
-				}
-				fmt.Fprintf(stdio.Err, "%d of %d run(s) completed: reporting those\n", len(kept), len(runs))
-				if runs = kept; len(runs) == 0 {
-					return fmt.Errorf("--complete: no run has completed")
-				}
-			}
-			if len(where) > 0 {
-				conds := map[string]*regexp.Regexp{}
-				for _, w := range where {
-					k, v, ok := strings.Cut(w, "=")
-					if !ok || k == "" {
-						return fmt.Errorf("--where %q: want KEY=REGEXP (e.g. reward.mode=peer-ring)", w)
-					}
-					re, err := regexp.Compile(v)
-					if err != nil {
-						return fmt.Errorf("--where %s: %w", k, err)
-					}
-					conds[k] = re
-				}
-				n := len(runs)
-				var err error
-				if runs, err = report.Where(runs, conds); err != nil {
-					return fmt.Errorf("--where: %w", err)
-				}
-				fmt.Fprintf(stdio.Err, "%d of %d run(s) match --where\n", len(runs), n)
-				if len(runs) == 0 {
-					return fmt.Errorf("--where: no run matches")
-				}
+			if runs, err = selectRuns(stdio, runs, completeOnly, where); err != nil {
+				return err
 			}
 			runs, dropped := report.Distinct(runs)
 			if dropped > 0 {
@@ -157,4 +94,87 @@ Examples:
 	fl.StringArrayVar(&where, "where", nil, "keep only runs whose setting KEY matches REGEXP (KEY=REGEXP, repeatable; keys are spec paths such as reward.mode or rounds, and members: the members' names joined by \" + \", e.g. --where 'members=^m \\+ [^+]+$' for two-member cohorts of m)")
 	cf.register(cmd)
 	return cmd
+}
+
+// loadReportRuns reads each argument as a run directory, a results
+// directory, or a workflow ID on the Temporal server (a run or a sweep).
+func loadReportRuns(ctx context.Context, stdio IO, args []string, cf connFlags, getenv func(string) string) ([]*report.Run, error) {
+	var runs []*report.Run
+	var cl client.Client
+	var conn *connect.Connection
+	defer func() {
+		if cl != nil {
+			cl.Close()
+		}
+	}()
+	for _, arg := range args {
+		if st, err := os.Stat(arg); err == nil && st.IsDir() {
+			rs, err := report.LoadDir(arg)
+			if err != nil {
+				return nil, err
+			}
+			runs = append(runs, rs...)
+			continue
+		}
+		if cl == nil {
+			var err error
+			if cl, conn, err = cf.dial(getenv); err != nil {
+				return nil, fmt.Errorf("%s is not a run directory, and reading it as a workflow ID: %w", arg, err)
+			}
+		}
+		rs, err := report.FromTemporal(ctx, cl, arg)
+		if err != nil {
+			return nil, err
+		}
+		// Uploaded bases' families (same or different family) are
+		// in the blob store.
+		if store, err := conn.OpenStore(ctx); err == nil {
+			report.ReadFamilies(ctx, store, rs)
+		} else {
+			fmt.Fprintf(stdio.Err, "warning: blob store: %v (cohorts of uploaded bases are named by their bases, not their families)\n", err)
+		}
+		runs = append(runs, rs...)
+	}
+	return runs, nil
+}
+
+// selectRuns keeps the completed runs (completeOnly) and those matching
+// every --where condition (KEY=REGEXP on a run's settings).
+func selectRuns(stdio IO, runs []*report.Run, completeOnly bool, where []string) ([]*report.Run, error) {
+	if completeOnly {
+		kept := runs[:0]
+		for _, r := range runs {
+			if r.Complete {
+				kept = append(kept, r)
+			}
+		}
+		fmt.Fprintf(stdio.Err, "%d of %d run(s) completed: reporting those\n", len(kept), len(runs))
+		if runs = kept; len(runs) == 0 {
+			return nil, fmt.Errorf("--complete: no run has completed")
+		}
+	}
+	if len(where) > 0 {
+		conds := map[string]*regexp.Regexp{}
+		for _, w := range where {
+			k, v, ok := strings.Cut(w, "=")
+			if !ok || k == "" {
+				return nil, fmt.Errorf("--where %q: want KEY=REGEXP (e.g. reward.mode=peer-ring)", w)
+			}
+			re, err := regexp.Compile(v)
+			if err != nil {
+				return nil, fmt.Errorf("--where %s: %w", k, err)
+			}
+			conds[k] = re
+		}
+		n := len(runs)
+		var err error
+		if runs, err = report.Where(runs, conds); err != nil {
+			return nil, fmt.Errorf("--where: %w", err)
+		}
+		fmt.Fprintf(stdio.Err, "%d of %d run(s) match --where\n", len(runs), n)
+		if len(runs) == 0 {
+			return nil, fmt.Errorf("--where: no run matches")
+		}
+	}
+	return runs, nil
 }

@@ -81,3 +81,33 @@ func TestReportCompleteOnly(t *testing.T) {
 		t.Fatalf("kept %d runs (%v), want the 2 complete ones", len(kept), err)
 	}
 }
+
+// TestReportWhere: --where keeps the runs whose settings match, and refuses
+// a condition that is not KEY=REGEXP, a bad expression or a key no run has,
+// naming it.
+func TestReportWhere(t *testing.T) {
+	ev := func(round int) record.Eval {
+		return record.Eval{Round: round, Members: map[string]evaluate.Result{"m": {N: 2, PassAt1: 0.5, Correct: []bool{true, false}}}}
+	}
+	var runs []*report.Run
+	for _, mode := range []string{"self-vote", "ground-truth", "self-vote"} {
+		s := spec.Default()
+		s.Members = []spec.Member{{Name: "m", Base: "b"}}
+		s.Reward.Mode = mode
+		s.Seed = uint64(len(runs) + 1)
+		runs = append(runs, &report.Run{Spec: s, Evals: []record.Eval{ev(0), ev(10)}, Complete: true})
+	}
+	dir := t.TempDir()
+	if err := report.SaveRecords(filepath.Join(dir, report.RecordsName), runs); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "runs.jsonl.gz")
+	if code, _, errs := run(t, "report", dir, "--where", "reward.mode=^self-vote$", "-o", "", "--records", out); code != 0 || !strings.Contains(errs, "2 of 3 run(s) match --where") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	for arg, want := range map[string]string{"reward.mode": "want KEY=REGEXP", "reward.mode=(": "--where reward.mode", "reward.mdoe=x": `no run has a setting "reward.mdoe"`} {
+		if code, _, errs := run(t, "report", dir, "--where", arg, "-o", ""); code == 0 || !strings.Contains(errs, want) {
+			t.Errorf("--where %s: exit %d, stderr %q, want %q", arg, code, errs, want)
+		}
+	}
+}

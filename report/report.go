@@ -215,10 +215,6 @@ func BuildTable(runs []*Run, member string) Table {
 	t := Table{Member: member}
 	taskSet := map[string]bool{}
 	groups := map[string][]sample{}
-	type final struct {
-		method  string
-		to, gTo [][]float64 // final outcomes per seed and problem
-	}
 	var finals []final
 	rep := map[string]*Run{} // a method's first run; nil for a Base row
 	var order []string
@@ -286,32 +282,16 @@ func BuildTable(runs []*Run, member string) Table {
 			}
 		}
 	}
-	// Methods of one name (the same reward, other settings) are told apart
-	// by their settings.
-	var reps []*Run
-	for _, k := range order {
-		if rep[k] != nil {
-			reps = append(reps, rep[k])
-		}
-	}
-	methodNames, next := labels(reps), 0
-	baseRows := len(order) - len(reps)
-	isBase := map[string]bool{}
 	for task := range taskSet {
 		t.Tasks = append(t.Tasks, task)
 	}
 	slices.Sort(t.Tasks)
-	for _, key := range order {
+	isBase := map[string]bool{}
+	rowName := rowNames(order, rep, names)
+	for i, key := range order {
 		ss := groups[key]
-		method := "Base"
-		switch {
-		case rep[key] != nil:
-			method, next = methodNames[next], next+1
-		case baseRows > 1: // runs of other base models: each its own Base row
-			method += " — " + names[key]
-		}
-		row := rowOf(method, ss, t.Tasks)
-		t.Rows = append(t.Rows, row)
+		method := rowName[i]
+		t.Rows = append(t.Rows, rowOf(method, ss, t.Tasks))
 		if rep[key] == nil {
 			isBase[method] = true
 		} else {
@@ -323,17 +303,58 @@ func BuildTable(runs []*Run, member string) Table {
 	slices.SortStableFunc(t.Rows, func(a, b Row) int {
 		return cmp.Compare(boolInt(!isBase[a.Method]), boolInt(!isBase[b.Method]))
 	})
-	for i, a := range finals {
-		for _, b := range finals[i+1:] {
-			if c := (Comparison{A: a.method, B: b.method, Diff: crossed(b.to, a.to, false), Greedy: crossed(b.gTo, a.gTo, false)}); c.Diff != nil {
-				t.Comparisons = append(t.Comparisons, c)
-			}
-		}
-	}
+	t.Comparisons = compareAll(finals)
 	t.Members = memberTable(runs)
 	t.DoseResponse = doseResponse(runs, member)
 	t.adjust()
 	return t
+}
+
+// final is a method's final outcomes per seed and problem, sampled (to)
+// and greedy (gTo).
+type final struct {
+	method  string
+	to, gTo [][]float64
+}
+
+// compareAll is every pair of methods compared on the same problems, in
+// the table's order (A before B).
+func compareAll(finals []final) []Comparison {
+	var out []Comparison
+	for i, a := range finals {
+		for _, b := range finals[i+1:] {
+			if c := (Comparison{A: a.method, B: b.method, Diff: crossed(b.to, a.to, false), Greedy: crossed(b.gTo, a.gTo, false)}); c.Diff != nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// rowNames names the table's rows, one per key of order: a method by its
+// first run (rep; labels tells apart methods of one name by their
+// settings), a Base row "Base", or with several bases "Base — " and its
+// models (names).
+func rowNames(order []string, rep map[string]*Run, names map[string]string) []string {
+	var reps []*Run
+	for _, k := range order {
+		if rep[k] != nil {
+			reps = append(reps, rep[k])
+		}
+	}
+	methods, next := labels(reps), 0
+	out := make([]string, len(order))
+	for i, k := range order {
+		switch {
+		case rep[k] != nil:
+			out[i], next = methods[next], next+1
+		case len(order)-len(reps) > 1: // runs of other base models: each its own Base row
+			out[i] = "Base — " + names[k]
+		default:
+			out[i] = "Base"
+		}
+	}
+	return out
 }
 
 // adjust sets every test's PHolm: Holm's correction over all the table's
