@@ -64,26 +64,9 @@ Examples:
 			if err != nil {
 				return err
 			}
-			var probs []datasets.Problem
-			rule := datasets.TaskAnswers
-			if file != "" {
-				if probs, rule, err = heldOutRows(file, pField, aField, aType, seed, split, n); err != nil {
-					return err
-				}
-			}
-			for _, name := range strings.Split(tasks, ",") {
-				if file != "" {
-					break
-				}
-				t, err := datasets.LookupTask(name)
-				if err != nil {
-					return fmt.Errorf("--tasks: %w", err)
-				}
-				set, err := datasets.HeldOut(t, seed, split, n, level)
-				if err != nil {
-					return err
-				}
-				probs = append(probs, datasets.Rephrase(set, view)...)
+			probs, rule, err := evalProblems(file, pField, aField, aType, tasks, seed, split, n, level, view)
+			if err != nil {
+				return err
 			}
 			o := evaluate.Options{MaxNew: maxNT, Answers: rule, Samples: samples, Temperature: temp, Seed: seed}
 			if check != "" {
@@ -97,20 +80,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdio.Out, "%s: pass@1 %.3f [%.3f, %.3f] on %d %s problems (no answer %.3f)", dir, res.PassAt1,
-				res.PassAt1CI.Lo, res.PassAt1CI.Hi, res.N, split, res.NoAnswer)
-			if samples > 0 {
-				fmt.Fprintf(stdio.Out, "; sampled pass@1 %.3f [%.3f, %.3f], maj@%d %.3f at temperature %g", res.SampledPassAt1,
-					res.SampledCI.Lo, res.SampledCI.Hi, samples, res.MajAtK, temp)
-			}
-			fmt.Fprintln(stdio.Out)
-			for _, t := range res.Tasks() {
-				fmt.Fprintf(stdio.Out, "  %-8s %.3f", t, res.ByTask[t])
-				if samples > 0 {
-					fmt.Fprintf(stdio.Out, "  sampled %.3f", res.SampledByTask[t])
-				}
-				fmt.Fprintln(stdio.Out)
-			}
+			printEval(stdio.Out, dir, split, samples, temp, res)
 			if blind != "" {
 				printBlindSpot(stdio.Out, spot, probs, res)
 			}
@@ -132,15 +102,8 @@ Examples:
 			}
 			printComparison(stdio.Out, dir, compare, res, other)
 			if samples >= 2 {
-				// Co-RL's reward: each model's samples against the other's vote.
-				for _, pair := range []struct {
-					name, by string
-					r, l     evaluate.Result
-				}{{dir, compare, res, other}, {compare, dir, other, res}} {
-					fmt.Fprintf(stdio.Out, "%s labelled by %s:\n", pair.name, pair.by)
-					if err := printSignal(stdio.Out, pair.r, pair.l, "peer vote", "peer's vote"); err != nil {
-						return err
-					}
+				if err := printPeerSignal(stdio.Out, dir, compare, res, other); err != nil {
+					return err
 				}
 			}
 			if blind != "" {
@@ -171,6 +134,62 @@ Examples:
 	fl.StringVar(&compare, "compare", "", "a second checkpoint, scored on the same problems and samples: the paired difference with its interval, McNemar's test on the greedy answers")
 	bf.Register(fl, getenv)
 	return cmd
+}
+
+// evalProblems are the problems corl eval scores: the file's held-out rows
+// (with the file's answer rule), else each task's held-out split in the
+// given surface form.
+func evalProblems(file, pField, aField, aType, tasks string, seed uint64, split string, n, level, view int) ([]datasets.Problem, datasets.AnswerRule, error) {
+	if file != "" {
+		return heldOutRows(file, pField, aField, aType, seed, split, n)
+	}
+	var probs []datasets.Problem
+	for _, name := range strings.Split(tasks, ",") {
+		t, err := datasets.LookupTask(name)
+		if err != nil {
+			return nil, datasets.TaskAnswers, fmt.Errorf("--tasks: %w", err)
+		}
+		set, err := datasets.HeldOut(t, seed, split, n, level)
+		if err != nil {
+			return nil, datasets.TaskAnswers, err
+		}
+		probs = append(probs, datasets.Rephrase(set, view)...)
+	}
+	return probs, datasets.TaskAnswers, nil
+}
+
+// printEval prints a checkpoint's greedy (and with samples, sampled)
+// pass@1 overall and per task.
+func printEval(w io.Writer, dir, split string, samples int, temp float32, res evaluate.Result) {
+	fmt.Fprintf(w, "%s: pass@1 %.3f [%.3f, %.3f] on %d %s problems (no answer %.3f)", dir, res.PassAt1,
+		res.PassAt1CI.Lo, res.PassAt1CI.Hi, res.N, split, res.NoAnswer)
+	if samples > 0 {
+		fmt.Fprintf(w, "; sampled pass@1 %.3f [%.3f, %.3f], maj@%d %.3f at temperature %g", res.SampledPassAt1,
+			res.SampledCI.Lo, res.SampledCI.Hi, samples, res.MajAtK, temp)
+	}
+	fmt.Fprintln(w)
+	for _, t := range res.Tasks() {
+		fmt.Fprintf(w, "  %-8s %.3f", t, res.ByTask[t])
+		if samples > 0 {
+			fmt.Fprintf(w, "  sampled %.3f", res.SampledByTask[t])
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// printPeerSignal is Co-RL's signal check: each model's samples against
+// the other's vote.
+func printPeerSignal(w io.Writer, a, b string, ra, rb evaluate.Result) error {
+	for _, pair := range []struct {
+		name, by string
+		r, l     evaluate.Result
+	}{{a, b, ra, rb}, {b, a, rb, ra}} {
+		fmt.Fprintf(w, "%s labelled by %s:\n", pair.name, pair.by)
+		if err := printSignal(w, pair.r, pair.l, "peer vote", "peer's vote"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // printSignal prints the signal check of r's samples under ground truth
