@@ -92,29 +92,42 @@ func Run(ctx context.Context, be gpu.Backend, c Config, out string, log io.Write
 	if err != nil {
 		return nil, err
 	}
-	var train []example
-	var eval []datasets.Problem
-	rule := datasets.TaskAnswers
+	train, eval, rule, err := examples(&c, tok, m.Cfg.MaxSeq)
+	if err != nil {
+		return nil, err
+	}
 	if c.File != "" {
-		var err error
-		if train, eval, rule, err = fileExamples(&c, tok, m.Cfg.MaxSeq); err != nil {
-			return nil, err
-		}
 		fmt.Fprintf(log, "%s: %d pretraining rows, %d for early stopping (answer type %s)\n", c.File, len(train), len(eval), rule.Type)
 	}
+	rep, err := trainLoop(ctx, m, tok, c, train, eval, rule, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := save(m, tok, rep, out); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// examples are the pretraining examples and the early-stopping problems:
+// the file's rows, or each task's pretrain split (with the blind spot
+// applied, in each surface form trained on) and its pretrain-val split.
+func examples(c *Config, tok tokenizer.Tokenizer, maxSeq int) ([]example, []datasets.Problem, datasets.AnswerRule, error) {
+	if c.File != "" {
+		return fileExamples(c, tok, maxSeq)
+	}
+	var train []example
+	var eval []datasets.Problem
 	for _, name := range c.Tasks {
-		if c.File != "" {
-			break
-		}
 		task, err := datasets.LookupTask(name)
 		if err != nil {
-			return nil, err
+			return nil, nil, datasets.TaskAnswers, err
 		}
 		// Early stopping watches pretraining's own validation split, never
 		// the RL runs' evaluation (test) split.
 		s, err := task.Split(c.DataSeed, datasets.SplitSizes{Pretrain: c.PerTask, PretrainVal: c.EvalN, MaxLevel: c.MaxLevel})
 		if err != nil {
-			return nil, err
+			return nil, nil, datasets.TaskAnswers, err
 		}
 		eval = append(eval, datasets.Rephrase(s.PretrainVal, c.FirstView)...)
 		pre := s.Pretrain
@@ -123,14 +136,22 @@ func Run(ctx context.Context, be gpu.Backend, c Config, out string, log io.Write
 		}
 		for v := c.FirstView; v < c.FirstView+max(c.Views, 1); v++ {
 			for _, p := range datasets.Rephrase(pre, v) {
-				ex, err := makeExample(tok, p, m.Cfg.MaxSeq)
+				ex, err := makeExample(tok, p, maxSeq)
 				if err != nil {
-					return nil, err
+					return nil, nil, datasets.TaskAnswers, err
 				}
 				train = append(train, ex)
 			}
 		}
 	}
+	return train, eval, datasets.TaskAnswers, nil
+}
+
+// trainLoop trains m for c.Steps at most, evaluating every c.EvalEvery
+// steps and stopping at c.TargetPass; m ends with the best evaluated
+// step's weights, which the report describes.
+func trainLoop(ctx context.Context, m *model.Model, tok tokenizer.Tokenizer, c Config, train []example, eval []datasets.Problem,
+	rule datasets.AnswerRule, log io.Writer) (*Report, error) {
 	order := c.Seed
 	if c.OrderSeed != 0 {
 		order = c.OrderSeed
@@ -190,25 +211,28 @@ func Run(ctx context.Context, be gpu.Backend, c Config, out string, log io.Write
 	}
 	rep.Seconds = time.Since(start).Seconds()
 	rep.TokensPS = float64(tokens) / rep.Seconds
+	return rep, nil
+}
+
+// save writes the model, its tokenizer, pretrain.json (the report without
+// per-problem outcomes) and the checksums to out.
+func save(m *model.Model, tok *tokenizer.BPE, rep *Report, out string) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, err
+		return err
 	}
 	if err := m.SaveHF(out); err != nil {
-		return nil, err
+		return err
 	}
 	if err := tok.Save(out); err != nil {
-		return nil, err
+		return err
 	}
 	saved := *rep
 	saved.Eval.Correct, saved.Eval.SampleCorrect = nil, nil // the summary, not per-problem outcomes
 	js, _ := json.MarshalIndent(saved, "", "  ")
 	if err := os.WriteFile(filepath.Join(out, "pretrain.json"), append(js, '\n'), 0o644); err != nil {
-		return nil, err
+		return err
 	}
-	if err := model.WriteChecksums(out); err != nil {
-		return nil, err
-	}
-	return rep, nil
+	return model.WriteChecksums(out)
 }
 
 func makeExample(tok tokenizer.Tokenizer, p datasets.Problem, maxSeq int) (example, error) {
