@@ -76,14 +76,7 @@ func Run(ctx context.Context, o Options) error {
 	if o.QueueID != "" {
 		queue = pipeline.GPUPool + "-" + o.QueueID
 	}
-	if l, ok := o.Store.(blob.Local); ok {
-		// What writers killed before this start left half-written.
-		if gone, err := l.SweepTemp(time.Hour, false); err != nil {
-			fmt.Fprintf(o.Log, "sweeping the store's temporary files: %v\n", err)
-		} else if len(gone) > 0 {
-			fmt.Fprintf(o.Log, "removed %d temporary files that killed writers left in the store\n", len(gone))
-		}
-	}
+	sweepTemp(o)
 	acts := activities.New(o.Store, o.Backend, queue)
 	acts.Metrics, acts.Client, acts.Slots = o.Metrics, o.Client, max(o.Slots, 1)
 	var ws []worker.Worker
@@ -137,26 +130,50 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}
 	if gpu {
-		every := o.ReclaimEvery
-		if every <= 0 {
-			every = time.Minute
-		}
-		go func() {
-			t := time.NewTicker(every)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-					if n := activities.ReclaimClosed(ctx, acts); n > 0 {
-						fmt.Fprintf(o.Log, "released %d member(s) of runs that have ended\n", n)
-					}
-				}
-			}
-		}()
+		go reclaim(ctx, o, acts)
 	}
 	<-ctx.Done()
+	return stop(o, acts, ws, gpu, identity)
+}
+
+// sweepTemp removes from a local store what writers killed before this
+// start left half-written.
+func sweepTemp(o Options) {
+	l, ok := o.Store.(blob.Local)
+	if !ok {
+		return
+	}
+	if gone, err := l.SweepTemp(time.Hour, false); err != nil {
+		fmt.Fprintf(o.Log, "sweeping the store's temporary files: %v\n", err)
+	} else if len(gone) > 0 {
+		fmt.Fprintf(o.Log, "removed %d temporary files that killed writers left in the store\n", len(gone))
+	}
+}
+
+// reclaim releases, every o.ReclaimEvery (a minute), the members of runs
+// that ended without releasing them here, until ctx ends.
+func reclaim(ctx context.Context, o Options, acts *activities.Activities) {
+	every := o.ReclaimEvery
+	if every <= 0 {
+		every = time.Minute
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n := activities.ReclaimClosed(ctx, acts); n > 0 {
+				fmt.Fprintf(o.Log, "released %d member(s) of runs that have ended\n", n)
+			}
+		}
+	}
+}
+
+// stop is a stop notice's work: the workers finish their activities, every
+// held member is checkpointed, and a GPU worker records leaving the pool.
+func stop(o Options, acts *activities.Activities, ws []worker.Worker, gpu bool, identity string) error {
 	fmt.Fprintln(o.Log, "stop notice: finishing running activities")
 	for _, w := range ws {
 		w.Stop()
