@@ -244,44 +244,18 @@ type Options struct {
 func Local(ctx context.Context, be gpu.Backend, s *spec.RunSpec, o Options, log io.Writer) error {
 	given, sp := s, *s // a budget's plan changes rounds and warmup: not in the caller's spec
 	s = &sp
-	resume := o.Resume
 	runDir := filepath.Join(s.OutputDir, s.Name)
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
-		return err
-	}
-	data, err := LoadData(s)
+	data, st, members, err := prepareLocal(be, s, runDir, o.Resume, log)
 	if err != nil {
 		return err
 	}
-	if err := CheckMembers(s, data); err != nil {
-		return err
-	}
-	st, err := readState(runDir, resume)
-	if err != nil {
-		return err
-	}
-	members, err := loadMembers(be, s, st.Dir, log)
-	if err != nil {
-		return err
-	}
-	js, _ := json.MarshalIndent(s, "", "  ")
-	if err := os.WriteFile(filepath.Join(runDir, "spec.json"), js, 0o644); err != nil {
-		return err
-	}
-	s.ApplyPlan(st.PlannedRounds, st.PlannedWarmup) // a resumed budgeted run goes on as planned (spec.json keeps the spec as given)
-	mf, err := openMetrics(runDir, resume)
+	mf, err := openMetrics(runDir, o.Resume)
 	if err != nil {
 		return err
 	}
 	defer mf.Close()
 	enc := json.NewEncoder(mf)
 	c := rl.ConfigFromSpec(s)
-	names := make([]string, len(members))
-	for i, m := range members {
-		names[i] = fmt.Sprintf("%s (%s, %.2fM, view %d)", m.Name, m.Model.Cfg.Family, float64(m.Model.NumParams())/1e6, m.View)
-	}
-	fmt.Fprintf(log, "run %s: %d rounds x %d prompts x %d samples, reward %s\ncohort: %s\n", s.Name, s.Rounds, s.PromptsPerRound,
-		s.Generation.NumGenerations, s.Reward.Mode, strings.Join(names, ", "))
 	if st.Round == 0 && len(data.Eval) > 0 {
 		er, err := Evaluate(members, data.Eval, 0, evaluate.OptionsFromSpec(s))
 		if err != nil {
@@ -350,6 +324,42 @@ func Local(ctx context.Context, be gpu.Backend, s *spec.RunSpec, o Options, log 
 	fmt.Fprintf(log, "done in %.0fs: metrics %s, checkpoints %s\n", time.Since(start).Seconds(),
 		filepath.Join(runDir, "metrics.jsonl"), filepath.Join(runDir, "checkpoints"))
 	return nil
+}
+
+// prepareLocal makes the run directory, loads the data, the run's state
+// (resumed or new) and its members, writes spec.json (the spec as given),
+// applies a resumed budget's plan to s, and prints the cohort.
+func prepareLocal(be gpu.Backend, s *spec.RunSpec, runDir string, resume bool, log io.Writer) (*Data, state, []*rl.Member, error) {
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return nil, state{}, nil, err
+	}
+	data, err := LoadData(s)
+	if err != nil {
+		return nil, state{}, nil, err
+	}
+	if err := CheckMembers(s, data); err != nil {
+		return nil, state{}, nil, err
+	}
+	st, err := readState(runDir, resume)
+	if err != nil {
+		return nil, state{}, nil, err
+	}
+	members, err := loadMembers(be, s, st.Dir, log)
+	if err != nil {
+		return nil, state{}, nil, err
+	}
+	js, _ := json.MarshalIndent(s, "", "  ")
+	if err := os.WriteFile(filepath.Join(runDir, "spec.json"), js, 0o644); err != nil {
+		return nil, state{}, nil, err
+	}
+	s.ApplyPlan(st.PlannedRounds, st.PlannedWarmup) // a resumed budgeted run goes on as planned (spec.json keeps the spec as given)
+	names := make([]string, len(members))
+	for i, m := range members {
+		names[i] = fmt.Sprintf("%s (%s, %.2fM, view %d)", m.Name, m.Model.Cfg.Family, float64(m.Model.NumParams())/1e6, m.View)
+	}
+	fmt.Fprintf(log, "run %s: %d rounds x %d prompts x %d samples, reward %s\ncohort: %s\n", s.Name, s.Rounds, s.PromptsPerRound,
+		s.Generation.NumGenerations, s.Reward.Mode, strings.Join(names, ", "))
+	return data, st, members, nil
 }
 
 // planBudget, after a budgeted run's first round, plans the rounds the
