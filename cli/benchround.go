@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"text/tabwriter"
@@ -64,30 +66,9 @@ Example:
 					return err
 				}
 			}
-			c := rl.ConfigFromSpec(s)
-			var sum rl.Stages
-			var genF, updF, wall float64
-			for r := 0; r < rounds; r++ {
-				if err := cmd.Context().Err(); err != nil {
-					return err
-				}
-				prompts := train.PromptsForRound(data.RL, s.Seed, r, s.PromptsPerRound)
-				met, err := rl.Round(members, prompts, c, r, r*s.GRPO.StepsPerRound(), func(stage string) {
-					fmt.Fprintf(stdio.Err, "\rround %d/%d: %-40s", r+1, rounds, stage)
-				})
-				if err != nil {
-					return err
-				}
-				sum.Generate += met.Stages.Generate
-				sum.Recompute += met.Stages.Recompute
-				sum.Intrinsic += met.Stages.Intrinsic
-				sum.Grade += met.Stages.Grade
-				sum.Update += met.Stages.Update
-				wall += met.Seconds
-				for _, m := range met.Models {
-					genF += m.GenFLOPs
-					updF += m.UpdateFLOPs
-				}
+			sum, genF, updF, wall, err := timeRounds(cmd.Context(), stdio.Err, members, data, s, rounds)
+			if err != nil {
+				return err
 			}
 			fmt.Fprintf(stdio.Err, "\r%-60s\r", "")
 			if len(data.Eval) > 0 {
@@ -109,29 +90,9 @@ Example:
 				}
 			}
 			sum.Checkpoint = time.Since(t0).Seconds()
-			n := float64(rounds)
 			fmt.Fprintf(stdio.Out, "spec %s: %d members, %d prompts x %d samples, backend %s\n", s.Name, len(members),
 				s.PromptsPerRound, s.Generation.NumGenerations, be.Name())
-			fmt.Fprintf(stdio.Out, "matmul peak (1024^3 on this backend): %.1f GFLOP/s\n\n", peak)
-			w := tabwriter.NewWriter(stdio.Out, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(w, "stage\ts/round\tshare of round\tGFLOP/s\tshare of peak\t")
-			row := func(name string, secs, flops float64) {
-				rate, share := "-", "-"
-				if flops > 0 && secs > 0 {
-					g := flops / secs / 1e9
-					rate, share = fmt.Sprintf("%.1f", g), fmt.Sprintf("%.2f", g/peak)
-				}
-				fmt.Fprintf(w, "%s\t%.2f\t%.0f%%\t%s\t%s\t\n", name, secs/n, 100*secs/wall, rate, share)
-			}
-			row("generate", sum.Generate, genF)
-			row("logprob recompute", sum.Recompute, 0)
-			row("intrinsic scoring", sum.Intrinsic, 0)
-			row("grade", sum.Grade, 0)
-			row("update", sum.Update, updF)
-			fmt.Fprintf(w, "round\t%.2f\t100%%\t%.1f\t%.2f\t\n", wall/n, (genF+updF)/wall/1e9, (genF+updF)/wall/1e9/peak)
-			fmt.Fprintf(w, "evaluate (once)\t%.2f\t\t\t\t\n", sum.Evaluate)
-			fmt.Fprintf(w, "checkpoint (once)\t%.2f\t\t\t\t\n", sum.Checkpoint)
-			return w.Flush()
+			return printStages(stdio.Out, sum, rounds, wall, genF, updF, peak)
 		},
 	}
 	fl := cmd.Flags()
@@ -141,6 +102,63 @@ Example:
 	bf.Register(fl, getenv)
 	cmd.MarkFlagRequired("file")
 	return cmd
+}
+
+// timeRounds runs rounds RL rounds of s's members in this process and
+// sums their stages' seconds, generation and update FLOPs, and wall time.
+func timeRounds(ctx context.Context, progress io.Writer, members []*rl.Member, data *train.Data, s *config.RunSpec, rounds int) (
+	sum rl.Stages, genF, updF, wall float64, err error) {
+	c := rl.ConfigFromSpec(s)
+	for r := 0; r < rounds; r++ {
+		if err := ctx.Err(); err != nil {
+			return sum, genF, updF, wall, err
+		}
+		prompts := train.PromptsForRound(data.RL, s.Seed, r, s.PromptsPerRound)
+		met, err := rl.Round(members, prompts, c, r, r*s.GRPO.StepsPerRound(), func(stage string) {
+			fmt.Fprintf(progress, "\rround %d/%d: %-40s", r+1, rounds, stage)
+		})
+		if err != nil {
+			return sum, genF, updF, wall, err
+		}
+		sum.Generate += met.Stages.Generate
+		sum.Recompute += met.Stages.Recompute
+		sum.Intrinsic += met.Stages.Intrinsic
+		sum.Grade += met.Stages.Grade
+		sum.Update += met.Stages.Update
+		wall += met.Seconds
+		for _, m := range met.Models {
+			genF += m.GenFLOPs
+			updF += m.UpdateFLOPs
+		}
+	}
+	return sum, genF, updF, wall, nil
+}
+
+// printStages is corl bench round's table: each stage's seconds per round
+// (of rounds timed, wall seconds in all), its share, and for generation
+// and update the GFLOP/s and their share of the matmul peak.
+func printStages(out io.Writer, sum rl.Stages, rounds int, wall, genF, updF, peak float64) error {
+	n := float64(rounds)
+	fmt.Fprintf(out, "matmul peak (1024^3 on this backend): %.1f GFLOP/s\n\n", peak)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "stage\ts/round\tshare of round\tGFLOP/s\tshare of peak\t")
+	row := func(name string, secs, flops float64) {
+		rate, share := "-", "-"
+		if flops > 0 && secs > 0 {
+			g := flops / secs / 1e9
+			rate, share = fmt.Sprintf("%.1f", g), fmt.Sprintf("%.2f", g/peak)
+		}
+		fmt.Fprintf(w, "%s\t%.2f\t%.0f%%\t%s\t%s\t\n", name, secs/n, 100*secs/wall, rate, share)
+	}
+	row("generate", sum.Generate, genF)
+	row("logprob recompute", sum.Recompute, 0)
+	row("intrinsic scoring", sum.Intrinsic, 0)
+	row("grade", sum.Grade, 0)
+	row("update", sum.Update, updF)
+	fmt.Fprintf(w, "round\t%.2f\t100%%\t%.1f\t%.2f\t\n", wall/n, (genF+updF)/wall/1e9, (genF+updF)/wall/1e9/peak)
+	fmt.Fprintf(w, "evaluate (once)\t%.2f\t\t\t\t\n", sum.Evaluate)
+	fmt.Fprintf(w, "checkpoint (once)\t%.2f\t\t\t\t\n", sum.Checkpoint)
+	return w.Flush()
 }
 
 // matmulPeak is the GFLOP/s of a 1024^3 matmul on be (best of three).
