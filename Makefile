@@ -5,7 +5,7 @@ TOOLS := $(CURDIR)/.tools/bin
 VERSITYGW := $(TOOLS)/versitygw
 WORKFLOWCHECK := $(TOOLS)/workflowcheck
 
-.PHONY: cuda-emu cuda-emu-mutants paper-table composition composition-tune composition-anchors own-task-tune own-task collapse zoo zoo-natural zoo-own test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
+.PHONY: cuda-emu cuda-emu-mutants paper-table composition composition-tune composition-tune-rerun composition-anchors composition-analysis own-task-tune own-task own-task-analysis collapse zoo zoo-natural zoo-own test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
 
 build:
 	$(GO) build -o bin/corl ./cmd/corl
@@ -219,12 +219,50 @@ examples/zoo/own-gpt2/pretrain.json:
 COMPOSITION = CORL_PAPER_DIR=corl-data/composition CORL_PAPER_PORT=7253
 composition-tune: build
 	$(COMPOSITION) CORL_PAPER_SWEEP=examples/composition/tune.yaml CORL_PAPER_OUT=results/composition-tune CORL_PAPER_MEMBER=nat-llama scripts/paper-table.sh
+# The tuning sweep again from a fresh store with today's generator (its
+# first run predates a generator fix; README: Composition study, Status).
+composition-tune-rerun: build
+	CORL_PAPER_DIR=corl-data/composition-tune-rerun CORL_PAPER_PORT=7273 CORL_PAPER_SWEEP=examples/composition/tune.yaml CORL_PAPER_OUT=results/composition-tune-rerun CORL_PAPER_MEMBER=nat-llama scripts/paper-table.sh
 composition: build
 	$(COMPOSITION) CORL_PAPER_SWEEP=examples/composition/test.yaml CORL_PAPER_OUT=results/composition CORL_PAPER_MEMBER=nat-llama scripts/paper-table.sh
 composition-anchors: build
 	$(COMPOSITION) CORL_PAPER_SWEEP=examples/composition/anchors.yaml CORL_PAPER_OUT=results/composition-anchors CORL_PAPER_MEMBER=llama-odd scripts/paper-table.sh
 collapse: build
 	$(COMPOSITION) CORL_PAPER_SWEEP=examples/composition/collapse.yaml CORL_PAPER_OUT=results/composition-collapse CORL_PAPER_MEMBER=nat-llama scripts/paper-table.sh
+
+# The composition study's analysis, as the README plans it, from the
+# committed records alone: the planned contrasts, and the dose-response over
+# the natural two-member cohorts and again with the anchors.
+COMPOSITION_CONTRASTS = \
+	"init seed - identical copy|nat-llama-init2|nat-llama-copy" \
+	"data order - identical copy|nat-llama-order2|nat-llama-copy" \
+	"smaller - identical copy|nat-llama-small|nat-llama-copy" \
+	"other family - identical copy|members nat-llama + nat-gpt2|nat-llama-copy" \
+	"rephrased - identical copy|rephrased (peer-ring)|nat-llama-copy" \
+	"three, peer-majority - identical copy|peer-majority)|nat-llama-copy" \
+	"three, peer-ring - identical copy|nat-llama-init2 + nat-gpt2|nat-llama-copy" \
+	"identical copy - self-vote|nat-llama-copy|Self-vote (TTRL)" \
+	"other family - frozen other family|members nat-llama + nat-gpt2|(frozen)" \
+	"other family - self-vote matched by rounds|members nat-llama + nat-gpt2|rounds 60" \
+	"other family - self-vote matched by 16 samples|members nat-llama + nat-gpt2|generations 16, rounds 20"
+composition-analysis: build
+	mkdir -p results/composition-analysis
+	scripts/planned-contrasts.py results/composition/results.json $(COMPOSITION_CONTRASTS) > results/composition-analysis/contrasts.md
+	scripts/planned-contrasts.py results/composition-anchors/results.json "opposite - same blind spot|llama-odd + llama-even|llama-odd + llama-odd-s2" > results/composition-analysis/anchors.md
+	bin/corl report results/composition --member nat-llama --where 'members=^nat-llama \+ [^+]+$$' -o results/composition-analysis/natural-pairs.html --md results/composition-analysis/natural-pairs.md --json results/composition-analysis/natural-pairs.json
+	bin/corl report results/composition results/composition-anchors --member nat-llama,llama-odd --where 'members=^(nat-llama|llama-odd) \+ [^+]+$$' -o results/composition-analysis/with-anchors.html --md results/composition-analysis/with-anchors.md --json results/composition-analysis/with-anchors.json
+
+OWN_TASK_CONTRASTS = \
+	"init seed - identical copy|own-llama-init2|own-llama-copy" \
+	"smaller - identical copy|own-llama-small|own-llama-copy" \
+	"other family - identical copy|members own-llama + own-gpt2|own-llama-copy" \
+	"identical copy - self-vote|own-llama-copy|Self-vote (TTRL)" \
+	"other family - frozen other family|members own-llama + own-gpt2|(frozen)" \
+	"other family - self-vote matched by rounds|members own-llama + own-gpt2|compute-matched"
+own-task-analysis: build
+	mkdir -p results/own-task-analysis
+	scripts/planned-contrasts.py results/own-task/results.json $(OWN_TASK_CONTRASTS) > results/own-task-analysis/contrasts.md
+	bin/corl report results/own-task --member own-llama --where 'members=^own-llama \+ [^+]+$$' -o results/own-task-analysis/pairs.html --md results/own-task-analysis/pairs.md --json results/own-task-analysis/pairs.json
 
 # The own-task study (README: Composition study, a task of our own): make
 # zoo-own, then the learning rates on validation, then every arm on test.
