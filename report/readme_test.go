@@ -1,0 +1,89 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestREADMEStudyTablesMatchTheirResults: the README's tables of the
+// composition and own-task studies are the committed results: each method
+// row's sampled pass@1 and paired gain, as results.json holds them, stand
+// on one line of the README, and each planned-contrast line that `make
+// composition-analysis` / `make own-task-analysis` wrote stands in it as
+// written. A rerun that changes a number, or a README edited by hand,
+// fails here.
+func TestREADMEStudyTablesMatchTheirResults(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(readme), "\n")
+	prose := strings.Join(strings.Fields(string(readme)), " ") // lines wrapped anywhere
+	for _, dir := range []string{"composition", "own-task"} {
+		b, err := os.ReadFile("../results/" + dir + "/results.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tb Table
+		if err := json.Unmarshal(b, &tb); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range tb.Rows {
+			level := fmt.Sprintf("| %.3f [%.3f, %.3f] |", r.Average.Mean, r.Average.Lo, r.Average.Hi)
+			gain := ""
+			if g := r.Gain; g != nil {
+				gain = fmt.Sprintf("%+.3f [%+.3f, %+.3f]", g.Diff.Mean, g.Diff.Lo, g.Diff.Hi)
+			}
+			found := false
+			for _, l := range lines {
+				if strings.Contains(l, level) && strings.Contains(l, gain) {
+					found = true
+					break
+				}
+			}
+			if !found {
+				t.Errorf("results/%s: row %q (%s gain %s) is not in the README", dir, r.Method, level, gain)
+			}
+		}
+	}
+	// The contrast tables stand in the README as written; the anchors'
+	// one contrast is quoted in prose, by its interval.
+	for _, f := range []string{"composition-analysis/contrasts.md", "own-task-analysis/contrasts.md", "composition-analysis/anchors.md"} {
+		b, err := os.ReadFile("../results/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n")[2:] {
+			want := l
+			if strings.HasSuffix(f, "anchors.md") {
+				want = strings.TrimSpace(strings.Split(l, "|")[2])
+			}
+			if !strings.Contains(prose, strings.Join(strings.Fields(want), " ")) {
+				t.Errorf("results/%s: %q is not in the README", f, want)
+			}
+		}
+	}
+	// The dose-response slopes quoted in the README, with their intervals.
+	for _, f := range []string{"composition-analysis/natural-pairs.json", "composition-analysis/with-anchors.json", "own-task-analysis/pairs.json"} {
+		b, err := os.ReadFile("../results/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tb Table
+		if err := json.Unmarshal(b, &tb); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range tb.DoseResponse {
+			if d.Fit.CI == nil {
+				continue
+			}
+			want := fmt.Sprintf("%+.3f [%+.3f, %+.3f]", d.Fit.Slope, d.Fit.CI.Lo, d.Fit.CI.Hi)
+			if !strings.Contains(prose, want) {
+				t.Errorf("results/%s: %s slope %s is not in the README", f, d.Predictor, want)
+			}
+		}
+	}
+}
