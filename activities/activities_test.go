@@ -373,18 +373,6 @@ func TestAcquireWithinSlots(t *testing.T) {
 	}
 }
 
-func TestPoolIdentity(t *testing.T) {
-	q, n, ok := ParsePoolIdentity(PoolIdentity("corl-gpu-w1", 3))
-	if !ok || q != "corl-gpu-w1" || n != 3 {
-		t.Errorf("round trip: %q %d %v", q, n, ok)
-	}
-	for _, id := range []string{"", "1234@host@", "corl-gpu-w1", "corl-gpu-w1 slots=x 1@h", "corl-gpu-w1 slots=0 1@h", "other slots=2 1@h"} {
-		if _, _, ok := ParsePoolIdentity(id); ok {
-			t.Errorf("%q parsed as a pool identity", id)
-		}
-	}
-}
-
 // TestEvaluateReusesAStoredResult: a second run from the same base reads the
 // base's evaluation back instead of recomputing it; the stored result is the
 // computed one; changed weights are evaluated afresh.
@@ -568,7 +556,7 @@ func TestClosedRunsAreReclaimed(t *testing.T) {
 // its poller; a new process on the same queue is listed again.
 func TestAWorkerThatLeftIsNotListed(t *testing.T) {
 	e := newEnv(t)
-	w1, w2 := PoolIdentity(pipeline.GPUPool+"-w1", 1), PoolIdentity(pipeline.GPUPool+"-w2", 2)
+	w1, w2 := pipeline.PoolIdentity(pipeline.GPUPool+"-w1", 1), pipeline.PoolIdentity(pipeline.GPUPool+"-w2", 2)
 	srv := &fakeServer{pollers: []string{w1, w2}}
 	e.a.Client = srv
 	list := func() string {
@@ -588,7 +576,7 @@ func TestAWorkerThatLeftIsNotListed(t *testing.T) {
 	if got := list(); got != "[{corl-gpu-w2 2}]" {
 		t.Errorf("after w1 left the pool is %s", got)
 	}
-	srv.pollers = append(srv.pollers, PoolIdentity(pipeline.GPUPool+"-w1", 1)) // restarted with the same queue
+	srv.pollers = append(srv.pollers, pipeline.PoolIdentity(pipeline.GPUPool+"-w1", 1)) // restarted with the same queue
 	if got := list(); got != "[{corl-gpu-w1 1} {corl-gpu-w2 2}]" {
 		t.Errorf("after w1 restarted the pool is %s", got)
 	}

@@ -3,12 +3,9 @@ package activities
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -132,12 +129,12 @@ func (a *Activities) Workers(ctx context.Context) ([]pipeline.WorkerInfo, error)
 		if t := p.GetLastAccessTime(); t != nil && time.Since(t.AsTime()) > 2*time.Minute {
 			continue
 		}
-		q, n, ok := ParsePoolIdentity(p.GetIdentity())
+		q, n, ok := pipeline.ParsePoolIdentity(p.GetIdentity())
 		if !ok {
 			continue
 		}
 		if a.Store != nil {
-			if b, err := a.Store.Get(ctx, leftKey(q)); err == nil && string(b) == p.GetIdentity() {
+			if b, err := a.Store.Get(ctx, pipeline.LeftKey(q)); err == nil && string(b) == p.GetIdentity() {
 				continue
 			}
 		}
@@ -151,20 +148,6 @@ func (a *Activities) Workers(ctx context.Context) ([]pipeline.WorkerInfo, error)
 	return out, nil
 }
 
-// PoolIdentity is the Temporal identity a GPU worker polls the pool queue
-// with: its own queue, its slots, the usual pid@host and a token of this
-// process (a restarted container has the same pid and host), so that
-// Workers can read the pool's capacity from the server.
-func PoolIdentity(queue string, slots int) string {
-	host, _ := os.Hostname()
-	var tok [4]byte
-	rand.Read(tok[:])
-	return fmt.Sprintf("%s slots=%d %d@%s %x", queue, max(slots, 1), os.Getpid(), host, tok)
-}
-
-// leftKey is where a worker records that it left the pool.
-func leftKey(queue string) string { return "pool/left/" + queue }
-
 // Leave records in the store that the worker polling the pool with identity
 // has stopped, so that Workers leaves it out at once. The server keeps a
 // poller listed for a while after its last poll; a clean shutdown should
@@ -173,20 +156,7 @@ func Leave(ctx context.Context, a *Activities, identity string) error {
 	if a.Store == nil {
 		return nil
 	}
-	return a.Store.Put(ctx, leftKey(a.Queue), []byte(identity))
-}
-
-// ParsePoolIdentity reads PoolIdentity's queue and slots.
-func ParsePoolIdentity(id string) (queue string, slots int, ok bool) {
-	f := strings.Fields(id)
-	if len(f) < 2 || !strings.HasPrefix(f[0], pipeline.GPUPool+"-") {
-		return "", 0, false
-	}
-	n, err := strconv.Atoi(strings.TrimPrefix(f[1], "slots="))
-	if err != nil || !strings.HasPrefix(f[1], "slots=") || n < 1 {
-		return "", 0, false
-	}
-	return f[0], n, true
+	return a.Store.Put(ctx, pipeline.LeftKey(a.Queue), []byte(identity))
 }
 
 // olderCheckpoint is the manifest key and round of the member's newest

@@ -80,7 +80,7 @@ func Run(ctx context.Context, o Options) error {
 	acts := activities.New(o.Store, o.Backend, queue)
 	acts.Metrics, acts.Client, acts.Slots = o.Metrics, o.Client, max(o.Slots, 1)
 	var ws []worker.Worker
-	identity := activities.PoolIdentity(queue, acts.Slots)
+	identity := pipeline.PoolIdentity(queue, acts.Slots)
 	gpu := false
 	start := func(q string, register func(worker.Worker)) error {
 		opts := worker.Options{WorkerStopTimeout: time.Minute, MaxConcurrentActivityExecutionSize: 4}
