@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/corl-project/corl/blob"
+	"github.com/corl-project/corl/cohort"
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/gpu"
 	"github.com/corl-project/corl/metrics"
@@ -24,7 +25,6 @@ import (
 	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
-	"github.com/corl-project/corl/train"
 )
 
 // Activities carries what the activities need. One value serves one worker
@@ -45,7 +45,7 @@ type Activities struct {
 	mu     sync.Mutex // one compute activity at a time: the backend is a single stream
 	held   map[string]*held
 	dataMu sync.Mutex
-	data   map[string]*train.Data
+	data   map[string]*cohort.Data
 }
 
 // held is a member this worker holds.
@@ -59,7 +59,7 @@ type held struct {
 
 // New returns activities for a worker.
 func New(store blob.Store, be gpu.Backend, queue string) *Activities {
-	return &Activities{Store: store, Backend: be, Queue: queue, held: map[string]*held{}, data: map[string]*train.Data{}}
+	return &Activities{Store: store, Backend: be, Queue: queue, held: map[string]*held{}, data: map[string]*cohort.Data{}}
 }
 
 func heldKey(run, member string) string { return run + "\x00" + member }
@@ -86,7 +86,7 @@ func classify(err error, name string, round int) error {
 // runData validates the spec and returns its prompts and evaluation set,
 // cached per data description (not per run name: two specs under one name
 // with other data must not share prompts).
-func (a *Activities) runData(s *spec.RunSpec) (*train.Data, error) {
+func (a *Activities) runData(s *spec.RunSpec) (*cohort.Data, error) {
 	if err := config.Validate(s); err != nil {
 		return nil, badSpec(err)
 	}
@@ -100,7 +100,7 @@ func (a *Activities) runData(s *spec.RunSpec) (*train.Data, error) {
 	if d, ok := a.data[string(k)]; ok {
 		return d, nil
 	}
-	d, err := train.LoadData(s)
+	d, err := cohort.LoadData(s)
 	if err != nil {
 		return nil, badSpec(err)
 	}

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/corl-project/corl/blob"
+	"github.com/corl-project/corl/cohort"
 	"github.com/corl-project/corl/pipeline"
-	"github.com/corl-project/corl/train"
 )
 
 // Checkpoint writes the member's weights, optimizer state and tokenizer at
@@ -28,7 +28,7 @@ func (a *Activities) writeCheckpoint(ctx context.Context, h *held, run string, r
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	if err := train.SaveMember(h.member, tmp); err != nil {
+	if err := cohort.SaveMember(h.member, tmp); err != nil {
 		return "", err
 	}
 	files := map[string][]byte{}

@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/corl-project/corl/cohort"
 	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/record"
 	"github.com/corl-project/corl/rl"
-	"github.com/corl-project/corl/train"
 	"go.temporal.io/sdk/activity"
 )
 
@@ -96,7 +96,7 @@ func (a *Activities) Evaluate(ctx context.Context, ref pipeline.MemberRef) (pipe
 	}
 	out, hit := a.cachedEval(ctx, key)
 	if !hit {
-		res, own, err := train.EvaluateMember(h.member, d.Eval, o)
+		res, own, err := cohort.EvaluateMember(h.member, d.Eval, o)
 		if err != nil {
 			return pipeline.EvalOutput{}, err
 		}

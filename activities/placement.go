@@ -15,9 +15,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/corl-project/corl/blob"
+	"github.com/corl-project/corl/cohort"
 	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/pipeline"
-	"github.com/corl-project/corl/train"
 )
 
 // Acquire loads a member on this worker and returns this worker's queue. It
@@ -76,7 +76,7 @@ func (a *Activities) Acquire(ctx context.Context, in pipeline.AcquireInput) (pip
 		defer cleanup()
 		dir, source = tmp, src
 	}
-	m, err := train.LoadMember(a.Backend, ms, dir, false)
+	m, err := cohort.LoadMember(a.Backend, ms, dir, false)
 	if err != nil {
 		return pipeline.AcquireOutput{}, badSpec(namedAs(err, dir, source))
 	}

@@ -13,11 +13,11 @@ import (
 
 	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/checker"
+	"github.com/corl-project/corl/cohort"
 	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
-	"github.com/corl-project/corl/train"
 )
 
 // Generate samples the member's completions for the round's prompts and
@@ -34,7 +34,7 @@ func (a *Activities) Generate(ctx context.Context, ref pipeline.MemberRef) (pipe
 	}
 	start := time.Now()
 	c := rl.ConfigFromSpec(&ref.Spec)
-	prompts := train.PromptsForRound(d.RL, ref.Spec.Seed, ref.Round, ref.Spec.PromptsPerRound)
+	prompts := cohort.PromptsForRound(d.RL, ref.Spec.Seed, ref.Round, ref.Spec.PromptsPerRound)
 	ro, err := rl.Generate(h.member, ref.Member, prompts, c, ref.Round)
 	if errors.Is(err, model.ErrCacheType) {
 		// Retrying on this worker cannot help: the spec asks for a cache
@@ -104,7 +104,7 @@ func (a *Activities) Judge(ctx context.Context, in pipeline.JudgeInput) (string,
 	if err != nil {
 		return "", err
 	}
-	prompts := train.PromptsForRound(d.RL, in.Spec.Seed, in.Round, in.Spec.PromptsPerRound)
+	prompts := cohort.PromptsForRound(d.RL, in.Spec.Seed, in.Round, in.Spec.PromptsPerRound)
 	scores, flops, err := rl.JudgeScores(h.member, prompts, rb.Rollout, in.Spec.MicroBatchSize)
 	if err != nil {
 		return "", err
@@ -127,7 +127,7 @@ func (a *Activities) Grade(ctx context.Context, in pipeline.GradeInput) (pipelin
 	if err != nil {
 		return pipeline.GradeOutput{}, err
 	}
-	prompts := train.PromptsForRound(d.RL, s.Seed, in.Round, s.PromptsPerRound)
+	prompts := cohort.PromptsForRound(d.RL, s.Seed, in.Round, s.PromptsPerRound)
 	groups := make([][]rl.Group, len(in.Rollouts))
 	rollouts := make([]rl.Rollout, len(in.Rollouts))
 	var judgeFLOPs []float64

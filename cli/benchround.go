@@ -11,11 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/corl-project/corl/cohort"
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/gpu"
 	"github.com/corl-project/corl/rl"
-	"github.com/corl-project/corl/train"
 )
 
 // newBenchRoundCmd times the stages of a spec's rounds in this process.
@@ -56,13 +56,13 @@ Example:
 				return err
 			}
 			peak := matmulPeak(be)
-			data, err := train.LoadData(s)
+			data, err := cohort.LoadData(s)
 			if err != nil {
 				return err
 			}
 			members := make([]*rl.Member, len(s.Members))
 			for i, ms := range s.Members {
-				if members[i], err = train.LoadMember(be, ms, ms.Base, s.GRPO.Beta > 0); err != nil {
+				if members[i], err = cohort.LoadMember(be, ms, ms.Base, s.GRPO.Beta > 0); err != nil {
 					return err
 				}
 			}
@@ -73,7 +73,7 @@ Example:
 			fmt.Fprintf(stdio.Err, "\r%-60s\r", "")
 			if len(data.Eval) > 0 {
 				t0 := time.Now()
-				if _, err := train.Evaluate(members, data.Eval, rounds, evaluate.OptionsFromSpec(s)); err != nil {
+				if _, err := cohort.Evaluate(members, data.Eval, rounds, evaluate.OptionsFromSpec(s)); err != nil {
 					return err
 				}
 				sum.Evaluate = time.Since(t0).Seconds()
@@ -85,7 +85,7 @@ Example:
 			defer os.RemoveAll(dir)
 			t0 := time.Now()
 			for _, m := range members {
-				if err := train.SaveMember(m, dir+"/"+m.Name); err != nil {
+				if err := cohort.SaveMember(m, dir+"/"+m.Name); err != nil {
 					return err
 				}
 			}
@@ -106,14 +106,14 @@ Example:
 
 // timeRounds runs rounds RL rounds of s's members in this process and
 // sums their stages' seconds, generation and update FLOPs, and wall time.
-func timeRounds(ctx context.Context, progress io.Writer, members []*rl.Member, data *train.Data, s *config.RunSpec, rounds int) (
+func timeRounds(ctx context.Context, progress io.Writer, members []*rl.Member, data *cohort.Data, s *config.RunSpec, rounds int) (
 	sum rl.Stages, genF, updF, wall float64, err error) {
 	c := rl.ConfigFromSpec(s)
 	for r := 0; r < rounds; r++ {
 		if err := ctx.Err(); err != nil {
 			return sum, genF, updF, wall, err
 		}
-		prompts := train.PromptsForRound(data.RL, s.Seed, r, s.PromptsPerRound)
+		prompts := cohort.PromptsForRound(data.RL, s.Seed, r, s.PromptsPerRound)
 		met, err := rl.Round(members, prompts, c, r, r*s.GRPO.StepsPerRound(), func(stage string) {
 			fmt.Fprintf(progress, "\rround %d/%d: %-40s", r+1, rounds, stage)
 		})

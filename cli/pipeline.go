@@ -13,10 +13,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/corl-project/corl/blob"
+	"github.com/corl-project/corl/cohort"
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/metrics"
 	"github.com/corl-project/corl/pipeline"
-	"github.com/corl-project/corl/train"
 	"github.com/corl-project/corl/workers"
 	"github.com/corl-project/corl/workflows"
 )
@@ -140,11 +140,11 @@ func startSpec(ctx context.Context, cl client.Client, store blob.Store, ns strin
 	// while the bases are still directories (a data file only the workers
 	// can read is checked where they load it).
 	if _, err := os.Stat(spec.Data.File); spec.Data.File == "" || err == nil {
-		data, err := train.LoadData(spec)
+		data, err := cohort.LoadData(spec)
 		if err != nil {
 			return nil, err
 		}
-		if err := train.CheckMembers(spec, data); err != nil {
+		if err := cohort.CheckMembers(spec, data); err != nil {
 			return nil, err
 		}
 	}

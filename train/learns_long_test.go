@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/corl-project/corl/blob"
+	"github.com/corl-project/corl/cohort"
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/gpu/cpu"
@@ -38,14 +39,14 @@ func TestGroundTruthRLLearns(t *testing.T) {
 	}
 	held := *s
 	held.Eval.Size, held.Eval.Split = 100, "validation"
-	data, err := LoadData(&held)
+	data, err := cohort.LoadData(&held)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := evaluate.OptionsFromSpec(&held)
 	o.Samples = 8
 	score := func(dir string) evaluate.Result {
-		m, err := LoadMember(cpu.New(0), spec.Member{Name: "m"}, dir, false)
+		m, err := cohort.LoadMember(cpu.New(0), spec.Member{Name: "m"}, dir, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,19 +10,16 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/corl-project/corl/blob"
+	"github.com/corl-project/corl/cohort"
 	"github.com/corl-project/corl/config"
-	"github.com/corl-project/corl/datasets"
-	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/gpu/cpu"
 	"github.com/corl-project/corl/internal/testmodels"
 	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/rl"
-	"github.com/corl-project/corl/spec"
 )
 
 func runSpec(t *testing.T, out string, rounds int, a, b string) *config.RunSpec {
@@ -106,46 +103,6 @@ func TestLocalRunAndExactResume(t *testing.T) {
 	}
 }
 
-// TestMembersAreEvaluatedOnTheirOwnView: a member trained on the rephrased
-// wording is scored on it as well as on the original; the two differ (other
-// prompts, other greedy answers), and a view-0 member's are one and the same.
-func TestMembersAreEvaluatedOnTheirOwnView(t *testing.T) {
-	task, err := datasets.LookupTask("arith")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := task.Split(1, datasets.SplitSizes{Eval: 24, MaxLevel: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := filepath.Join("..", "examples", "bases", "llama-small")
-	m1, err := LoadMember(cpu.New(2), spec.Member{Name: "l1", View: 1}, base, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m0, err := LoadMember(cpu.New(2), spec.Member{Name: "l0"}, base, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	er, err := Evaluate([]*rl.Member{m0, m1}, sp.Eval, 0, evaluate.Options{MaxNew: 48, Answers: datasets.TaskAnswers})
-	if err != nil {
-		t.Fatal(err)
-	}
-	orig, own := er.Members["l1"], er.OwnView["l1"]
-	if own.N != orig.N || own.N != 24 {
-		t.Fatalf("view-1 member: %d problems on its own view, %d original", own.N, orig.N)
-	}
-	if reflect.DeepEqual(own.Answers, orig.Answers) {
-		t.Error("the view-1 member's own-view answers equal its original-wording answers: it was not shown the rephrased prompts")
-	}
-	if _, ok := er.OwnView["l0"]; ok {
-		t.Error("a view-0 member has a separate own-view result")
-	}
-	if !reflect.DeepEqual(er.Members["l0"].Answers, orig.Answers) {
-		t.Error("two copies of one model scored differently on the original wording")
-	}
-}
-
 // TestMaxFLOPsEndsALocalRun: with max_flops between the FLOPs of rounds
 // 1-2 and 1-3 a 5-round run ends after round 3, checkpointed and
 // evaluated there, and resuming it runs nothing more.
@@ -172,7 +129,7 @@ func TestMaxFLOPsEndsALocalRun(t *testing.T) {
 	s := runSpec(t, budget, 5, a, b)
 	s.MaxFLOPs = (upTo[1] + upTo[2]) / 2
 	for range 2 { // the second time resumes from the final checkpoint
-		if err := Local(context.Background(), cpu.New(2), s, Options{Resume: fileExists(filepath.Join(budget, "t", "state.json"))}, &log); err != nil {
+		if err := Local(context.Background(), cpu.New(2), s, Options{Resume: exists(filepath.Join(budget, "t", "state.json"))}, &log); err != nil {
 			t.Fatal(err)
 		}
 		got, err := readRounds(filepath.Join(budget, "t", "metrics.jsonl"))
@@ -183,7 +140,7 @@ func TestMaxFLOPsEndsALocalRun(t *testing.T) {
 			t.Fatalf("%d rounds under a budget spent in round 3", len(got))
 		}
 	}
-	if !fileExists(filepath.Join(budget, "t", "checkpoints", blob.RoundName(3), "g", "model.safetensors")) {
+	if !exists(filepath.Join(budget, "t", "checkpoints", blob.RoundName(3), "g", "model.safetensors")) {
 		t.Error("no checkpoint after the round that spent the budget")
 	}
 	if !strings.Contains(log.String(), "spent max_flops") && !strings.Contains(log.String(), "rounds max_flops") {
@@ -232,11 +189,11 @@ func TestCheckMembersRefusesTooLongCompletions(t *testing.T) {
 	a, b := testmodels.Base(t, model.GPT2, 1), testmodels.Base(t, model.Llama, 2)
 	out := t.TempDir()
 	s := runSpec(t, out, 1, a, b)
-	data, err := LoadData(s)
+	data, err := cohort.LoadData(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckMembers(s, data); err != nil {
+	if err := cohort.CheckMembers(s, data); err != nil {
 		t.Fatalf("a spec that fits: %v", err)
 	}
 	s.Generation.MaxCompletion = 250 // the test bases have 256 positions
@@ -252,3 +209,5 @@ func TestCheckMembersRefusesTooLongCompletions(t *testing.T) {
 		t.Fatal("the refused run wrote metrics.jsonl")
 	}
 }
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }

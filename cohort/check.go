@@ -1,4 +1,4 @@
-package train
+package cohort
 
 import (
 	"fmt"

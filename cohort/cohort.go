@@ -1,0 +1,187 @@
+// Package cohort is what a run is made of, for both drivers (corl train
+// --local and the Temporal activities): the run's data (RL prompts and
+// evaluation problems from built-in tasks or a file), each round's prompts,
+// members loaded from and saved to checkpoint directories, the check that a
+// spec fits its members, and a cohort's evaluation record.
+package cohort
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+
+	"github.com/corl-project/corl/datasets"
+	"github.com/corl-project/corl/evaluate"
+	"github.com/corl-project/corl/gpu"
+	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/record"
+	"github.com/corl-project/corl/rl"
+	"github.com/corl-project/corl/spec"
+	"github.com/corl-project/corl/tokenizer"
+)
+
+// Data is a run's prompts and evaluation problems.
+type Data struct {
+	RL   []rl.Prompt
+	Eval []datasets.Problem
+}
+
+// LoadData builds the RL prompts (interleaved across tasks) and the
+// evaluation set from the spec. Built-in tasks use data_seed, the seed the
+// bases were pretrained with, so RL and evaluation problems are unseen.
+func LoadData(s *spec.RunSpec) (*Data, error) {
+	d := &Data{}
+	if s.Data.File != "" {
+		ds, err := datasets.Load(s.Data.File, datasets.LoadOptions{PromptField: s.Data.PromptField, AnswerField: s.Data.AnswerField})
+		if err != nil {
+			return nil, err
+		}
+		rule := datasets.AnswerRuleFromSpec(s.Data)
+		rows := datasets.FileSet(ds, s.Data.DataSeed, datasets.SetRL)
+		if s.Data.FileSplit == "none" {
+			rows = datasets.FileSet(ds, s.Data.DataSeed, -1)
+		} else {
+			split := datasets.SetTest
+			if s.Eval.Split == "validation" {
+				split = datasets.SetValidation
+			}
+			for _, p := range datasets.FileSet(ds, s.Data.DataSeed, split) {
+				if p.Answer != "" && len(d.Eval) < s.Eval.Size {
+					d.Eval = append(d.Eval, p)
+				}
+			}
+		}
+		if len(rows) == 0 {
+			return nil, fmt.Errorf("data.file %s: none of its %d rows falls in the rl set (20%% of rows, by a hash of data.data_seed and the prompt); add rows, or set data.file_split: none to RL on every row",
+				s.Data.File, len(ds.Prompts))
+		}
+		for _, p := range rows {
+			d.RL = append(d.RL, rl.Prompt{ID: p.ID, Views: []string{p.Prompt}, Truth: rule.ForPrompt(p.Prompt).Normalize(p.Answer), Label: p.Answer})
+		}
+	}
+	var perTask [][]rl.Prompt
+	for _, name := range s.Data.Tasks {
+		if s.Data.File != "" {
+			break
+		}
+		task, err := datasets.LookupTask(name)
+		if err != nil {
+			return nil, err
+		}
+		sizes := datasets.SplitSizes{RL: s.Data.RLSize, MaxLevel: s.Data.MaxLevel}
+		if s.Eval.Split == "validation" {
+			sizes.Validation = s.Eval.Size
+		} else {
+			sizes.Eval = s.Eval.Size
+		}
+		sp, err := task.Split(s.Data.DataSeed, sizes)
+		if err != nil {
+			return nil, err
+		}
+		perTask = append(perTask, rl.PromptsFrom(sp.RL))
+		d.Eval = append(d.Eval, sp.Eval...)
+		d.Eval = append(d.Eval, sp.Validation...)
+	}
+	for i := 0; len(perTask) > 0 && i < len(perTask[0]); i++ {
+		for _, ps := range perTask {
+			d.RL = append(d.RL, ps[i])
+		}
+	}
+	if len(d.RL) == 0 {
+		return nil, fmt.Errorf("data: no RL prompts")
+	}
+	return d, nil
+}
+
+// PromptsForRound picks round r's prompts: a fixed shuffle of the RL set
+// (from the run seed) read P at a time, so the data cursor is the round
+// number and a resumed run sees the same prompts.
+func PromptsForRound(all []rl.Prompt, seed uint64, round, P int) []rl.Prompt {
+	perm := rand.New(rand.NewPCG(seed, 0x64617461)).Perm(len(all))
+	out := make([]rl.Prompt, P)
+	for i := range out {
+		out[i] = all[perm[(round*P+i)%len(all)]]
+	}
+	return out
+}
+
+// LoadMember loads member ms from the checkpoint in dir (and a frozen copy
+// when a KL reference is needed).
+func LoadMember(be gpu.Backend, ms spec.Member, dir string, withRef bool) (*rl.Member, error) {
+	name := ms.Name
+	m, err := model.LoadHF(be, dir)
+	if err != nil {
+		return nil, fmt.Errorf("member %s: %w", name, err)
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("member %s: %w", name, err)
+	}
+	mem := &rl.Member{Name: name, Model: m, Tok: tok, View: ms.View, Frozen: ms.Frozen}
+	if withRef {
+		if mem.Ref, err = model.LoadHF(be, dir); err != nil {
+			return nil, err
+		}
+	}
+	if opt := filepath.Join(dir, "optimizer.safetensors"); fileExists(opt) {
+		if err := m.LoadOptimizer(opt); err != nil {
+			return nil, fmt.Errorf("member %s: %w", name, err)
+		}
+	}
+	return mem, nil
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// SaveMember writes a member's weights, optimizer state and tokenizer, then
+// their checksums (model.ChecksumsFile).
+func SaveMember(m *rl.Member, dir string) error {
+	if err := m.Model.SaveHF(dir); err != nil {
+		return err
+	}
+	if err := m.Model.SaveOptimizer(filepath.Join(dir, "optimizer.safetensors")); err != nil {
+		return err
+	}
+	bpe, ok := m.Tok.(*tokenizer.BPE)
+	if !ok {
+		return fmt.Errorf("member %s: tokenizer of type %T cannot be saved", m.Name, m.Tok)
+	}
+	if err := bpe.Save(dir); err != nil {
+		return err
+	}
+	return model.WriteChecksums(dir)
+}
+
+// EvaluateMember scores a member on the original wording of the problems
+// and on its own view (the same result again for view 0).
+func EvaluateMember(m *rl.Member, eval []datasets.Problem, o evaluate.Options) (orig, own evaluate.Result, err error) {
+	if orig, err = evaluate.Run(m.Model, m.Tok, eval, o); err != nil || m.View == 0 {
+		return orig, orig, err
+	}
+	own, err = evaluate.Run(m.Model, m.Tok, datasets.Rephrase(eval, m.View), o)
+	return orig, own, err
+}
+
+// Evaluate runs greedy pass@1 for every member (original wording and own
+// view), the cohort vote, and the pairwise diversity probe on the
+// evaluation problems.
+func Evaluate(members []*rl.Member, eval []datasets.Problem, round int, o evaluate.Options) (*record.Eval, error) {
+	names := make([]string, len(members))
+	results := make([]evaluate.Result, len(members))
+	pools := make([][][]string, len(members))
+	own := map[string]evaluate.Result{}
+	for i, m := range members {
+		res, ownView, err := EvaluateMember(m, eval, o)
+		if err != nil {
+			return nil, err
+		}
+		names[i], results[i], pools[i] = m.Name, res, res.CohortAnswers()
+		if m.View != 0 {
+			own[m.Name] = ownView
+		}
+	}
+	er := record.NewEval(round, names, results, pools, record.Truth(eval, o.Answers))
+	er.OwnView = own
+	return &er, nil
+}
