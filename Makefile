@@ -234,34 +234,34 @@ collapse: build
 # committed records alone: the planned contrasts, and the dose-response over
 # the natural two-member cohorts and again with the anchors.
 COMPOSITION_CONTRASTS = \
-	"init seed - identical copy|nat-llama-init2|nat-llama-copy" \
-	"data order - identical copy|nat-llama-order2|nat-llama-copy" \
-	"smaller - identical copy|nat-llama-small|nat-llama-copy" \
-	"other family - identical copy|members nat-llama + nat-gpt2|nat-llama-copy" \
-	"rephrased - identical copy|rephrased (peer-ring)|nat-llama-copy" \
-	"three, peer-majority - identical copy|peer-majority)|nat-llama-copy" \
-	"three, peer-ring - identical copy|nat-llama-init2 + nat-gpt2|nat-llama-copy" \
-	"identical copy - self-vote|nat-llama-copy|Self-vote (TTRL)" \
-	"other family - frozen other family|members nat-llama + nat-gpt2|(frozen)" \
-	"other family - self-vote matched by rounds|members nat-llama + nat-gpt2|rounds 60" \
-	"other family - self-vote matched by 16 samples|members nat-llama + nat-gpt2|generations 16, rounds 20"
+	--contrast "init seed - identical copy|nat-llama-init2|nat-llama-copy" \
+	--contrast "data order - identical copy|nat-llama-order2|nat-llama-copy" \
+	--contrast "smaller - identical copy|nat-llama-small|nat-llama-copy" \
+	--contrast "other family - identical copy|members nat-llama + nat-gpt2|nat-llama-copy" \
+	--contrast "rephrased - identical copy|rephrased (peer-ring)|nat-llama-copy" \
+	--contrast "three, peer-majority - identical copy|peer-majority)|nat-llama-copy" \
+	--contrast "three, peer-ring - identical copy|nat-llama-init2 + nat-gpt2|nat-llama-copy" \
+	--contrast "identical copy - self-vote|nat-llama-copy|Self-vote (TTRL)" \
+	--contrast "other family - frozen other family|members nat-llama + nat-gpt2|(frozen)" \
+	--contrast "other family - self-vote matched by rounds|members nat-llama + nat-gpt2|rounds 60" \
+	--contrast "other family - self-vote matched by 16 samples|members nat-llama + nat-gpt2|generations 16, rounds 20"
 composition-analysis: build
 	mkdir -p results/composition-analysis
-	scripts/planned-contrasts.py results/composition/results.json $(COMPOSITION_CONTRASTS) > results/composition-analysis/contrasts.md
-	scripts/planned-contrasts.py results/composition-anchors/results.json "opposite - same blind spot|llama-odd + llama-even|llama-odd + llama-odd-s2" > results/composition-analysis/anchors.md
+	bin/corl report results/composition --member nat-llama -o "" $(COMPOSITION_CONTRASTS) --contrasts-md results/composition-analysis/contrasts.md >/dev/null
+	bin/corl report results/composition-anchors --member llama-odd -o "" --contrast "opposite - same blind spot|llama-odd + llama-even|llama-odd + llama-odd-s2" --contrasts-md results/composition-analysis/anchors.md >/dev/null
 	bin/corl report results/composition --member nat-llama --where 'members=^nat-llama \+ [^+]+$$' -o results/composition-analysis/natural-pairs.html --md results/composition-analysis/natural-pairs.md --json results/composition-analysis/natural-pairs.json
 	bin/corl report results/composition results/composition-anchors --member nat-llama,llama-odd --where 'members=^(nat-llama|llama-odd) \+ [^+]+$$' -o results/composition-analysis/with-anchors.html --md results/composition-analysis/with-anchors.md --json results/composition-analysis/with-anchors.json
 
 OWN_TASK_CONTRASTS = \
-	"init seed - identical copy|own-llama-init2|own-llama-copy" \
-	"smaller - identical copy|own-llama-small|own-llama-copy" \
-	"other family - identical copy|members own-llama + own-gpt2|own-llama-copy" \
-	"identical copy - self-vote|own-llama-copy|Self-vote (TTRL)" \
-	"other family - frozen other family|members own-llama + own-gpt2|(frozen)" \
-	"other family - self-vote matched by rounds|members own-llama + own-gpt2|compute-matched"
+	--contrast "init seed - identical copy|own-llama-init2|own-llama-copy" \
+	--contrast "smaller - identical copy|own-llama-small|own-llama-copy" \
+	--contrast "other family - identical copy|members own-llama + own-gpt2|own-llama-copy" \
+	--contrast "identical copy - self-vote|own-llama-copy|Self-vote (TTRL)" \
+	--contrast "other family - frozen other family|members own-llama + own-gpt2|(frozen)" \
+	--contrast "other family - self-vote matched by rounds|members own-llama + own-gpt2|compute-matched"
 own-task-analysis: build
 	mkdir -p results/own-task-analysis
-	scripts/planned-contrasts.py results/own-task/results.json $(OWN_TASK_CONTRASTS) > results/own-task-analysis/contrasts.md
+	bin/corl report results/own-task --member own-llama -o "" $(OWN_TASK_CONTRASTS) --contrasts-md results/own-task-analysis/contrasts.md >/dev/null
 	bin/corl report results/own-task --member own-llama --where 'members=^own-llama \+ [^+]+$$' -o results/own-task-analysis/pairs.html --md results/own-task-analysis/pairs.md --json results/own-task-analysis/pairs.json
 
 # The own-task study (README: Composition study, a task of our own): make

@@ -17,7 +17,8 @@ import (
 
 func newReportCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var out, md, csv, js, member, records string
-	var where []string
+	var where, contrasts []string
+	var contrastsMD string
 	var completeOnly bool
 	var cf connFlags
 	cmd := &cobra.Command{
@@ -44,7 +45,8 @@ are still going.
 Examples:
   corl report runs/gt-seed1 runs/gt-seed2 runs/coRL-seed1 -o report.html --md report.md
   corl report my-sweep -o sweep.html --records results/mine/runs.jsonl.gz
-  corl report results/mine -o again.html`,
+  corl report results/mine -o again.html
+  corl report results/study --member m -o "" --contrast "peer - copy|m + peer|m + m-copy"`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			runs, err := loadReportRuns(cmd.Context(), stdio, args, cf, getenv)
@@ -58,8 +60,30 @@ Examples:
 			if dropped > 0 {
 				fmt.Fprintf(stdio.Err, "%d run(s) read twice (the same spec from two sources) counted once\n", dropped)
 			}
+			var planned []report.Contrast
+			for _, c := range contrasts {
+				pc, err := report.ParseContrast(c)
+				if err != nil {
+					return fmt.Errorf("--contrast: %w", err)
+				}
+				planned = append(planned, pc)
+			}
 			t := report.BuildTable(runs, member)
 			fmt.Fprint(stdio.Out, t.Markdown())
+			if len(planned) > 0 {
+				rows, err := report.Planned(t, planned)
+				if err != nil {
+					return fmt.Errorf("--contrast: %w", err)
+				}
+				md := report.PlannedMarkdown(rows)
+				fmt.Fprint(stdio.Out, "\n"+md)
+				if contrastsMD != "" {
+					if err := os.WriteFile(contrastsMD, []byte(md), 0o644); err != nil {
+						return err
+					}
+					fmt.Fprintf(stdio.Err, "wrote %s\n", contrastsMD)
+				}
+			}
 			page, err := report.HTML(runs, t)
 			if err != nil {
 				return err
@@ -91,6 +115,8 @@ Examples:
 	fl.StringVar(&records, "records", "", "also write every run's records (spec, rounds, evaluations with per-problem outcomes) as gzipped JSON lines; name it "+report.RecordsName+" in a results directory, and corl report DIR redraws everything from it offline")
 	fl.BoolVar(&completeOnly, "complete", false, "only runs that completed (a sweep in progress: its finished cells, whose records a later sweep --recorded then skips)")
 	fl.StringVar(&member, "member", "", "score only this member in the table (the member the compared runs share, e.g. the model every method trains); runs without it are left out. A comma-separated list scores in each run the first of them it has (studies whose cohorts train different models)")
+	fl.StringArrayVar(&contrasts, "contrast", nil, "a planned contrast NAME|A|B (repeatable): A - B with the table's interval, p raw, Holm over the whole table and over the planned contrasts alone, and the minimum detectable difference; A and B name rows by the end of their method labels (e.g. 'init seed - copy|nat-llama-init2|nat-llama-copy')")
+	fl.StringVar(&contrastsMD, "contrasts-md", "", "also write the planned contrasts as Markdown")
 	fl.StringArrayVar(&where, "where", nil, "keep only runs whose setting KEY matches REGEXP (KEY=REGEXP, repeatable; keys are spec paths such as reward.mode or rounds, and members: the members' names joined by \" + \", e.g. --where 'members=^m \\+ [^+]+$' for two-member cohorts of m)")
 	cf.register(cmd)
 	return cmd

@@ -1,0 +1,46 @@
+package report
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/corl-project/corl/stats"
+)
+
+// TestPlannedContrasts: a planned contrast is read from the table's
+// comparison in either order (B - A flips sign and interval), its rows named
+// by the ends of their labels; Holm over the planned contrasts alone is
+// computed among them; a name that fits no row, or two, is refused naming
+// the contrast.
+func TestPlannedContrasts(t *testing.T) {
+	tb := Table{
+		Rows: []Row{{Method: "Base"}, {Method: "Co-RL — members m + copy"}, {Method: "Co-RL — members m + peer"}, {Method: "Self-vote"}},
+		Comparisons: []Comparison{
+			{A: "Co-RL — members m + copy", B: "Co-RL — members m + peer", Diff: &Paired{Diff: stats.Interval{Mean: -0.02, Lo: -0.03, Hi: -0.01}, P: 0.01, PHolm: 0.05, MDD: 0.012}},
+			{A: "Co-RL — members m + copy", B: "Self-vote", Diff: &Paired{Diff: stats.Interval{Mean: 0.001, Lo: -0.01, Hi: 0.012}, P: 0.9, PHolm: 1, MDD: 0.02}},
+		},
+	}
+	rows, err := Planned(tb, []Contrast{{"peer - copy", "m + peer", "m + copy"}, {"copy - self-vote", "m + copy", "Self-vote"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rows[0]; math.Abs(r.Diff.Mean-0.02) > 1e-12 || math.Abs(r.Diff.Lo-0.01) > 1e-12 || math.Abs(r.Diff.Hi-0.03) > 1e-12 || r.PHolm != 0.05 || r.MDD != 0.012 {
+		t.Errorf("B - A not flipped: %+v", r)
+	}
+	if rows[0].PPlanned != 0.02 || rows[1].PPlanned != 0.9 { // Holm over {0.01, 0.9}: 2 x 0.01, then max(0.02, 0.9)
+		t.Errorf("planned-only Holm %v %v, want 0.02 0.9", rows[0].PPlanned, rows[1].PPlanned)
+	}
+	md := PlannedMarkdown(rows)
+	if !strings.Contains(md, "| peer - copy | +0.020 [+0.010, +0.030] | 0.01 | 0.05 | 0.02 | 0.012 |") {
+		t.Errorf("markdown:\n%s", md)
+	}
+	for _, c := range []Contrast{{"x", "nobody", "Self-vote"}, {"y", "Co-RL", "Self-vote"}} {
+		if _, err := Planned(tb, []Contrast{c}); err == nil || !strings.Contains(err.Error(), "contrast "+c.Name) {
+			t.Errorf("contrast %+v: %v", c, err)
+		}
+	}
+	if _, err := ParseContrast("a|b"); err == nil {
+		t.Error("a contrast without B was accepted")
+	}
+}
