@@ -55,11 +55,10 @@ func labels(reps []*Run) []string {
 }
 
 // settings is a run's spec as flat "key.path" -> value, without what
-// does not make a method (seed, name, output directory, base locations),
-// the members written as their names with their roles.
+// does not make a method (methodSpec) or base locations, the members
+// written as their names with their roles.
 func settings(r *Run) map[string]string {
-	s := r.Spec
-	s.Seed, s.Name, s.OutputDir = 0, "", ""
+	s := methodSpec(r)
 	var names []string
 	for _, m := range s.Members {
 		n := m.Name

@@ -254,15 +254,16 @@ func BuildTable(runs []*Run, member string) Table {
 			from, gFrom = perProblem(first, scored, false), perProblem(first, scored, true)
 		}
 		for _, pick := range []struct {
-			key, label string
-			e          record.Eval
-			flops      float64
-		}{{baseKey, "Base", first, 0}, {groupKey(r), r.Method(), last, lastOf(r.FLOPs())}} {
+			key   string
+			run   *Run // the method's run; nil for its Base row
+			e     record.Eval
+			flops float64
+		}{{baseKey, nil, first, 0}, {groupKey(r), r, last, lastOf(r.FLOPs())}} {
 			seedKey := fmt.Sprint(pick.key, "\x00", r.Spec.Seed)
-			if pick.label == "Base" && (first.Round != 0 || bases[seedKey]) {
+			if pick.run == nil && (first.Round != 0 || bases[seedKey]) {
 				continue // the same base models once per seed (its sampling draws), from a round-0 evaluation
 			}
-			if pick.label == "Base" {
+			if pick.run == nil {
 				bases[seedKey] = true
 			} else if pick.e.Round == 0 {
 				continue // still running: only its base has been evaluated
@@ -271,15 +272,11 @@ func BuildTable(runs []*Run, member string) Table {
 			for task := range s.byTask {
 				taskSet[task] = true
 			}
-			if pick.label != "Base" {
+			if pick.run != nil {
 				s.from, s.gFrom = from, gFrom
 				s.collapse = collapseOf(r, scored)
 			}
-			if pick.label == "Base" {
-				add(pick.key, nil, s)
-			} else {
-				add(pick.key, r, s)
-			}
+			add(pick.key, pick.run, s)
 		}
 	}
 	for task := range taskSet {

@@ -174,10 +174,16 @@ func (r *Run) FLOPs() []float64 {
 // groupKey is the run's spec without what varies between seeds of one
 // method: runs with one key are one row.
 func groupKey(r *Run) string {
+	b, _ := json.Marshal(methodSpec(r))
+	return string(b)
+}
+
+// methodSpec is the run's spec without what does not make its method: the
+// seed, the run's name and its output directory.
+func methodSpec(r *Run) spec.RunSpec {
 	s := r.Spec
 	s.Seed, s.Name, s.OutputDir = 0, "", ""
-	b, _ := json.Marshal(s)
-	return string(b)
+	return s
 }
 
 // baseDirs are the distinct base models of the run's members named.

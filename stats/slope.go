@@ -45,7 +45,7 @@ func ClusteredSlope(x, y []float64, cluster []string, seed uint64) Slope {
 	if len(x) != len(y) || len(x) != len(cluster) {
 		panic("stats: slope points and clusters of different lengths")
 	}
-	s := Slope{Points: len(x), Constant: slices.Min(x) == slices.Max(x)}
+	s := Slope{Points: len(x), Constant: len(x) > 0 && slices.Min(x) == slices.Max(x)}
 	s.Slope, s.Intercept = Fit(x, y)
 	var names []string
 	members := map[string][]int{}

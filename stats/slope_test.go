@@ -87,6 +87,9 @@ func TestClusteredSlopeOfAConstantOrRarelyVaryingX(t *testing.T) {
 	if got := ClusteredSlope([]float64{1, 1, 1, 1, 1, 1}, []float64{0, 1, 2, 3, 4, 5}, c, 1); !got.Constant || got.CI != nil {
 		t.Fatalf("constant x: %+v", got)
 	}
+	if got := ClusteredSlope(nil, nil, nil, 1); got.Constant || got.CI != nil || got.Points != 0 {
+		t.Fatalf("no points: %+v", got)
+	}
 	// y = 2x exactly: every resample in which x varies has slope 2.
 	x := []float64{0, 0, 0, 0, 1, 1}
 	got := ClusteredSlope(x, []float64{0, 0, 0, 0, 2, 2}, c, 1)
