@@ -6,12 +6,25 @@
 // from (run, round, member), so a retried activity overwrites its own output
 // and an update is never applied twice. What they take and return is
 // package pipeline's.
+//
+// The models a worker holds (the held-member cache: weights, optimizer
+// state, the round they are at, the update results kept for idempotent
+// retries) live here and not in package workers, though they are the
+// worker's state: every activity but Workers resolves its MemberRef
+// against them, Acquire and Release are what fill and empty them, and the
+// exclusive device lock that orders those reads is the same one. Apart,
+// the cache would be a second package exporting its internals to this one
+// (workers imports activities to register them, so it could not be the
+// other way round). Package workers starts, configures and stops a worker:
+// queues, slots, the pool's heartbeat, SIGTERM's checkpoints, reclaiming
+// members of closed runs through this package's ReclaimClosed.
 package activities
 
 import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/corl-project/corl/record"
 	"github.com/corl-project/corl/rl"
 )
 
@@ -25,9 +38,9 @@ type rolloutBlob struct {
 
 // gradeBlob is what Grade stores.
 type gradeBlob struct {
-	Round      int            `json:"round"`
-	Advantages [][][]float64  `json:"advantages"` // [member][prompt][sample]
-	Diag       rl.Diagnostics `json:"diagnostics"`
+	Round      int                `json:"round"`
+	Advantages [][][]float64      `json:"advantages"` // [member][prompt][sample]
+	Diag       record.Diagnostics `json:"diagnostics"`
 }
 
 // judgeBlob is what Judge stores: the judge's scores of the target's

@@ -46,8 +46,9 @@ func evalCacheKey(backend string, m *rl.Member, problems []datasets.Problem, o e
 		return "", err
 	}
 	// The version moves whenever a kernel's bits change (v2: the attention
-	// softmax kernel), so no result of older numerics is reused.
-	fmt.Fprintf(h, "corl eval v2\x00%s\x00%d\x00", backend, m.View)
+	// softmax kernel), so no result of older numerics is reused, and
+	// whenever the cached output gains a field (v3: the whole record).
+	fmt.Fprintf(h, "corl eval v3\x00%s\x00%d\x00", backend, m.View)
 	for _, part := range [][]byte{fp[:], tok.JSON(), opts, probs} {
 		fmt.Fprintf(h, "%d\x00", len(part))
 		h.Write(part)
@@ -100,11 +101,7 @@ func (a *Activities) Evaluate(ctx context.Context, ref pipeline.MemberRef) (pipe
 		if err != nil {
 			return pipeline.EvalOutput{}, err
 		}
-		truth := record.Truth(d.Eval, o.Answers)
-		out = pipeline.EvalOutput{PassAt1: res.PassAt1, ByTask: res.ByTask, Correct: res.Correct, Answers: res.Answers,
-			View: h.member.View, PassAt1OwnView: own.PassAt1, SampledPassAt1: res.SampledPassAt1, MajAtK: res.MajAtK,
-			SampledByTask: res.SampledByTask, PassAt1CI: res.PassAt1CI, SampledCI: res.SampledCI,
-			Pool: res.CohortAnswers(), Truth: truth}
+		out = pipeline.NewEvalOutput(res, own, h.member.View, record.Truth(d.Eval, o.Answers))
 		if key != "" {
 			// A failed store only costs a later recomputation.
 			if b, err := json.Marshal(out); err == nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/gpu"
+	"github.com/corl-project/corl/record"
 	"github.com/corl-project/corl/rl"
 )
 
@@ -107,7 +108,7 @@ Example:
 // timeRounds runs rounds RL rounds of s's members in this process and
 // sums their stages' seconds, generation and update FLOPs, and wall time.
 func timeRounds(ctx context.Context, progress io.Writer, members []*rl.Member, data *cohort.Data, s *config.RunSpec, rounds int) (
-	sum rl.Stages, genF, updF, wall float64, err error) {
+	sum record.Stages, genF, updF, wall float64, err error) {
 	c := rl.ConfigFromSpec(s)
 	for r := 0; r < rounds; r++ {
 		if err := ctx.Err(); err != nil {
@@ -137,7 +138,7 @@ func timeRounds(ctx context.Context, progress io.Writer, members []*rl.Member, d
 // printStages is corl bench round's table: each stage's seconds per round
 // (of rounds timed, wall seconds in all), its share, and for generation
 // and update the GFLOP/s and their share of the matmul peak.
-func printStages(out io.Writer, sum rl.Stages, rounds int, wall, genF, updF, peak float64) error {
+func printStages(out io.Writer, sum record.Stages, rounds int, wall, genF, updF, peak float64) error {
 	n := float64(rounds)
 	fmt.Fprintf(out, "matmul peak (1024^3 on this backend): %.1f GFLOP/s\n\n", peak)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -13,30 +13,28 @@ import (
 	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/model"
-	"github.com/corl-project/corl/rl"
+	"github.com/corl-project/corl/record"
 	"github.com/corl-project/corl/stats"
 	"github.com/corl-project/corl/tokenizer"
 )
 
-func newEvalCmd(stdio IO, getenv func(string) string) *cobra.Command {
-	var (
-		dir, tasks      string
-		seed            uint64
-		n, level, maxNT int
-		view, samples   int
-		temp            float32
-		split, compare  string
-		bf              BackendFlags
-		file, pField    string
-		aField, aType   string
-		blind           string
-		check           string
-		checkTimeout    time.Duration
-	)
-	cmd := &cobra.Command{
-		Use:   "eval",
-		Short: "pass@1 of a checkpoint on a held-out split of built-in tasks",
-		Long: `Evaluates a checkpoint directory on the test split (or --split validation;
+// evalFlags are corl eval's flags.
+type evalFlags struct {
+	dir, tasks      string
+	seed            uint64
+	n, level, maxNT int
+	view, samples   int
+	temp            float32
+	split, compare  string
+	bf              BackendFlags
+	file, pField    string
+	aField, aType   string
+	blind           string
+	check           string
+	checkTimeout    time.Duration
+}
+
+const evalLong = `Evaluates a checkpoint directory on the test split (or --split validation;
 keyed by --data-seed, the seed used for pretraining and RL) of each task,
 printing greedy pass@1 per task and, with --samples k, sampled pass@1 (the
 mean over k samples at --temperature) and maj@k.
@@ -48,92 +46,102 @@ graded by the file's answer type (--answer-type, or inferred).
 
 Examples:
   corl eval --model examples/bases/llama-small --tasks arith,linear,mod,seq,expr,word --max-level 1 --samples 8
-  corl eval --model bases/mine --file rows.jsonl --prompt-field q --answer-field a`,
-		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if dir == "" {
-				return fmt.Errorf("--model is required")
-			}
-			spot := datasets.BlindSpot{Parity: blind, Rate: 1}
-			if blind != "" {
-				if err := spot.Validate(); err != nil { // before any evaluation runs
-					return fmt.Errorf("--blind-spot: %w", err)
-				}
-			}
-			m, tok, err := loadCheckpoint(dir, &bf, stdio.Err)
-			if err != nil {
-				return err
-			}
-			probs, rule, err := evalProblems(file, pField, aField, aType, tasks, seed, split, n, level, view)
-			if err != nil {
-				return err
-			}
-			o := evaluate.Options{MaxNew: maxNT, Answers: rule, Samples: samples, Temperature: temp, Seed: seed}
-			if check != "" {
-				c := checker.Spec{Command: strings.Fields(check), Timeout: checkTimeout}
-				if err := c.Validate(); err != nil {
-					return fmt.Errorf("--checker: %w", err)
-				}
-				o.Checker = &c
-			}
-			res, err := evaluate.Run(m, tok, probs, o)
-			if err != nil {
-				return err
-			}
-			printEval(stdio.Out, dir, split, samples, temp, res)
-			if blind != "" {
-				printBlindSpot(stdio.Out, spot, probs, res)
-			}
-			if samples < 2 {
-				fmt.Fprintln(stdio.Out, "signal check: add --samples 8 to see whether RL has anything to learn from on these problems")
-			} else if err := printSignal(stdio.Out, res, res, "own vote", "model's own vote"); err != nil {
-				return err
-			}
-			if compare == "" {
-				return nil
-			}
-			m2, tok2, err := loadCheckpoint(compare, &bf, stdio.Err)
-			if err != nil {
-				return fmt.Errorf("--compare: %w", err)
-			}
-			other, err := evaluate.Run(m2, tok2, probs, o)
-			if err != nil {
-				return err
-			}
-			printComparison(stdio.Out, dir, compare, res, other)
-			if samples >= 2 {
-				if err := printPeerSignal(stdio.Out, dir, compare, res, other); err != nil {
-					return err
-				}
-			}
-			if blind != "" {
-				fmt.Fprintf(stdio.Out, "%s:\n", compare)
-				printBlindSpot(stdio.Out, spot, probs, other)
-			}
-			return nil
-		},
+  corl eval --model bases/mine --file rows.jsonl --prompt-field q --answer-field a`
+
+func newEvalCmd(stdio IO, getenv func(string) string) *cobra.Command {
+	var f evalFlags
+	cmd := &cobra.Command{
+		Use:   "eval",
+		Short: "pass@1 of a checkpoint on a held-out split of built-in tasks",
+		Long:  evalLong,
+		Args:  cobra.NoArgs,
+		RunE:  func(*cobra.Command, []string) error { return f.run(stdio) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&dir, "model", "", "checkpoint directory")
-	fl.StringVar(&tasks, "tasks", "arith,linear,mod,seq", "comma-separated task families")
-	fl.Uint64Var(&seed, "data-seed", 1, "split seed")
-	fl.IntVar(&n, "n", 100, "evaluation problems per task")
-	fl.IntVar(&level, "max-level", 0, "highest difficulty level (0: all)")
-	fl.IntVar(&maxNT, "max-new-tokens", 96, "completion length")
-	fl.IntVar(&view, "view", 0, "surface form of the problems: 0 original, 1 rephrased")
-	fl.IntVar(&samples, "samples", 0, "sampled completions per problem (sampled pass@1, maj@k)")
-	fl.Float32Var(&temp, "temperature", 1, "sampling temperature with --samples")
-	registerEnum(fl, &split, "split", "held-out split: test or validation", "test", "validation")
-	fl.StringVar(&file, "file", "", "score a JSONL/Parquet file's held-out rows instead of --tasks")
-	fl.StringVar(&check, "checker", "", "judge responses with your own checker program (\"python3 /abs/check.py\"; see examples/checkers), sandboxed, instead of the answer type")
-	fl.DurationVar(&checkTimeout, "checker-timeout", time.Minute, "how long the checker may take over all responses")
-	fl.StringVar(&pField, "prompt-field", "", "--file's prompt field (default: prompt, question or problem)")
-	fl.StringVar(&aField, "answer-field", "", "--file's answer field (default: answer or solution)")
-	fl.StringVar(&aType, "answer-type", "", "--file's answer type: number, text, choice, expression (default: inferred)")
-	fl.StringVar(&blind, "blind-spot", "", "also score the problems of this blind-spot class (odd or even; see corl pretrain --blind-spot) and the rest apart")
-	fl.StringVar(&compare, "compare", "", "a second checkpoint, scored on the same problems and samples: the paired difference with its interval, McNemar's test on the greedy answers")
-	bf.Register(fl, getenv)
+	fl.StringVar(&f.dir, "model", "", "checkpoint directory")
+	fl.StringVar(&f.tasks, "tasks", "arith,linear,mod,seq", "comma-separated task families")
+	fl.Uint64Var(&f.seed, "data-seed", 1, "split seed")
+	fl.IntVar(&f.n, "n", 100, "evaluation problems per task")
+	fl.IntVar(&f.level, "max-level", 0, "highest difficulty level (0: all)")
+	fl.IntVar(&f.maxNT, "max-new-tokens", 96, "completion length")
+	fl.IntVar(&f.view, "view", 0, "surface form of the problems: 0 original, 1 rephrased")
+	fl.IntVar(&f.samples, "samples", 0, "sampled completions per problem (sampled pass@1, maj@k)")
+	fl.Float32Var(&f.temp, "temperature", 1, "sampling temperature with --samples")
+	registerEnum(fl, &f.split, "split", "held-out split: test or validation", "test", "validation")
+	fl.StringVar(&f.file, "file", "", "score a JSONL/Parquet file's held-out rows instead of --tasks")
+	fl.StringVar(&f.check, "checker", "", "judge responses with your own checker program (\"python3 /abs/check.py\"; see examples/checkers), sandboxed, instead of the answer type")
+	fl.DurationVar(&f.checkTimeout, "checker-timeout", time.Minute, "how long the checker may take over all responses")
+	fl.StringVar(&f.pField, "prompt-field", "", "--file's prompt field (default: prompt, question or problem)")
+	fl.StringVar(&f.aField, "answer-field", "", "--file's answer field (default: answer or solution)")
+	fl.StringVar(&f.aType, "answer-type", "", "--file's answer type: number, text, choice, expression (default: inferred)")
+	fl.StringVar(&f.blind, "blind-spot", "", "also score the problems of this blind-spot class (odd or even; see corl pretrain --blind-spot) and the rest apart")
+	fl.StringVar(&f.compare, "compare", "", "a second checkpoint, scored on the same problems and samples: the paired difference with its interval, McNemar's test on the greedy answers")
+	f.bf.Register(fl, getenv)
 	return cmd
+}
+
+// run scores the checkpoint (and --compare's) and prints what it found.
+func (f *evalFlags) run(stdio IO) error {
+	if f.dir == "" {
+		return fmt.Errorf("--model is required")
+	}
+	spot := datasets.BlindSpot{Parity: f.blind, Rate: 1}
+	if f.blind != "" {
+		if err := spot.Validate(); err != nil { // before any evaluation runs
+			return fmt.Errorf("--blind-spot: %w", err)
+		}
+	}
+	m, tok, err := loadCheckpoint(f.dir, &f.bf, stdio.Err)
+	if err != nil {
+		return err
+	}
+	probs, rule, err := evalProblems(f.file, f.pField, f.aField, f.aType, f.tasks, f.seed, f.split, f.n, f.level, f.view)
+	if err != nil {
+		return err
+	}
+	o := evaluate.Options{MaxNew: f.maxNT, Answers: rule, Samples: f.samples, Temperature: f.temp, Seed: f.seed}
+	if f.check != "" {
+		c := checker.Spec{Command: strings.Fields(f.check), Timeout: f.checkTimeout}
+		if err := c.Validate(); err != nil {
+			return fmt.Errorf("--checker: %w", err)
+		}
+		o.Checker = &c
+	}
+	res, err := evaluate.Run(m, tok, probs, o)
+	if err != nil {
+		return err
+	}
+	printEval(stdio.Out, f.dir, f.split, f.samples, f.temp, res)
+	if f.blind != "" {
+		printBlindSpot(stdio.Out, spot, probs, res)
+	}
+	if f.samples < 2 {
+		fmt.Fprintln(stdio.Out, "signal check: add --samples 8 to see whether RL has anything to learn from on these problems")
+	} else if err := printSignal(stdio.Out, res, res, "own vote", "model's own vote"); err != nil {
+		return err
+	}
+	if f.compare == "" {
+		return nil
+	}
+	m2, tok2, err := loadCheckpoint(f.compare, &f.bf, stdio.Err)
+	if err != nil {
+		return fmt.Errorf("--compare: %w", err)
+	}
+	other, err := evaluate.Run(m2, tok2, probs, o)
+	if err != nil {
+		return err
+	}
+	printComparison(stdio.Out, f.dir, f.compare, res, other)
+	if f.samples >= 2 {
+		if err := printPeerSignal(stdio.Out, f.dir, f.compare, res, other); err != nil {
+			return err
+		}
+	}
+	if f.blind != "" {
+		fmt.Fprintf(stdio.Out, "%s:\n", f.compare)
+		printBlindSpot(stdio.Out, spot, probs, other)
+	}
+	return nil
 }
 
 // evalProblems are the problems corl eval scores: the file's held-out rows
@@ -265,7 +273,7 @@ func printComparison(w io.Writer, a, b string, ra, rb evaluate.Result) {
 	fmt.Fprintf(w, "difference (--compare minus --model, %s minus %s): pass@1 %+.3f [%+.3f, %+.3f], paired bootstrap p %.3f; McNemar: %d solved only by --model, %d only by --compare, p %.3f\n",
 		b, a, d.Mean, d.Lo, d.Hi, p, onlyA, onlyB, pm)
 	if len(ra.Truth) > 0 {
-		pp := rl.Predict(ra.CohortAnswers(), rb.CohortAnswers(), ra.Correct, rb.Correct, func(p int, x string) bool { return p < len(ra.Truth) && x == ra.Truth[p] })
+		pp := record.Predict(ra.CohortAnswers(), rb.CohortAnswers(), ra.Correct, rb.Correct, func(p int, x string) bool { return p < len(ra.Truth) && x == ra.Truth[p] })
 		fmt.Fprintf(w, "what each could teach the other (votes%s): where %s's vote is wrong, %s's is right on %.0f%%; the other way %.0f%%; both vote the same wrong answer on %.0f%% of problems; kappa %.2f, complementarity %.2f\n",
 			map[bool]string{true: " of the samples", false: ": greedy answers"}[ra.Samples > 0], a, b, 100*pp.RescueAB, 100*pp.RescueBA, 100*pp.SharedError, pp.Kappa, pp.Complementarity)
 	}

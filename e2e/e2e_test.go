@@ -29,7 +29,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -54,6 +53,7 @@ import (
 	"github.com/corl-project/corl/metrics"
 	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/pipeline"
+	"github.com/corl-project/corl/record"
 	"github.com/corl-project/corl/report"
 	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/train"
@@ -259,8 +259,9 @@ func TestPipelineMatchesLocalRun(t *testing.T) {
 }
 
 // sameReport: the run read back from its workflow history (corl report
-// RUN) has the local run's rounds and evaluations: the same rewards,
-// diagnostics, losses, FLOPs, pass@1 and cohort vote, and the same table.
+// RUN) has the local run's records, round by round and evaluation by
+// evaluation, equal but for wall-clock seconds (rewards, diagnostics,
+// losses, FLOPs, pass@1, the cohort vote), and the same table.
 func sameReport(t *testing.T, cl client.Client, id, file string) {
 	t.Helper()
 	s, err := config.Load(file, noEnv, nil)
@@ -282,33 +283,60 @@ func sameReport(t *testing.T, cl client.Client, id, file string) {
 	if len(got.Rounds) != len(local.Rounds) || len(got.Evals) != len(local.Evals) {
 		t.Fatalf("read back %d rounds and %d evaluations; the local run has %d and %d", len(got.Rounds), len(got.Evals), len(local.Rounds), len(local.Evals))
 	}
-	for r, lm := range local.Rounds {
-		gm := got.Rounds[r]
-		if gm.Round != lm.Round || !reflect.DeepEqual(gm.Diag, lm.Diag) {
-			t.Errorf("round %d: diagnostics %+v, local %+v", lm.Round, gm.Diag, lm.Diag)
-		}
-		for i := range lm.Models {
-			g, l := gm.Models[i], lm.Models[i]
-			if g.Loss != l.Loss || g.GenFLOPs != l.GenFLOPs || g.UpdateFLOPs != l.UpdateFLOPs || g.GenTokens != l.GenTokens {
-				t.Errorf("round %d member %d: loss %v flops %v/%v tokens %d; local %v %v/%v %d", lm.Round, i,
-					g.Loss, g.GenFLOPs, g.UpdateFLOPs, g.GenTokens, l.Loss, l.GenFLOPs, l.UpdateFLOPs, l.GenTokens)
-			}
-		}
-	}
-	for e, le := range local.Evals {
-		ge := got.Evals[e]
-		if ge.Round != le.Round || ge.Cohort != le.Cohort || !reflect.DeepEqual(ge.Kappa, le.Kappa) {
-			t.Errorf("evaluation %d: round %d cohort %+v kappa %v; local round %d %+v %v", e, ge.Round, ge.Cohort, ge.Kappa, le.Round, le.Cohort, le.Kappa)
-		}
-		for m, lr := range le.Members {
-			if gr := ge.Members[m]; gr.PassAt1 != lr.PassAt1 || gr.PassAt1CI != lr.PassAt1CI {
-				t.Errorf("evaluation %d member %s: pass@1 %v %v, local %v %v", e, m, gr.PassAt1, gr.PassAt1CI, lr.PassAt1, lr.PassAt1CI)
-			}
-		}
+	// The records as they are written (metrics.jsonl), wall-clock fields
+	// aside: every loss, FLOPs count, diagnostic and evaluation equal.
+	if g, l := recordsJSON(t, got), recordsJSON(t, local); g != l {
+		t.Errorf("the records read back from the workflow differ from the local run's:\n%s", lineDiff(g, l))
 	}
 	if g, l := report.BuildTable(runs, "").Markdown(), report.BuildTable([]*report.Run{local}, "").Markdown(); g != l {
 		t.Errorf("the table from Temporal:\n%s\nfrom the local run:\n%s", g, l)
 	}
+}
+
+// recordsJSON is a run's round and evaluation records as metrics.jsonl
+// holds them, one per line, with the wall-clock fields (seconds) zeroed.
+func recordsJSON(t *testing.T, r *report.Run) string {
+	t.Helper()
+	var b strings.Builder
+	line := func(v any) {
+		js, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(js)
+		b.WriteByte('\n')
+	}
+	for _, m := range r.Rounds {
+		m.Seconds, m.Stages = 0, record.Stages{}
+		m.Models = slices.Clone(m.Models)
+		for i := range m.Models {
+			m.Models[i].GenSeconds, m.Models[i].UpdateSeconds = 0, 0
+		}
+		line(map[string]any{"round": m})
+	}
+	for _, e := range r.Evals {
+		line(map[string]any{"eval": e})
+	}
+	return b.String()
+}
+
+// lineDiff shows the first lines where got and want differ.
+func lineDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	var out []string
+	for i := 0; i < max(len(g), len(w)) && len(out) < 6; i++ {
+		var a, b string
+		if i < len(g) {
+			a = g[i]
+		}
+		if i < len(w) {
+			b = w[i]
+		}
+		if a != b {
+			out = append(out, fmt.Sprintf("line %d:\n  workflow %s\n  local    %s", i+1, a, b))
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // startPipeline starts the embedded Temporal server, connects with the
@@ -690,6 +718,7 @@ members:
 				t.Fatalf("pipeline checkpoints %v, in-process %v", got, want)
 			}
 			sameWeights(t, "pipeline weights", got, want)
+			sameReport(t, cl, run.GetID(), file)
 			// The compute both drivers count (generation, scoring passes,
 			// peer judging, updates) is the same.
 			b, err := os.ReadFile(filepath.Join(s.OutputDir, s.Name, "state.json"))

@@ -8,6 +8,8 @@
 package pipeline
 
 import (
+	"github.com/corl-project/corl/evaluate"
+	"github.com/corl-project/corl/record"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/stats"
@@ -136,9 +138,9 @@ type GradeInput struct {
 
 // GradeOutput is the round's diagnostics; advantages stay in the blob.
 type GradeOutput struct {
-	Key     string         `json:"key"`
-	Diag    rl.Diagnostics `json:"diagnostics"`
-	Seconds float64        `json:"seconds"`
+	Key     string             `json:"key"`
+	Diag    record.Diagnostics `json:"diagnostics"`
+	Seconds float64            `json:"seconds"`
 	// JudgeFLOPs is, per member, what judging its peer's samples cost
 	// (peer-judge), read from the judges' blobs: the judge activity returns
 	// only its key.
@@ -181,4 +183,35 @@ type EvalOutput struct {
 	// or its greedy answer) and the normalised labels.
 	Pool  [][]string `json:"pool"`
 	Truth []string   `json:"truth"`
+	// The rest of the evaluation's record, so that the report rebuilds it
+	// as the local runner writes it (histories recorded before these
+	// fields lack them).
+	NoAnswer      float64          `json:"no_answer_rate"`
+	SampleCorrect []int            `json:"sample_correct,omitempty"`
+	OwnView       *evaluate.Result `json:"own_view_result,omitempty"` // view != 0: the whole result on the member's own view
+}
+
+// NewEvalOutput is a member's evaluation (res on the original wording, own
+// on its view) as the activity returns it, with the labels truth.
+func NewEvalOutput(res, own evaluate.Result, view int, truth []string) EvalOutput {
+	o := EvalOutput{PassAt1: res.PassAt1, ByTask: res.ByTask, Correct: res.Correct, Answers: res.Answers,
+		View: view, PassAt1OwnView: own.PassAt1, SampledPassAt1: res.SampledPassAt1, MajAtK: res.MajAtK,
+		SampledByTask: res.SampledByTask, PassAt1CI: res.PassAt1CI, SampledCI: res.SampledCI,
+		Pool: res.CohortAnswers(), Truth: truth, NoAnswer: res.NoAnswer, SampleCorrect: res.SampleCorrect}
+	if view != 0 {
+		o.OwnView = &own
+	}
+	return o
+}
+
+// Result is the evaluation on the original wording, as evaluate.Run gave
+// it (samples: the run's eval.samples), for the run's record.
+func (o EvalOutput) Result(samples int) evaluate.Result {
+	res := evaluate.Result{N: len(o.Correct), PassAt1: o.PassAt1, NoAnswer: o.NoAnswer, ByTask: o.ByTask, Correct: o.Correct, Answers: o.Answers,
+		SampledPassAt1: o.SampledPassAt1, MajAtK: o.MajAtK, SampledByTask: o.SampledByTask, SampleCorrect: o.SampleCorrect,
+		PassAt1CI: o.PassAt1CI, SampledCI: o.SampledCI}
+	if o.SampledCI != nil {
+		res.Samples = samples
+	}
+	return res
 }

@@ -1,16 +1,18 @@
-// Package record is what a run records of an evaluation, in one shape for
-// every driver: the local runner writes it to metrics.jsonl, the report
-// rebuilds it from a workflow's history, and the report reads only it. The
-// cohort's numbers (its vote, each member pair's kappa, complementarity
-// and predictors) are computed here alone, from the members' per-problem
-// answers and the normalised labels, so no driver can score them
-// differently.
+// Package record is what a run records, in one shape for every driver: a
+// round record (Round: each member's losses, FLOPs and times, and the
+// round's diagnostics) and an evaluation record (Eval). The local runner
+// writes them to metrics.jsonl, the report rebuilds them from a workflow's
+// history, and the report reads only them. The cohort's numbers (its vote,
+// each member pair's kappa, complementarity and predictors) are computed
+// here alone, from the members' per-problem answers and the normalised
+// labels, so no driver can score them differently; the rules that read a
+// round's diagnostics (warnings, collapse) live beside the record they
+// read.
 package record
 
 import (
 	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/evaluate"
-	"github.com/corl-project/corl/rl"
 )
 
 // Eval is a held-out evaluation of the cohort.
@@ -20,13 +22,13 @@ type Eval struct {
 	// that train on another view, on that view.
 	Members map[string]evaluate.Result `json:"members"`
 	OwnView map[string]evaluate.Result `json:"members_own_view,omitempty"`
-	Cohort  rl.CohortResult            `json:"cohort_vote"`     // plurality of the members' pooled answers (samples when eval.samples > 0), original wording
+	Cohort  CohortResult               `json:"cohort_vote"`     // plurality of the members' pooled answers (samples when eval.samples > 0), original wording
 	Kappa   map[string]float64         `json:"kappa,omitempty"` // per member pair, of per-problem correctness
 	Compl   map[string]float64         `json:"complementarity,omitempty"`
 	// Pairs holds, per member pair "a/b", what each can teach the other
 	// (rescue rates, shared errors, vote accuracy): at round 0, the
 	// cohort's predictors.
-	Pairs map[string]rl.PairPredictors `json:"pairs,omitempty"`
+	Pairs map[string]PairPredictors `json:"pairs,omitempty"`
 }
 
 // Truth is the problems' labels as the evaluation compares answers with
@@ -41,8 +43,8 @@ func Truth(problems []datasets.Problem, rule datasets.AnswerRule) []string {
 
 // Vote is the cohort's plurality vote over the members' pooled answers
 // (pools[member][problem]), scored against truth.
-func Vote(pools [][][]string, truth []string) rl.CohortResult {
-	return rl.CohortVote(pools, rightBy(truth))
+func Vote(pools [][][]string, truth []string) CohortResult {
+	return CohortVote(pools, rightBy(truth))
 }
 
 // rightBy says whether answer a to problem p is truth's.
@@ -54,7 +56,7 @@ func rightBy(truth []string) func(p int, a string) bool {
 // with their answer pools: the cohort vote and every pair's numbers.
 func NewEval(round int, names []string, members []evaluate.Result, pools [][][]string, truth []string) Eval {
 	e := Eval{Round: round, Members: map[string]evaluate.Result{}, Kappa: map[string]float64{}, Compl: map[string]float64{},
-		Pairs: map[string]rl.PairPredictors{}}
+		Pairs: map[string]PairPredictors{}}
 	for i, n := range names {
 		e.Members[n] = members[i]
 	}
@@ -63,7 +65,7 @@ func NewEval(round int, names []string, members []evaluate.Result, pools [][][]s
 	for i := range names {
 		for j := i + 1; j < len(names); j++ {
 			key := names[i] + "/" + names[j]
-			pp := rl.Predict(pools[i], pools[j], members[i].Correct, members[j].Correct, right)
+			pp := Predict(pools[i], pools[j], members[i].Correct, members[j].Correct, right)
 			e.Kappa[key], e.Compl[key], e.Pairs[key] = pp.Kappa, pp.Complementarity, pp
 		}
 	}

@@ -9,14 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corl-project/corl/record"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
-
-	"github.com/corl-project/corl/rl"
 )
 
 // series is one line of a plot: y against x, with a band [lo, hi] where
@@ -140,20 +139,20 @@ func figures(groups [][]*Run, labels []string, t Table, metric string) ([]string
 			return nil, err
 		}
 	}
-	diag := func(f func(d rl.ModelDiag) float64) func(d rl.ModelDiag) (float64, bool) {
-		return func(d rl.ModelDiag) (float64, bool) { return f(d), true }
+	diag := func(f func(d record.ModelDiag) float64) func(d record.ModelDiag) (float64, bool) {
+		return func(d record.ModelDiag) (float64, bool) { return f(d), true }
 	}
 	for _, p := range []struct {
 		title, caption, yl string
-		pick               func(d rl.ModelDiag) (float64, bool)
+		pick               func(d record.ModelDiag) (float64, bool)
 	}{
 		{"answer entropy", "entropy of the answers sampled per prompt: self-reward collapse shows as a fall towards 0", "nats",
-			diag(func(d rl.ModelDiag) float64 { return d.AnswerEntropy })},
-		{"distinct answers", "distinct answers among a prompt's samples", "answers", diag(func(d rl.ModelDiag) float64 { return d.DistinctAnswers })},
+			diag(func(d record.ModelDiag) float64 { return d.AnswerEntropy })},
+		{"distinct answers", "distinct answers among a prompt's samples", "answers", diag(func(d record.ModelDiag) float64 { return d.DistinctAnswers })},
 		{"modal answer share (collapse)", "share of a round's prompts whose vote is the member's most common answer: near 1, collapsed onto one answer across prompts", "share",
-			diag(func(d rl.ModelDiag) float64 { return d.ModalShare })},
+			diag(func(d record.ModelDiag) float64 { return d.ModalShare })},
 		{"pseudo-label accuracy", "how often a member's label was right (a diagnostic: labels never reach label-free rewards)", "accuracy",
-			func(d rl.ModelDiag) (float64, bool) {
+			func(d record.ModelDiag) (float64, bool) {
 				if d.PseudoLabelAcc == nil {
 					return 0, false
 				}

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/corl-project/corl/rl"
+	"github.com/corl-project/corl/record"
 	"github.com/corl-project/corl/stats"
 )
 
@@ -92,7 +92,7 @@ func methodSeries(groups [][]*Run, labels []string, member string, pick func(r *
 }
 
 // roundSeries is methodSeries over training rounds' diagnostics.
-func roundSeries(groups [][]*Run, labels []string, member string, pick func(d rl.ModelDiag) (float64, bool)) []series {
+func roundSeries(groups [][]*Run, labels []string, member string, pick func(d record.ModelDiag) (float64, bool)) []series {
 	out := make([]series, len(groups))
 	for i, g := range groups {
 		var perSeed []map[float64]float64
@@ -200,13 +200,13 @@ func flopsSeries(groups [][]*Run, labels []string, member string) []series {
 // and the table.
 var predictors = []struct {
 	name string
-	pick func(pp rl.PairPredictors) float64
+	pick func(pp record.PairPredictors) float64
 }{
-	{"kappa", func(pp rl.PairPredictors) float64 { return pp.Kappa }},
-	{"rescue rate", func(pp rl.PairPredictors) float64 { return (pp.RescueAB + pp.RescueBA) / 2 }},
-	{"shared-error rate", func(pp rl.PairPredictors) float64 { return pp.SharedError }},
-	{"peer vote accuracy", func(pp rl.PairPredictors) float64 { return (pp.AccA + pp.AccB) / 2 }},
-	{"vote agreement", func(pp rl.PairPredictors) float64 { return pp.Agreement }},
+	{"kappa", func(pp record.PairPredictors) float64 { return pp.Kappa }},
+	{"rescue rate", func(pp record.PairPredictors) float64 { return (pp.RescueAB + pp.RescueBA) / 2 }},
+	{"shared-error rate", func(pp record.PairPredictors) float64 { return pp.SharedError }},
+	{"peer vote accuracy", func(pp record.PairPredictors) float64 { return (pp.AccA + pp.AccB) / 2 }},
+	{"vote agreement", func(pp record.PairPredictors) float64 { return pp.Agreement }},
 }
 
 // dosePoint is one cohort run: its scored members' gain (last evaluation
@@ -220,7 +220,7 @@ type dosePoint struct {
 // dosePoints are the cohort runs of every method that has a round-0 and a
 // later evaluation with pair diagnostics. A run's cohort, the unit whose
 // predictor was set once, is its method.
-func dosePoints(groups [][]*Run, labels []string, member string, pick func(pp rl.PairPredictors) float64) []dosePoint {
+func dosePoints(groups [][]*Run, labels []string, member string, pick func(pp record.PairPredictors) float64) []dosePoint {
 	var out []dosePoint
 	for i, g := range groups {
 		for _, r := range g {
@@ -246,7 +246,7 @@ func dosePoints(groups [][]*Run, labels []string, member string, pick func(pp rl
 
 // predictorScatter is each cohort run's gain against a round-0 predictor,
 // coloured by method, with the least-squares line through all of them.
-func predictorScatter(groups [][]*Run, labels []string, member string, pick func(pp rl.PairPredictors) float64) []series {
+func predictorScatter(groups [][]*Run, labels []string, member string, pick func(pp record.PairPredictors) float64) []series {
 	pts := dosePoints(groups, labels, member, pick)
 	var out []series
 	at := map[int]int{}

@@ -46,7 +46,7 @@ func fakeRun(t *testing.T, name, mode string, seed uint64, members []spec.Member
 			key := members[0].Name + "/" + members[1].Name
 			e.Kappa[key], e.Compl[key] = 0.4, 0.2
 			sf := float64(seed%5) / 10
-			e.Pairs = map[string]rl.PairPredictors{key: {Kappa: 0.2 + sf, RescueAB: 0.5 - sf, RescueBA: 0.4 - sf, SharedError: 0.1 + sf/2, AccA: v, AccB: v}}
+			e.Pairs = map[string]record.PairPredictors{key: {Kappa: 0.2 + sf, RescueAB: 0.5 - sf, RescueBA: 0.4 - sf, SharedError: 0.1 + sf/2, AccA: v, AccB: v}}
 		}
 		return e
 	}
@@ -58,10 +58,10 @@ func fakeRun(t *testing.T, name, mode string, seed uint64, members []spec.Member
 	add(map[string]any{"eval": eval(0, base)})
 	acc := 0.5
 	for r := 0; r < 2; r++ {
-		m := rl.Metrics{Round: r, Reward: mode}
+		m := record.Round{Round: r, Reward: mode}
 		for range members {
-			m.Models = append(m.Models, rl.ModelRound{GenFLOPs: 1e12, UpdateFLOPs: 2e12})
-			m.Diag.Models = append(m.Diag.Models, rl.ModelDiag{AnswerEntropy: 1 - 0.3*float64(r), DistinctAnswers: 3, PseudoLabelAcc: &acc})
+			m.Models = append(m.Models, record.ModelRound{GenFLOPs: 1e12, UpdateFLOPs: 2e12})
+			m.Diag.Models = append(m.Diag.Models, record.ModelDiag{AnswerEntropy: 1 - 0.3*float64(r), DistinctAnswers: 3, PseudoLabelAcc: &acc})
 		}
 		rec := map[string]any{"round": m}
 		if r == 1 {
@@ -245,9 +245,9 @@ func TestTableOfOneMember(t *testing.T) {
 		// Two rounds of diagnostics: member i's answer entropy falls from
 		// 1+i to seed/2+i nats, its distinct answers from 4 to 2.
 		for round, ent := range []func(i int) float64{func(i int) float64 { return 1 + float64(i) }, func(i int) float64 { return float64(seed)/2 + float64(i) }} {
-			m := rl.Metrics{Round: round}
+			m := record.Round{Round: round}
 			for i := range r.Spec.Members {
-				d := rl.ModelDiag{AnswerEntropy: ent(i), DistinctAnswers: float64(4 - 2*round)}
+				d := record.ModelDiag{AnswerEntropy: ent(i), DistinctAnswers: float64(4 - 2*round)}
 				if seed == 1 && round == 1 {
 					d.ModalShare = 0.8 // seed 1 ends voting one answer on 80% of prompts: flagged
 				}

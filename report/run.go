@@ -23,7 +23,7 @@ import (
 type Run struct {
 	Dir    string
 	Spec   spec.RunSpec
-	Rounds []rl.Metrics
+	Rounds []record.Round
 	Evals  []record.Eval
 	// Families names the model family of bases that are not directories
 	// here (bases uploaded to the blob store, "blob:..."), read by
@@ -54,8 +54,8 @@ func Load(dir string) (*Run, error) {
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for line := 1; sc.Scan(); line++ {
 		var rec struct {
-			Round *rl.Metrics  `json:"round"`
-			Eval  *record.Eval `json:"eval"`
+			Round *record.Round `json:"round"`
+			Eval  *record.Eval  `json:"eval"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 			return nil, fmt.Errorf("report: %s line %d: %w", filepath.Join(dir, "metrics.jsonl"), line, err)

@@ -16,7 +16,6 @@ import (
 	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/record"
-	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/workflows"
 )
 
@@ -131,11 +130,11 @@ func runFromHistory(ctx context.Context, cl client.Client, id string) (*Run, err
 	}
 	r := &Run{Dir: "temporal:" + id, Spec: in.RunSpec}
 	names := in.RunSpec.MemberNames()
-	rounds := map[int]*rl.Metrics{}
-	roundOf := func(k int) *rl.Metrics {
+	rounds := map[int]*record.Round{}
+	roundOf := func(k int) *record.Round {
 		m := rounds[k]
 		if m == nil {
-			m = &rl.Metrics{Round: k, Reward: r.Spec.Reward.Mode, Models: make([]rl.ModelRound, len(names))}
+			m = &record.Round{Round: k, Reward: r.Spec.Reward.Mode, Models: make([]record.ModelRound, len(names))}
 			for i, n := range names {
 				m.Models[i].Name = n
 			}
@@ -181,7 +180,7 @@ func runFromHistory(ctx context.Context, cl client.Client, id string) (*Run, err
 // readActivity adds one completed activity's result (a generation, a
 // grade, an update or an evaluation) to the run's rounds and evaluations.
 func readActivity(id string, s *historypb.ActivityTaskScheduledEventAttributes, done *historypb.ActivityTaskCompletedEventAttributes,
-	names []string, roundOf func(int) *rl.Metrics, evals map[int][]*pipeline.EvalOutput) error {
+	names []string, roundOf func(int) *record.Round, evals map[int][]*pipeline.EvalOutput) error {
 	var ref pipeline.MemberRef
 	switch s.GetActivityType().GetName() {
 	case "Generate", "Update", "Evaluate":
@@ -222,7 +221,7 @@ func readActivity(id string, s *historypb.ActivityTaskScheduledEventAttributes, 
 			return err
 		}
 		m := &roundOf(ref.Round).Models[ref.Member]
-		m.Loss, m.KL, m.ClipFrac, m.GradNorm, m.LR = u.Stats.Loss, u.Stats.KL, u.Stats.ClipFrac, u.Stats.GradNorm, u.Stats.LR
+		u.Stats.Record(m)
 		m.UpdateFLOPs, m.UpdateSeconds = u.FLOPs, u.Seconds
 	case "Evaluate":
 		var o pipeline.EvalOutput
@@ -242,32 +241,47 @@ func readActivity(id string, s *historypb.ActivityTaskScheduledEventAttributes, 
 func evalResult(round int, names []string, samples int, outs []*pipeline.EvalOutput) (record.Eval, bool) {
 	results := make([]evaluate.Result, len(outs))
 	pools := make([][][]string, len(outs))
+	own := map[string]evaluate.Result{}
 	for i, o := range outs {
 		if o == nil {
 			return record.Eval{}, false
 		}
-		res := evaluate.Result{N: len(o.Correct), PassAt1: o.PassAt1, ByTask: o.ByTask, Correct: o.Correct, Answers: o.Answers,
-			SampledPassAt1: o.SampledPassAt1, MajAtK: o.MajAtK, SampledByTask: o.SampledByTask, PassAt1CI: o.PassAt1CI, SampledCI: o.SampledCI}
-		if o.SampledCI != nil {
-			res.Samples = samples
-			// Per-problem right samples, from the pooled answers and labels.
-			// Kept only where they add up to the recorded sampled pass@1.
-			if len(o.Pool) == len(o.Truth) && len(o.Pool) > 0 {
-				right, total := make([]int, len(o.Pool)), 0.0
-				for p, answers := range o.Pool {
-					for _, a := range answers {
-						if a == o.Truth[p] {
-							right[p]++
-						}
-					}
-					total += float64(right[p]) / float64(samples)
-				}
-				if math.Abs(total/float64(len(o.Pool))-o.SampledPassAt1) < 1e-9 {
-					res.SampleCorrect = right
-				}
-			}
+		res := o.Result(samples)
+		if o.SampledCI != nil && o.SampleCorrect == nil {
+			// Recorded before outputs carried them: per-problem right
+			// samples from the pooled answers and labels, kept only where
+			// they add up to the recorded sampled pass@1.
+			res.SampleCorrect = sampleCorrect(o, samples)
+		}
+		if o.OwnView != nil {
+			own[names[i]] = *o.OwnView
 		}
 		results[i], pools[i] = res, o.Pool
 	}
-	return record.NewEval(round, names, results, pools, outs[0].Truth), true
+	e := record.NewEval(round, names, results, pools, outs[0].Truth)
+	if len(own) > 0 {
+		e.OwnView = own
+	}
+	return e, true
+}
+
+// sampleCorrect is each problem's right samples of the pooled answers, or
+// nil unless they add up to the output's sampled pass@1.
+func sampleCorrect(o *pipeline.EvalOutput, samples int) []int {
+	if len(o.Pool) != len(o.Truth) || len(o.Pool) == 0 {
+		return nil
+	}
+	right, total := make([]int, len(o.Pool)), 0.0
+	for p, answers := range o.Pool {
+		for _, a := range answers {
+			if a == o.Truth[p] {
+				right[p]++
+			}
+		}
+		total += float64(right[p]) / float64(samples)
+	}
+	if math.Abs(total/float64(len(o.Pool))-o.SampledPassAt1) >= 1e-9 {
+		return nil
+	}
+	return right
 }

@@ -4,15 +4,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-)
 
-func TestWarningsNameMembersWithoutSignal(t *testing.T) {
-	d := Diagnostics{Models: []ModelDiag{{ZeroVarFrac: 0.95, LabeledFrac: 0.1}, {ZeroVarFrac: 0.3}}}
-	w := d.Warnings([]string{"a", "b"})
-	if len(w) != 1 || !strings.Contains(w[0], "member a: 95% of the round's prompts") || !strings.Contains(w[0], "corl eval --samples") {
-		t.Errorf("warnings %q", w)
-	}
-}
+	"github.com/corl-project/corl/record"
+)
 
 // groupsVoting is one model's rollout whose prompts' samples all answer as
 // given.
@@ -68,7 +62,7 @@ func TestConsensusCollapseIsSeen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	diag := func(a, b []string) Diagnostics {
+	diag := func(a, b []string) record.Diagnostics {
 		g := [][]Group{groupsVoting(a...), groupsVoting(b...)}
 		out, err := peer.Reward(Input{Rollouts: g})
 		if err != nil {
@@ -84,7 +78,7 @@ func TestConsensusCollapseIsSeen(t *testing.T) {
 	}
 	late := diag(wrong, wrong)
 	b, _ := json.Marshal(late) // as the workflow receives it from the grade
-	var sent Diagnostics
+	var sent record.Diagnostics
 	if err := json.Unmarshal(b, &sent); err != nil {
 		t.Fatal(err)
 	}
@@ -100,22 +94,5 @@ func TestConsensusCollapseIsSeen(t *testing.T) {
 	}
 	if !sent.Flagged(0) || !sent.Flagged(1) || early.Flagged(0) || diag(truth, truth).Flagged(1) || sent.Flagged(2) {
 		t.Error("Flagged disagrees with the consensus rule")
-	}
-}
-
-// TestPredictCountsRescuesAndSharedErrors: on five problems whose right
-// answer is "r", A's votes are right on two, B's on three; B's vote is
-// right on two of A's three misses, A's on one of B's two; both vote the
-// same wrong answer on one problem and the same right one on another
-// (agreement 2 of 5); a tied pool is no vote.
-func TestPredictCountsRescuesAndSharedErrors(t *testing.T) {
-	a := [][]string{{"r", "r", "x"}, {"r"}, {"x"}, {"y", "z"}, {"w"}}
-	b := [][]string{{"x"}, {"r"}, {"r"}, {"r"}, {"w", "w", "r"}}
-	right := func(_ int, s string) bool { return s == "r" }
-	pp := Predict(a, b, []bool{true, true, false, false, false}, []bool{false, true, true, true, false}, right)
-	want := PairPredictors{RescueAB: 2.0 / 3, RescueBA: 1.0 / 2, SharedError: 1.0 / 5, AccA: 2.0 / 5, AccB: 3.0 / 5, Agreement: 2.0 / 5}
-	pp.Kappa, pp.Complementarity = 0, 0
-	if pp != want {
-		t.Errorf("predictors %+v, want %+v", pp, want)
 	}
 }

@@ -221,29 +221,6 @@ func TestLossGradientMatchesFiniteDifferences(t *testing.T) {
 	}
 }
 
-func TestKappaAndComplementarity(t *testing.T) {
-	T, F := true, false
-	for _, tc := range []struct {
-		a, b        []bool
-		kappa, comp float64
-	}{
-		// po = 3/4; pa = 1/2, pb = 1/4: pe = 1/8 + 3/8 = 1/2; kappa = (3/4 - 1/2)/(1/2) = 1/2
-		{[]bool{T, T, F, F}, []bool{T, F, F, F}, 0.5, 0.25},
-		{[]bool{T, F, T, F}, []bool{T, F, T, F}, 1, 0},
-		// opposite: po = 0, pe = 1/2 -> -1
-		{[]bool{T, F}, []bool{F, T}, -1, 1},
-		// both always right: chance agreement total -> 1
-		{[]bool{T, T}, []bool{T, T}, 1, 0},
-	} {
-		if k := CohenKappa(tc.a, tc.b); math.Abs(k-tc.kappa) > 1e-12 {
-			t.Errorf("kappa(%v, %v) = %v, want %v", tc.a, tc.b, k, tc.kappa)
-		}
-		if c := Complementarity(tc.a, tc.b); math.Abs(c-tc.comp) > 1e-12 {
-			t.Errorf("complementarity(%v, %v) = %v, want %v", tc.a, tc.b, c, tc.comp)
-		}
-	}
-}
-
 func TestDiagnose(t *testing.T) {
 	rollouts := [][]Group{{g("1", "1", "2", ""), g("5", "5", "5", "5")}, {g("1", "3", "3", "3"), g("5", "", "", "")}}
 	s, _ := NewStrategy(PeerRing)
@@ -326,37 +303,6 @@ func TestTruthNeverReachesLabelFreeRewards(t *testing.T) {
 		if name != GroundTruthRL && !same {
 			t.Errorf("%s: rewards changed with the held-out truth", name)
 		}
-	}
-}
-
-func TestCohortVote(t *testing.T) {
-	greedy := func(answers ...string) [][]string {
-		out := make([][]string, len(answers))
-		for i, a := range answers {
-			out[i] = []string{a}
-		}
-		return out
-	}
-	answers := [][][]string{
-		greedy("1", "2", "", "4", ""),
-		greedy("1", "3", "", "5", ""),
-		greedy("7", "3", "9", "5", ""),
-	}
-	truth := []string{"1", "2", "9", "4", "0"}
-	right := func(p int, a string) bool { return a == truth[p] }
-	// pluralities: 1 (right), 3 (wrong), 9 (right: the only parseable vote), 5 (wrong), none
-	if got := CohortVote(answers, right); got != (CohortResult{Correct: 0.4, NoAnswer: 0.2}) {
-		t.Errorf("cohort vote %+v", got)
-	}
-	// Two members that disagree tie: a tie, never "12" over "7" by spelling.
-	two := [][][]string{{{"12"}}, {{"7"}}}
-	if got := CohortVote(two, func(_ int, a string) bool { return a == "7" }); got != (CohortResult{Tie: 1}) {
-		t.Errorf("two disagreeing members: %+v, want a tie", got)
-	}
-	// Samples are pooled: maj@(N x k).
-	pooled := [][][]string{{{"7", "12", "7"}}, {{"12", "", "7"}}}
-	if got := CohortVote(pooled, func(_ int, a string) bool { return a == "7" }); got != (CohortResult{Correct: 1}) {
-		t.Errorf("pooled samples: %+v", got)
 	}
 }
 

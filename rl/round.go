@@ -9,6 +9,7 @@ import (
 	"github.com/corl-project/corl/checker"
 	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/record"
 	"github.com/corl-project/corl/tokenizer"
 )
 
@@ -80,62 +81,18 @@ type Config struct {
 // no bound, on 2 threads.
 const passTokens = 512
 
-// ModelRound is one member's numbers for a round.
-type ModelRound struct {
-	Name          string  `json:"name"`
-	Loss          float64 `json:"loss"`
-	KL            float64 `json:"kl"`
-	ClipFrac      float64 `json:"clip_fraction"`
-	GradNorm      float64 `json:"grad_norm"`
-	LR            float64 `json:"learning_rate"`
-	LogPMismatch  float64 `json:"logp_mismatch,omitempty"`
-	GenTokens     int     `json:"generated_tokens"`
-	GenFLOPs      float64 `json:"generation_flops"`
-	UpdateFLOPs   float64 `json:"update_flops"`
-	JudgeFLOPs    float64 `json:"judge_flops,omitempty"` // scoring passes this model ran: self-certainty, entropy, judging a peer
-	GenSeconds    float64 `json:"generation_seconds"`
-	UpdateSeconds float64 `json:"update_seconds"`
-}
-
-// FLOPs is everything the model computed in the round: generation,
-// scoring and update.
-func (m ModelRound) FLOPs() float64 { return m.GenFLOPs + m.UpdateFLOPs + m.JudgeFLOPs }
-
-// Metrics is one round's record.
-type Metrics struct {
-	Round   int          `json:"round"`
-	Reward  string       `json:"reward"`
-	Models  []ModelRound `json:"models"`
-	Diag    Diagnostics  `json:"diagnostics"`
-	Seconds float64      `json:"seconds"`
-	Stages  Stages       `json:"stage_seconds"`
-}
-
-// Stages is where a round's time went, in seconds, summed over members.
-// Checkpoint and evaluation are not part of every round: their callers
-// fill them in when they run.
-type Stages struct {
-	Generate   float64 `json:"generate"`
-	Recompute  float64 `json:"logprob_recompute"` // old and reference log-probs before the update
-	Intrinsic  float64 `json:"intrinsic"`         // judge, self-certainty, entropy scoring
-	Grade      float64 `json:"grade"`
-	Update     float64 `json:"update"` // the steps, without the recompute
-	Checkpoint float64 `json:"checkpoint,omitempty"`
-	Evaluate   float64 `json:"evaluate,omitempty"`
-}
-
 // Round runs generate -> grade -> aggregate -> update for a cohort held in
 // memory. steps is the optimizer steps each member has taken before the
 // round. truth-bearing prompts feed the diagnostics and, for the
 // ground-truth strategy only, the reward.
-func Round(members []*Member, prompts []Prompt, c Config, round, steps int, progress func(stage string)) (*Metrics, error) {
+func Round(members []*Member, prompts []Prompt, c Config, round, steps int, progress func(stage string)) (*record.Round, error) {
 	start := time.Now()
 	note := func(s string) {
 		if progress != nil {
 			progress(s)
 		}
 	}
-	met := &Metrics{Round: round, Reward: c.Reward, Models: make([]ModelRound, len(members))}
+	met := &record.Round{Round: round, Reward: c.Reward, Models: make([]record.ModelRound, len(members))}
 	rollouts := make([]Rollout, len(members))
 	groups := make([][]Group, len(members))
 	for i, m := range members {
@@ -188,7 +145,7 @@ func Round(members []*Member, prompts []Prompt, c Config, round, steps int, prog
 			return nil, fmt.Errorf("round %d: %w", round, err)
 		}
 		mr := &met.Models[i]
-		mr.Loss, mr.KL, mr.ClipFrac, mr.GradNorm, mr.LR, mr.LogPMismatch = us.Loss, us.KL, us.ClipFrac, us.GradNorm, us.LR, us.LogPMismatch
+		us.Record(mr)
 		mr.UpdateSeconds = time.Since(t0).Seconds()
 		met.Stages.Recompute += us.RecomputeSeconds
 		met.Stages.Update += mr.UpdateSeconds - us.RecomputeSeconds
@@ -227,7 +184,7 @@ func StrategyFor(c Config, prompts []Prompt) (Strategy, error) {
 // strategies reward.
 // It adds each scoring pass's forward FLOPs to the scoring member's
 // JudgeFLOPs.
-func intrinsicSignals(members []*Member, prompts []Prompt, rollouts []Rollout, groups [][]Group, c Config, met *Metrics, note func(string)) error {
+func intrinsicSignals(members []*Member, prompts []Prompt, rollouts []Rollout, groups [][]Group, c Config, met *record.Round, note func(string)) error {
 	micro := max(c.MicroBatch, 1)
 	switch c.Reward {
 	case SelfCertainty, Entropy:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/record"
 )
 
 // The round's stages that both drivers run, written once: the in-process
@@ -14,7 +15,7 @@ import (
 // sample, and the round's diagnostics.
 type Graded struct {
 	Advantages [][][]float64 // [member][prompt][sample]
-	Diag       Diagnostics
+	Diag       record.Diagnostics
 }
 
 // RewardError is a reward that cannot be built from the configuration

@@ -7,6 +7,7 @@ import (
 
 	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/record"
 )
 
 // seqBatch is a padded (B, T) block of prompt+completion sequences: position
@@ -170,6 +171,12 @@ type UpdateStats struct {
 	// RecomputeSeconds is the time spent recomputing old (and reference)
 	// log-probs before the steps.
 	RecomputeSeconds float64
+}
+
+// Record puts the update's numbers into the member's round record, as
+// both drivers record them.
+func (s UpdateStats) Record(m *record.ModelRound) {
+	m.Loss, m.KL, m.ClipFrac, m.GradNorm, m.LR, m.LogPMismatch = s.Loss, s.KL, s.ClipFrac, s.GradNorm, s.LR, s.LogPMismatch
 }
 
 // SamplingTemp is the temperature completions were drawn at (greedy: 1).

@@ -47,7 +47,7 @@ type state struct {
 func (st *state) spent() float64 { return spec.SpentFLOPs(st.GenFLOPs, st.UpdateFLOPs, st.JudgeFLOPs) }
 
 // add counts a round's FLOPs, member by member.
-func (st *state) add(met *rl.Metrics) {
+func (st *state) add(met *record.Round) {
 	n := len(met.Models)
 	if len(st.GenFLOPs) < n {
 		// A fresh run, or a state from before per-member FLOPs: its total
@@ -271,7 +271,7 @@ func loadMembers(be gpu.Backend, s *spec.RunSpec, from string, log io.Writer) ([
 }
 
 // printRound is the round's line of the log, and its warnings.
-func printRound(log io.Writer, s *spec.RunSpec, r int, met *rl.Metrics) {
+func printRound(log io.Writer, s *spec.RunSpec, r int, met *record.Round) {
 	fmt.Fprintf(log, "\r%s round %d/%d: %.1fs", bar(r+1, s.Rounds, 20), r+1, s.Rounds, met.Seconds)
 	for i, md := range met.Diag.Models {
 		fmt.Fprintf(log, "  %s reward %.2f labeled %.2f", s.Members[i].Name, md.RewardMean, md.LabeledFrac)

@@ -19,7 +19,7 @@ import (
 	"github.com/corl-project/corl/gpu/cpu"
 	"github.com/corl-project/corl/internal/testmodels"
 	"github.com/corl-project/corl/model"
-	"github.com/corl-project/corl/rl"
+	"github.com/corl-project/corl/record"
 )
 
 func runSpec(t *testing.T, out string, rounds int, a, b string) *config.RunSpec {
@@ -160,16 +160,16 @@ func TestMaxFLOPsEndsALocalRun(t *testing.T) {
 }
 
 // readRounds reads a metrics.jsonl's round records.
-func readRounds(path string) ([]rl.Metrics, error) {
+func readRounds(path string) ([]record.Round, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var out []rl.Metrics
+	var out []record.Round
 	for sc := bufio.NewScanner(f); sc.Scan(); {
 		var rec struct {
-			Round *rl.Metrics `json:"round"`
+			Round *record.Round `json:"round"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 			return nil, err

@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/corl-project/corl/pipeline"
-	"github.com/corl-project/corl/rl"
+	"github.com/corl-project/corl/record"
 	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/stats"
 )
@@ -110,10 +110,10 @@ type State struct {
 
 // RoundSummary is what the workflow keeps of a round.
 type RoundSummary struct {
-	Round   int            `json:"round"`
-	Diag    rl.Diagnostics `json:"diagnostics"`
-	Loss    []float64      `json:"loss"`
-	Seconds float64        `json:"seconds"`
+	Round   int                `json:"round"`
+	Diag    record.Diagnostics `json:"diagnostics"`
+	Loss    []float64          `json:"loss"`
+	Seconds float64            `json:"seconds"`
 	// Stages is the wall time of each stage of the round (the workflow's
 	// clock: members in parallel), and of the checkpoint and evaluation
 	// that followed it, when they did.
@@ -123,13 +123,13 @@ type RoundSummary struct {
 // EvalSummary is a held-out evaluation: every member on the original
 // wording and on its own view, and the cohort's vote.
 type EvalSummary struct {
-	Round          int              `json:"round"`
-	PassAt1        []float64        `json:"pass_at_1"`
-	PassAt1OwnView []float64        `json:"pass_at_1_own_view"`
-	PassAt1CI      []stats.Interval `json:"pass_at_1_ci"`                // 95% bootstrap over problems
-	SampledPassAt1 []float64        `json:"sampled_pass_at_1,omitempty"` // with eval.samples
-	MajAtK         []float64        `json:"maj_at_k,omitempty"`
-	Cohort         rl.CohortResult  `json:"cohort_vote"`
+	Round          int                 `json:"round"`
+	PassAt1        []float64           `json:"pass_at_1"`
+	PassAt1OwnView []float64           `json:"pass_at_1_own_view"`
+	PassAt1CI      []stats.Interval    `json:"pass_at_1_ci"`                // 95% bootstrap over problems
+	SampledPassAt1 []float64           `json:"sampled_pass_at_1,omitempty"` // with eval.samples
+	MajAtK         []float64           `json:"maj_at_k,omitempty"`
+	Cohort         record.CohortResult `json:"cohort_vote"`
 }
 
 // Progress is the query result.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/corl-project/corl/activities"
 	"github.com/corl-project/corl/pipeline"
+	"github.com/corl-project/corl/record"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
 )
@@ -49,7 +50,7 @@ type fake struct {
 	// dead queues: their workers never finish what they were given.
 	dead map[string]bool
 	// diag, when set, is every round's grade diagnostics.
-	diag *rl.Diagnostics
+	diag *record.Diagnostics
 	// noEvalSet: evaluations find no problems.
 	noEvalSet bool
 	// rounds is the spec's rounds each call was given, by key.
@@ -133,7 +134,7 @@ func newEnv(t *testing.T, f *fake) *testsuite.TestWorkflowEnvironment {
 	}).After(time.Minute) // test-clock time: a round takes a minute
 	env.OnActivity(a.Grade, mock.Anything, mock.Anything).Return(func(_ context.Context, in pipeline.GradeInput) (pipeline.GradeOutput, error) {
 		f.note("Grade", pipeline.MemberRef{Spec: in.Spec, Round: in.Round})
-		d := rl.Diagnostics{Models: make([]rl.ModelDiag, 2)}
+		d := record.Diagnostics{Models: make([]record.ModelDiag, 2)}
 		if f.diag != nil {
 			d = *f.diag
 		}
@@ -775,7 +776,7 @@ func TestNoStageWaitsOnADeadWorker(t *testing.T) {
 func TestCollapseIsNoted(t *testing.T) {
 	f := newFake()
 	truth := 0.3
-	f.diag = &rl.Diagnostics{Models: []rl.ModelDiag{{ModalAnswer: "yes", ModalShare: 0.9, ZeroVarFrac: 1}, {ModalAnswer: "yes", ModalShare: 1}},
+	f.diag = &record.Diagnostics{Models: []record.ModelDiag{{ModalAnswer: "yes", ModalShare: 0.9, ZeroVarFrac: 1}, {ModalAnswer: "yes", ModalShare: 1}},
 		TruthModalShare: &truth}
 	env := newEnv(t, f)
 	var notes []string

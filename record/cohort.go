@@ -1,6 +1,89 @@
-package rl
+package record
 
 import "github.com/corl-project/corl/datasets"
+
+// CohortResult is the cohort's majority vote over pooled samples.
+type CohortResult struct {
+	Correct  float64 `json:"correct"`   // problems whose unique top answer is right
+	Tie      float64 `json:"tie"`       // problems whose top answers tie (counted as not correct)
+	NoAnswer float64 `json:"no_answer"` // problems where no sample of any member parsed
+}
+
+// CohortVote pools every member's answers per problem (answers[member][problem]
+// holds that member's samples, normalised, "" for none: one greedy answer or
+// k sampled ones) and takes the plurality of the pool: maj@(N x k) over the
+// cohort. A tie at the top is reported as a tie, never broken by spelling.
+func CohortVote(answers [][][]string, right func(problem int, answer string) bool) CohortResult {
+	var r CohortResult
+	if len(answers) == 0 || len(answers[0]) == 0 {
+		return r
+	}
+	P := len(answers[0])
+	for p := 0; p < P; p++ {
+		var pool []string
+		for _, m := range answers {
+			pool = append(pool, m[p]...)
+		}
+		best, n, tie := datasets.MostCommon(pool)
+		switch {
+		case n == 0:
+			r.NoAnswer++
+		case tie:
+			r.Tie++
+		case right(p, best):
+			r.Correct++
+		}
+	}
+	r.Correct /= float64(P)
+	r.Tie /= float64(P)
+	r.NoAnswer /= float64(P)
+	return r
+}
+
+// CohenKappa is the chance-corrected agreement of two models' per-problem
+// correctness: (p_o - p_e) / (1 - p_e). When chance agreement is total (both
+// always right or always wrong) it is 1 if they agree everywhere, else 0.
+func CohenKappa(a, b []bool) float64 {
+	n := float64(len(a))
+	if n == 0 {
+		return 0
+	}
+	var agree, pa, pb float64
+	for i := range a {
+		if a[i] == b[i] {
+			agree++
+		}
+		if a[i] {
+			pa++
+		}
+		if b[i] {
+			pb++
+		}
+	}
+	po, pa, pb := agree/n, pa/n, pb/n
+	pe := pa*pb + (1-pa)*(1-pb)
+	if pe == 1 {
+		if po == 1 {
+			return 1
+		}
+		return 0
+	}
+	return (po - pe) / (1 - pe)
+}
+
+// Complementarity is the share of problems exactly one of the two solves.
+func Complementarity(a, b []bool) float64 {
+	if len(a) == 0 {
+		return 0
+	}
+	n := 0
+	for i := range a {
+		if a[i] != b[i] {
+			n++
+		}
+	}
+	return float64(n) / float64(len(a))
+}
 
 // PairPredictors are what two members can teach each other, measured on
 // held-out problems before (or during) training: the round-0 predictors of
