@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/corl-project/corl/generate"
+	"github.com/corl-project/corl/gpu"
 	"github.com/corl-project/corl/tokenizer"
 
 	"github.com/spf13/cobra"
@@ -172,17 +173,8 @@ func newBenchGenerateCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "generate",
 		Short: "Time batched sampling with the KV cache (or recomputing the prefix)",
-		Long: `Builds a model with random weights and samples --batch completions of --new
-tokens after --prompt-tokens prompts, printing generated tokens per second and
-the forward FLOPs done per second (every prompt and generated position, and
-the generated ones alone) against a 1024^3 matmul on the same backend,
-measured after every repetition: each repetition's share is taken against its
-own peak and the median is printed, with the range. --kv-cache f16 keeps the
-cache in IEEE binary16 (the CPU backend), half the bytes decoding reads.
-
-Example, the small config at batch 64:
-  corl bench generate --batch 64 --prompt-tokens 128 --new 32`,
-		Args: cobra.NoArgs,
+		Long:  benchGenerateLong,
+		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			be, err := bf.Open()
 			if err != nil {
@@ -220,42 +212,7 @@ Example, the small config at batch 64:
 					return err
 				}
 			}
-			var total time.Duration
-			tokens := 0
-			var flops, genFlops float64 // forward FLOPs of every position; of generated ones
-			// The peak is measured after every repetition and each
-			// repetition's shares are taken against its own: this machine's
-			// speed can drift by a fifth within a run, which one
-			// measurement at the end would charge to the repetitions.
-			var peaks, shares, genShares []float64
-			for r := 0; r < reps; r++ {
-				start := time.Now()
-				outs, err := run(reqs)
-				if err != nil {
-					return err
-				}
-				el := time.Since(start)
-				total += el
-				var f, gf float64
-				for _, o := range outs {
-					tokens += len(o.Tokens)
-					all, prompt := m.ForwardFLOPs(prompt+len(o.Tokens)), m.ForwardFLOPs(prompt)
-					f += all
-					gf += all - prompt
-				}
-				flops, genFlops = flops+f, genFlops+gf
-				peak := matmulPeak(be)
-				peaks = append(peaks, peak)
-				shares = append(shares, f/el.Seconds()/1e9/peak)
-				genShares = append(genShares, gf/el.Seconds()/1e9/peak)
-			}
-			sec := total.Seconds()
-			fmt.Fprintf(stdio.Out, "%.0f generated tokens/s (%d tokens in %.2fs)\n", float64(tokens)/sec, tokens, sec)
-			fmt.Fprintf(stdio.Out, "%.1f GFLOP/s over prompts and completions (%.2f of the matmul peak); generated tokens alone %.1f GFLOP/s (%.2f)\n",
-				flops/sec/1e9, median(shares), genFlops/sec/1e9, median(genShares))
-			fmt.Fprintf(stdio.Out, "peak: 1024^3 matmul after each repetition, %.1f-%.1f GFLOP/s; shares are the median of the repetitions' against their own (generated alone %.2f-%.2f)\n",
-				slices.Min(peaks), slices.Max(peaks), slices.Min(genShares), slices.Max(genShares))
-			return nil
+			return timeDecode(stdio, be, m, run, reqs, prompt, reps)
 		},
 	}
 	mf.register(cmd)
@@ -271,6 +228,59 @@ Example, the small config at batch 64:
 	fl.BoolVar(&noCache, "no-cache", false, "recompute the prefix every step instead of using the KV cache")
 	registerKVCache(fl, &kv)
 	return cmd
+}
+
+const benchGenerateLong = `Builds a model with random weights and samples --batch completions of --new
+tokens after --prompt-tokens prompts, printing generated tokens per second and
+the forward FLOPs done per second (every prompt and generated position, and
+the generated ones alone) against a 1024^3 matmul on the same backend,
+measured after every repetition: each repetition's share is taken against its
+own peak and the median is printed, with the range. --kv-cache f16 keeps the
+cache in IEEE binary16 (the CPU backend), half the bytes decoding reads.
+
+Example, the small config at batch 64:
+  corl bench generate --batch 64 --prompt-tokens 128 --new 32`
+
+// timeDecode times reps runs of the requests, each followed by the 1024^3
+// matmul peak, and prints tokens/s and each repetition's share of its own
+// peak (the median, with the range).
+func timeDecode(stdio IO, be gpu.Backend, m *model.Model, run func([]generate.Request) ([]generate.Output, error), reqs []generate.Request, prompt, reps int) error {
+	var total time.Duration
+	tokens := 0
+	var flops, genFlops float64 // forward FLOPs of every position; of generated ones
+	// The peak is measured after every repetition and each
+	// repetition's shares are taken against its own: this machine's
+	// speed can drift by a fifth within a run, which one
+	// measurement at the end would charge to the repetitions.
+	var peaks, shares, genShares []float64
+	for r := 0; r < reps; r++ {
+		start := time.Now()
+		outs, err := run(reqs)
+		if err != nil {
+			return err
+		}
+		el := time.Since(start)
+		total += el
+		var f, gf float64
+		for _, o := range outs {
+			tokens += len(o.Tokens)
+			all, prompt := m.ForwardFLOPs(prompt+len(o.Tokens)), m.ForwardFLOPs(prompt)
+			f += all
+			gf += all - prompt
+		}
+		flops, genFlops = flops+f, genFlops+gf
+		peak := matmulPeak(be)
+		peaks = append(peaks, peak)
+		shares = append(shares, f/el.Seconds()/1e9/peak)
+		genShares = append(genShares, gf/el.Seconds()/1e9/peak)
+	}
+	sec := total.Seconds()
+	fmt.Fprintf(stdio.Out, "%.0f generated tokens/s (%d tokens in %.2fs)\n", float64(tokens)/sec, tokens, sec)
+	fmt.Fprintf(stdio.Out, "%.1f GFLOP/s over prompts and completions (%.2f of the matmul peak); generated tokens alone %.1f GFLOP/s (%.2f)\n",
+		flops/sec/1e9, median(shares), genFlops/sec/1e9, median(genShares))
+	fmt.Fprintf(stdio.Out, "peak: 1024^3 matmul after each repetition, %.1f-%.1f GFLOP/s; shares are the median of the repetitions' against their own (generated alone %.2f-%.2f)\n",
+		slices.Min(peaks), slices.Max(peaks), slices.Min(genShares), slices.Max(genShares))
+	return nil
 }
 
 // median returns the middle of xs (the mean of the middle two for an even

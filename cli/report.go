@@ -15,16 +15,16 @@ import (
 	"github.com/corl-project/corl/report"
 )
 
-func newReportCmd(stdio IO, getenv func(string) string) *cobra.Command {
-	var out, md, csv, js, member, records string
-	var where, contrasts []string
-	var contrastsMD string
-	var completeOnly bool
-	var cf connFlags
-	cmd := &cobra.Command{
-		Use:   "report RUN|SWEEP|DIR... [-o report.html]",
-		Short: "One self-contained HTML report (and Markdown, CSV, JSON tables) of finished runs",
-		Long: `Reads runs and writes one HTML file that opens
+// reportFlags are corl report's flags.
+type reportFlags struct {
+	out, md, csv, js, member, records string
+	where, contrasts                  []string
+	contrastsMD                       string
+	completeOnly                      bool
+	cf                                connFlags
+}
+
+const reportLong = `Reads runs and writes one HTML file that opens
 offline: a table with one row per method (Base, Ground-truth, Self-vote,
 Entropy, Self-certainty, Co-RL by cohort make-up) and a column per task
 family, mean and 95% interval over seeds (runs that differ only in seed
@@ -46,80 +46,93 @@ Examples:
   corl report runs/gt-seed1 runs/gt-seed2 runs/coRL-seed1 -o report.html --md report.md
   corl report my-sweep -o sweep.html --records results/mine/runs.jsonl.gz
   corl report results/mine -o again.html
-  corl report results/study --member m -o "" --contrast "peer - copy|m + peer|m + m-copy"`,
-		Args: cobra.MinimumNArgs(1),
+  corl report results/study --member m -o "" --contrast "peer - copy|m + peer|m + m-copy"`
+
+func newReportCmd(stdio IO, getenv func(string) string) *cobra.Command {
+	var f reportFlags
+	cmd := &cobra.Command{
+		Use:   "report RUN|SWEEP|DIR... [-o report.html]",
+		Short: "One self-contained HTML report (and Markdown, CSV, JSON tables) of finished runs",
+		Long:  reportLong,
+		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			runs, err := loadReportRuns(cmd.Context(), stdio, args, cf, getenv)
+			runs, err := loadReportRuns(cmd.Context(), stdio, args, f.cf, getenv)
 			if err != nil {
 				return err
 			}
-			if runs, err = selectRuns(stdio, runs, completeOnly, where); err != nil {
+			if runs, err = selectRuns(stdio, runs, f.completeOnly, f.where); err != nil {
 				return err
 			}
 			runs, dropped := report.Distinct(runs)
 			if dropped > 0 {
 				fmt.Fprintf(stdio.Err, "%d run(s) read twice (the same spec from two sources) counted once\n", dropped)
 			}
-			var planned []report.Contrast
-			for _, c := range contrasts {
-				pc, err := report.ParseContrast(c)
-				if err != nil {
-					return fmt.Errorf("--contrast: %w", err)
-				}
-				planned = append(planned, pc)
-			}
-			t := report.BuildTable(runs, member)
-			fmt.Fprint(stdio.Out, t.Markdown())
-			if len(planned) > 0 {
-				rows, err := report.Planned(t, planned)
-				if err != nil {
-					return fmt.Errorf("--contrast: %w", err)
-				}
-				md := report.PlannedMarkdown(rows)
-				fmt.Fprint(stdio.Out, "\n"+md)
-				if contrastsMD != "" {
-					if err := os.WriteFile(contrastsMD, []byte(md), 0o644); err != nil {
-						return err
-					}
-					fmt.Fprintf(stdio.Err, "wrote %s\n", contrastsMD)
-				}
-			}
-			page, err := report.HTML(runs, t)
-			if err != nil {
-				return err
-			}
-			if records != "" {
-				if err := report.SaveRecords(records, runs); err != nil {
-					return err
-				}
-				fmt.Fprintf(stdio.Err, "wrote %s (%d runs: corl report on its directory redraws this report)\n", records, len(runs))
-			}
-			js2, _ := json.MarshalIndent(t, "", "  ")
-			for _, w := range []struct{ path, body string }{{out, page}, {md, t.Markdown()}, {csv, t.CSV()}, {js, string(js2) + "\n"}} {
-				if w.path == "" {
-					continue
-				}
-				if err := os.WriteFile(w.path, []byte(w.body), 0o644); err != nil {
-					return err
-				}
-				fmt.Fprintf(stdio.Err, "wrote %s\n", w.path)
-			}
-			return nil
+			return f.write(stdio, runs)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&out, "out", "o", "report.html", "HTML file to write (empty: none)")
-	fl.StringVar(&md, "md", "", "also write the table as Markdown")
-	fl.StringVar(&csv, "csv", "", "also write the table as CSV")
-	fl.StringVar(&js, "json", "", "also write the table as JSON")
-	fl.StringVar(&records, "records", "", "also write every run's records (spec, rounds, evaluations with per-problem outcomes) as gzipped JSON lines; name it "+report.RecordsName+" in a results directory, and corl report DIR redraws everything from it offline")
-	fl.BoolVar(&completeOnly, "complete", false, "only runs that completed (a sweep in progress: its finished cells, whose records a later sweep --recorded then skips)")
-	fl.StringVar(&member, "member", "", "score only this member in the table (the member the compared runs share, e.g. the model every method trains); runs without it are left out. A comma-separated list scores in each run the first of them it has (studies whose cohorts train different models)")
-	fl.StringArrayVar(&contrasts, "contrast", nil, "a planned contrast NAME|A|B (repeatable): A - B with the table's interval, p raw, Holm over the whole table and over the planned contrasts alone, and the minimum detectable difference; A and B name rows by the end of their method labels (e.g. 'init seed - copy|nat-llama-init2|nat-llama-copy')")
-	fl.StringVar(&contrastsMD, "contrasts-md", "", "also write the planned contrasts as Markdown")
-	fl.StringArrayVar(&where, "where", nil, "keep only runs whose setting KEY matches REGEXP (KEY=REGEXP, repeatable; keys are spec paths such as reward.mode or rounds, and members: the members' names joined by \" + \", e.g. --where 'members=^m \\+ [^+]+$' for two-member cohorts of m)")
-	cf.register(cmd)
+	fl.StringVarP(&f.out, "out", "o", "report.html", "HTML file to write (empty: none)")
+	fl.StringVar(&f.md, "md", "", "also write the table as Markdown")
+	fl.StringVar(&f.csv, "csv", "", "also write the table as CSV")
+	fl.StringVar(&f.js, "json", "", "also write the table as JSON")
+	fl.StringVar(&f.records, "records", "", "also write every run's records (spec, rounds, evaluations with per-problem outcomes) as gzipped JSON lines; name it "+report.RecordsName+" in a results directory, and corl report DIR redraws everything from it offline")
+	fl.BoolVar(&f.completeOnly, "complete", false, "only runs that completed (a sweep in progress: its finished cells, whose records a later sweep --recorded then skips)")
+	fl.StringVar(&f.member, "member", "", "score only this member in the table (the member the compared runs share, e.g. the model every method trains); runs without it are left out. A comma-separated list scores in each run the first of them it has (studies whose cohorts train different models)")
+	fl.StringArrayVar(&f.contrasts, "contrast", nil, "a planned contrast NAME|A|B (repeatable): A - B with the table's interval, p raw, Holm over the whole table and over the planned contrasts alone, and the minimum detectable difference; A and B name rows by the end of their method labels (e.g. 'init seed - copy|nat-llama-init2|nat-llama-copy')")
+	fl.StringVar(&f.contrastsMD, "contrasts-md", "", "also write the planned contrasts as Markdown")
+	fl.StringArrayVar(&f.where, "where", nil, "keep only runs whose setting KEY matches REGEXP (KEY=REGEXP, repeatable; keys are spec paths such as reward.mode or rounds, and members: the members' names joined by \" + \", e.g. --where 'members=^m \\+ [^+]+$' for two-member cohorts of m)")
+	f.cf.register(cmd)
 	return cmd
+}
+
+// write prints the table (and the planned contrasts) and writes the files
+// the flags ask for.
+func (f *reportFlags) write(stdio IO, runs []*report.Run) error {
+	var planned []report.Contrast
+	for _, c := range f.contrasts {
+		pc, err := report.ParseContrast(c)
+		if err != nil {
+			return fmt.Errorf("--contrast: %w", err)
+		}
+		planned = append(planned, pc)
+	}
+	t := report.BuildTable(runs, f.member)
+	fmt.Fprint(stdio.Out, t.Markdown())
+	if len(planned) > 0 {
+		rows, err := report.Planned(t, planned)
+		if err != nil {
+			return fmt.Errorf("--contrast: %w", err)
+		}
+		md := report.PlannedMarkdown(rows)
+		fmt.Fprint(stdio.Out, "\n"+md)
+		if f.contrastsMD != "" {
+			if err := os.WriteFile(f.contrastsMD, []byte(md), 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdio.Err, "wrote %s\n", f.contrastsMD)
+		}
+	}
+	page, err := report.HTML(runs, t)
+	if err != nil {
+		return err
+	}
+	if f.records != "" {
+		if err := report.SaveRecords(f.records, runs); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdio.Err, "wrote %s (%d runs: corl report on its directory redraws this report)\n", f.records, len(runs))
+	}
+	js, _ := json.MarshalIndent(t, "", "  ")
+	for _, w := range []struct{ path, body string }{{f.out, page}, {f.md, t.Markdown()}, {f.csv, t.CSV()}, {f.js, string(js) + "\n"}} {
+		if w.path == "" {
+			continue
+		}
+		if err := os.WriteFile(w.path, []byte(w.body), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdio.Err, "wrote %s\n", w.path)
+	}
+	return nil
 }
 
 // loadReportRuns reads each argument as a run directory, a results

@@ -18,6 +18,11 @@ func newScheduleCmd(stdio IO, getenv func(string) string) *cobra.Command {
 		Use:   "schedule",
 		Short: "Run a sweep on a schedule (Temporal Schedules): create, list, delete",
 	}
+	cmd.AddCommand(newScheduleCreateCmd(stdio, getenv), newScheduleListCmd(stdio, getenv), newScheduleDeleteCmd(stdio, getenv))
+	return cmd
+}
+
+func newScheduleCreateCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var (
 		cf    connFlags
 		file  string
@@ -63,7 +68,10 @@ The same with the Temporal CLI, from the sweep's JSON input:
 	create.Flags().StringVarP(&file, "file", "f", "", "sweep file (YAML)")
 	create.Flags().StringVar(&id, "id", "", "schedule ID (default sweep-<name>)")
 	create.Flags().DurationVar(&every, "every", 24*time.Hour, "interval between firings")
+	return create
+}
 
+func newScheduleListCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var lf connFlags
 	list := &cobra.Command{
 		Use:   "list",
@@ -96,7 +104,10 @@ The same with the Temporal CLI, from the sweep's JSON input:
 		},
 	}
 	lf.register(list)
+	return list
+}
 
+func newScheduleDeleteCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var df connFlags
 	del := &cobra.Command{
 		Use:   "delete ID",
@@ -116,6 +127,5 @@ The same with the Temporal CLI, from the sweep's JSON input:
 		},
 	}
 	df.register(del)
-	cmd.AddCommand(create, list, del)
-	return cmd
+	return del
 }
