@@ -88,8 +88,8 @@ vet:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-# The comparison table (examples/paper-table.yaml: every reward, three
-# seeds, the test split) from nothing to results/paper-table/: about three
+# The comparison table (examples/paper-table.yaml: every reward, five
+# seeds, the test split) from nothing to results/paper-table/: about four
 # hours on 2 cores; stopped, it resumes where it stopped when run again.
 paper-table: build
 	scripts/paper-table.sh
