@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/corl-project/corl/cohort"
@@ -61,20 +62,32 @@ func evalCacheKey(backend string, m *rl.Member, problems []datasets.Problem, o e
 	return "cache/eval/" + hex.EncodeToString(h.Sum(nil)) + ".json", nil
 }
 
-// cachedEval returns the stored evaluation under key, if there is a readable one.
-func (a *Activities) cachedEval(ctx context.Context, key string) (pipeline.EvalOutput, bool) {
+// cached returns the stored result under key, if there is a readable one.
+func cached[T any](ctx context.Context, a *Activities, key string) (T, bool) {
+	var out T
 	if key == "" {
-		return pipeline.EvalOutput{}, false
+		return out, false
 	}
 	b, err := a.Store.Get(ctx, key)
 	if err != nil {
-		return pipeline.EvalOutput{}, false
+		return out, false
 	}
-	var out pipeline.EvalOutput
 	if json.Unmarshal(b, &out) != nil {
-		return pipeline.EvalOutput{}, false
+		var zero T
+		return zero, false
 	}
 	return out, true
+}
+
+// keep stores v under key; a failed store only costs a later
+// recomputation.
+func keep(ctx context.Context, a *Activities, key string, v any) {
+	if key == "" {
+		return
+	}
+	if b, err := json.Marshal(v); err == nil {
+		_ = a.Store.Put(ctx, key, b)
+	}
 }
 
 // Evaluate runs greedy pass@1 of the member on the held-out problems, in the
@@ -95,21 +108,43 @@ func (a *Activities) Evaluate(ctx context.Context, ref pipeline.MemberRef) (pipe
 	if err != nil {
 		return pipeline.EvalOutput{}, err
 	}
-	out, hit := a.cachedEval(ctx, key)
+	out, hit := cached[pipeline.EvalOutput](ctx, a, key)
 	if !hit {
 		res, own, err := cohort.EvaluateMember(h.member, d.Eval, o)
 		if err != nil {
 			return pipeline.EvalOutput{}, err
 		}
 		out = pipeline.NewEvalOutput(res, own, h.member.View, record.Truth(d.Eval, o.Answers))
-		if key != "" {
-			// A failed store only costs a later recomputation.
-			if b, err := json.Marshal(out); err == nil {
-				_ = a.Store.Put(ctx, key, b)
-			}
+		keep(ctx, a, key, out)
+	}
+	if d.Predicts(ref.Round, len(ref.Spec.Members)) {
+		if out.Predict, err = a.predict(ctx, h.member, d.Predict, o); err != nil {
+			return pipeline.EvalOutput{}, err
 		}
 	}
 	a.Metrics.Stage(h.run, h.member.Name, "evaluate", time.Since(start).Seconds(), activity.GetInfo(ctx).Attempt)
 	a.Metrics.Eval(h.run, h.member.Name, out.PassAt1, out.PassAt1OwnView)
 	return out, nil
+}
+
+// predict is the member on the predictor problems, cached like an
+// evaluation under a key of its own.
+func (a *Activities) predict(ctx context.Context, m *rl.Member, problems []datasets.Problem, o evaluate.Options) (*pipeline.PredictOutput, error) {
+	key, err := evalCacheKey(a.Backend.Name(), m, problems, o)
+	if err != nil {
+		return nil, err
+	}
+	if key != "" {
+		key = strings.TrimSuffix(key, ".json") + ".predict.json"
+	}
+	if p, hit := cached[pipeline.PredictOutput](ctx, a, key); hit {
+		return &p, nil
+	}
+	res, err := cohort.PredictMember(m, problems, o)
+	if err != nil {
+		return nil, err
+	}
+	p := pipeline.PredictOutput{Correct: res.Correct, Pool: res.CohortAnswers(), Truth: record.Truth(problems, o.Answers)}
+	keep(ctx, a, key, p)
+	return &p, nil
 }

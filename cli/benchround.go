@@ -74,7 +74,7 @@ Example:
 			fmt.Fprintf(stdio.Err, "\r%-60s\r", "")
 			if len(data.Eval) > 0 {
 				t0 := time.Now()
-				if _, err := cohort.Evaluate(members, data.Eval, rounds, evaluate.OptionsFromSpec(s)); err != nil {
+				if _, err := cohort.Evaluate(members, data, rounds, evaluate.OptionsFromSpec(s)); err != nil {
 					return err
 				}
 				sum.Evaluate = time.Since(t0).Seconds()

@@ -25,6 +25,9 @@ import (
 type Data struct {
 	RL   []rl.Prompt
 	Eval []datasets.Problem
+	// Predict is where the round-0 pair predictors are also measured
+	// (eval.predictor_split: the validation problems), or nil.
+	Predict []datasets.Problem
 }
 
 // LoadData builds the RL prompts (interleaved across tasks) and the
@@ -51,6 +54,13 @@ func LoadData(s *spec.RunSpec) (*Data, error) {
 					d.Eval = append(d.Eval, p)
 				}
 			}
+			if s.Eval.PredictorSplit == "validation" {
+				for _, p := range datasets.FileSet(ds, s.Data.DataSeed, datasets.SetValidation) {
+					if p.Answer != "" && len(d.Predict) < s.Eval.Size {
+						d.Predict = append(d.Predict, p)
+					}
+				}
+			}
 		}
 		if len(rows) == 0 {
 			return nil, fmt.Errorf("data.file %s: none of its %d rows falls in the rl set (20%% of rows, by a hash of data.data_seed and the prompt); add rows, or set data.file_split: none to RL on every row",
@@ -70,9 +80,10 @@ func LoadData(s *spec.RunSpec) (*Data, error) {
 			return nil, err
 		}
 		sizes := datasets.SplitSizes{RL: s.Data.RLSize, MaxLevel: s.Data.MaxLevel}
-		if s.Eval.Split == "validation" {
+		if s.Eval.Split == "validation" || s.Eval.PredictorSplit == "validation" {
 			sizes.Validation = s.Eval.Size
-		} else {
+		}
+		if s.Eval.Split != "validation" {
 			sizes.Eval = s.Eval.Size
 		}
 		sp, err := task.Split(s.Data.DataSeed, sizes)
@@ -80,8 +91,12 @@ func LoadData(s *spec.RunSpec) (*Data, error) {
 			return nil, err
 		}
 		perTask = append(perTask, rl.PromptsFrom(sp.RL))
-		d.Eval = append(d.Eval, sp.Eval...)
-		d.Eval = append(d.Eval, sp.Validation...)
+		if s.Eval.Split == "validation" {
+			d.Eval = append(d.Eval, sp.Validation...)
+		} else {
+			d.Eval = append(d.Eval, sp.Eval...)
+			d.Predict = append(d.Predict, sp.Validation...)
+		}
 	}
 	for i := 0; len(perTask) > 0 && i < len(perTask[0]); i++ {
 		for _, ps := range perTask {
@@ -163,10 +178,26 @@ func EvaluateMember(m *rl.Member, eval []datasets.Problem, o evaluate.Options) (
 	return orig, own, err
 }
 
+// Predicts says whether the evaluation at round of a cohort of members
+// also measures the pair predictors on d.Predict: at round 0, when the
+// spec asks for them there and there is a pair.
+func (d *Data) Predicts(round, members int) bool {
+	return round == 0 && len(d.Predict) > 0 && members > 1
+}
+
+// PredictMember is the member's evaluation on the predictor problems, on
+// their original wording: what its vote and greedy correctness add to the
+// pair predictors.
+func PredictMember(m *rl.Member, problems []datasets.Problem, o evaluate.Options) (evaluate.Result, error) {
+	return evaluate.Run(m.Model, m.Tok, problems, o)
+}
+
 // Evaluate runs greedy pass@1 for every member (original wording and own
 // view), the cohort vote, and the pairwise diversity probe on the
-// evaluation problems.
-func Evaluate(members []*rl.Member, eval []datasets.Problem, round int, o evaluate.Options) (*record.Eval, error) {
+// evaluation problems, and at round 0 the pair predictors on d.Predict
+// (Predicts).
+func Evaluate(members []*rl.Member, d *Data, round int, o evaluate.Options) (*record.Eval, error) {
+	eval := d.Eval
 	names := make([]string, len(members))
 	results := make([]evaluate.Result, len(members))
 	pools := make([][][]string, len(members))
@@ -183,5 +214,15 @@ func Evaluate(members []*rl.Member, eval []datasets.Problem, round int, o evalua
 	}
 	er := record.NewEval(round, names, results, pools, record.Truth(eval, o.Answers))
 	er.OwnView = own
+	if d.Predicts(round, len(members)) {
+		for i, m := range members {
+			res, err := PredictMember(m, d.Predict, o)
+			if err != nil {
+				return nil, err
+			}
+			results[i], pools[i] = res, res.CohortAnswers()
+		}
+		er.PairsValidation = record.PairsOf(names, results, pools, record.Truth(d.Predict, o.Answers))
+	}
 	return &er, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/gpu/cpu"
+	"github.com/corl-project/corl/record"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
 )
@@ -33,7 +34,7 @@ func TestMembersAreEvaluatedOnTheirOwnView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	er, err := Evaluate([]*rl.Member{m0, m1}, sp.Eval, 0, evaluate.Options{MaxNew: 48, Answers: datasets.TaskAnswers})
+	er, err := Evaluate([]*rl.Member{m0, m1}, &Data{Eval: sp.Eval}, 0, evaluate.Options{MaxNew: 48, Answers: datasets.TaskAnswers})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,5 +50,70 @@ func TestMembersAreEvaluatedOnTheirOwnView(t *testing.T) {
 	}
 	if !reflect.DeepEqual(er.Members["l0"].Answers, orig.Answers) {
 		t.Error("two copies of one model scored differently on the original wording")
+	}
+}
+
+// TestPredictorsOnTheValidationSplit: eval.predictor_split adds the
+// validation problems, disjoint from the test ones, without changing the
+// RL prompts or the test set; the round-0 evaluation of a pair measures
+// the predictors there (the same numbers as the two members' own
+// evaluations on those problems give), and no later evaluation does.
+func TestPredictorsOnTheValidationSplit(t *testing.T) {
+	s := spec.Default()
+	s.Data.Tasks, s.Data.RLSize, s.Data.MaxLevel, s.Eval.Size = []string{"arith"}, 16, 1, 12
+	plain, err := LoadData(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Eval.PredictorSplit = "validation"
+	d, err := LoadData(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(d.RL, plain.RL) || !reflect.DeepEqual(d.Eval, plain.Eval) || plain.Predict != nil {
+		t.Fatal("asking for predictors on validation changed the RL prompts or the test set")
+	}
+	if len(d.Predict) != 12 {
+		t.Fatalf("%d predictor problems, want 12", len(d.Predict))
+	}
+	test := map[string]bool{}
+	for _, p := range d.Eval {
+		test[p.Prompt] = true
+	}
+	for _, p := range d.Predict {
+		if test[p.Prompt] {
+			t.Fatalf("predictor problem %q is also a test problem", p.Prompt)
+		}
+	}
+	base := filepath.Join("..", "examples", "bases", "llama-small")
+	other := filepath.Join("..", "examples", "bases", "gpt2-small")
+	a, err := LoadMember(cpu.New(2), spec.Member{Name: "a"}, base, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := LoadMember(cpu.New(2), spec.Member{Name: "b"}, other, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := evaluate.Options{MaxNew: 48, Answers: datasets.TaskAnswers}
+	er, err := Evaluate([]*rl.Member{a, b}, d, 0, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra, _ := PredictMember(a, d.Predict, o)
+	rb, _ := PredictMember(b, d.Predict, o)
+	want := record.PairsOf([]string{"a", "b"}, []evaluate.Result{ra, rb}, [][][]string{ra.CohortAnswers(), rb.CohortAnswers()}, record.Truth(d.Predict, o.Answers))
+	if !reflect.DeepEqual(er.PairsValidation, want) || len(want) != 1 {
+		t.Errorf("round-0 predictors on validation %+v, want %+v", er.PairsValidation, want)
+	}
+	if reflect.DeepEqual(er.PairsValidation, er.Pairs) {
+		t.Error("the validation predictors equal the test ones: they were not measured on other problems")
+	}
+	later, err := Evaluate([]*rl.Member{a, b}, d, 2, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if later.PairsValidation != nil {
+		t.Error("a later evaluation measured the round-0 predictors again")
 	}
 }

@@ -72,6 +72,12 @@ func validateRun(s *RunSpec, bad func(error)) {
 	if s.Eval.Split != "test" && s.Eval.Split != "validation" {
 		bad(fmt.Errorf("eval.split: %q is not one of test, validation", s.Eval.Split))
 	}
+	switch {
+	case s.Eval.PredictorSplit != "" && s.Eval.PredictorSplit != "validation":
+		bad(fmt.Errorf("eval.predictor_split: %q is not validation (or empty)", s.Eval.PredictorSplit))
+	case s.Eval.PredictorSplit != "" && s.Eval.Split == "validation":
+		bad(fmt.Errorf("eval.predictor_split: validation is already the evaluation split (eval.split); leave it empty"))
+	}
 	if s.Eval.Samples < 0 || s.Eval.Samples > 64 {
 		bad(fmt.Errorf("eval.samples: %d must be in [0, 64]", s.Eval.Samples))
 	}

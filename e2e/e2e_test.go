@@ -686,7 +686,7 @@ reward: {mode: %s}
 generation: {num_generations: 4, temperature: 0.8, max_completion_length: 32}
 grpo: %s
 optim: {learning_rate: 0.0005}
-eval: {size: 2, every: 2}
+eval: {size: 2, every: 2, predictor_split: validation}
 checkpoint: {every: 2}
 output_dir: %q
 members:
@@ -719,6 +719,11 @@ members:
 			}
 			sameWeights(t, "pipeline weights", got, want)
 			sameReport(t, cl, run.GetID(), file)
+			if local, err := report.Load(filepath.Join(s.OutputDir, s.Name)); err != nil {
+				t.Fatal(err)
+			} else if len(s.Members) > 1 && len(local.Evals[0].PairsValidation) == 0 {
+				t.Error("the round-0 evaluation has no predictors on the validation split")
+			}
 			// The compute both drivers count (generation, scoring passes,
 			// peer judging, updates) is the same.
 			b, err := os.ReadFile(filepath.Join(s.OutputDir, s.Name, "state.json"))

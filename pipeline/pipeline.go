@@ -189,6 +189,18 @@ type EvalOutput struct {
 	NoAnswer      float64          `json:"no_answer_rate"`
 	SampleCorrect []int            `json:"sample_correct,omitempty"`
 	OwnView       *evaluate.Result `json:"own_view_result,omitempty"` // view != 0: the whole result on the member's own view
+	// Predict is the member on the predictor problems (round 0 with
+	// eval.predictor_split), for the pair predictors there.
+	Predict *PredictOutput `json:"predict,omitempty"`
+}
+
+// PredictOutput is what the pair predictors read of a member's evaluation
+// on the predictor problems: its greedy correctness, its answer pool and
+// the normalised labels.
+type PredictOutput struct {
+	Correct []bool     `json:"correct"`
+	Pool    [][]string `json:"pool"`
+	Truth   []string   `json:"truth"`
 }
 
 // NewEvalOutput is a member's evaluation (res on the original wording, own

@@ -29,6 +29,10 @@ type Eval struct {
 	// (rescue rates, shared errors, vote accuracy): at round 0, the
 	// cohort's predictors.
 	Pairs map[string]PairPredictors `json:"pairs,omitempty"`
+	// PairsValidation is the same measured on the validation split, at
+	// round 0 of a run with eval.predictor_split: the predictors a gain on
+	// test is regressed on without choosing them on test.
+	PairsValidation map[string]PairPredictors `json:"pairs_validation,omitempty"`
 }
 
 // Truth is the problems' labels as the evaluation compares answers with
@@ -55,19 +59,27 @@ func rightBy(truth []string) func(p int, a string) bool {
 // NewEval is the evaluation at round of the members (in names' order)
 // with their answer pools: the cohort vote and every pair's numbers.
 func NewEval(round int, names []string, members []evaluate.Result, pools [][][]string, truth []string) Eval {
-	e := Eval{Round: round, Members: map[string]evaluate.Result{}, Kappa: map[string]float64{}, Compl: map[string]float64{},
-		Pairs: map[string]PairPredictors{}}
+	e := Eval{Round: round, Members: map[string]evaluate.Result{}, Kappa: map[string]float64{}, Compl: map[string]float64{}}
 	for i, n := range names {
 		e.Members[n] = members[i]
 	}
 	e.Cohort = Vote(pools, truth)
-	right := rightBy(truth)
-	for i := range names {
-		for j := i + 1; j < len(names); j++ {
-			key := names[i] + "/" + names[j]
-			pp := Predict(pools[i], pools[j], members[i].Correct, members[j].Correct, right)
-			e.Kappa[key], e.Compl[key], e.Pairs[key] = pp.Kappa, pp.Complementarity, pp
-		}
+	e.Pairs = PairsOf(names, members, pools, truth)
+	for key, pp := range e.Pairs {
+		e.Kappa[key], e.Compl[key] = pp.Kappa, pp.Complementarity
 	}
 	return e
+}
+
+// PairsOf is every member pair's predictors ("a/b", in names' order) from
+// the members' results and answer pools on problems labelled truth.
+func PairsOf(names []string, members []evaluate.Result, pools [][][]string, truth []string) map[string]PairPredictors {
+	right := rightBy(truth)
+	out := map[string]PairPredictors{}
+	for i := range names {
+		for j := i + 1; j < len(names); j++ {
+			out[names[i]+"/"+names[j]] = Predict(pools[i], pools[j], members[i].Correct, members[j].Correct, right)
+		}
+	}
+	return out
 }

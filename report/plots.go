@@ -219,26 +219,53 @@ type dosePoint struct {
 
 // dosePoints are the cohort runs of every method that has a round-0 and a
 // later evaluation with pair diagnostics. A run's cohort, the unit whose
-// predictor was set once, is its method.
-func dosePoints(groups [][]*Run, labels []string, member string, pick func(pp record.PairPredictors) float64) []dosePoint {
+// predictor was set once, is its method. The predictors are those
+// measured on the validation split when every such run has them
+// (eval.predictor_split), else those of the evaluation split for all:
+// one fit never mixes the two.
+func dosePoints(groups [][]*Run, labels []string, member string, pick func(pp record.PairPredictors) float64) (pts []dosePoint, validation bool) {
+	validation = true
+	for _, r := range doseRuns(groups) {
+		validation = validation && len(r.Evals[0].PairsValidation) > 0
+	}
 	var out []dosePoint
 	for i, g := range groups {
 		for _, r := range g {
-			if len(r.Evals) == 0 {
+			if !isDoseRun(r) {
 				continue
 			}
-			first, last := r.Evals[0], r.Evals[len(r.Evals)-1]
-			if first.Round != 0 || last.Round == 0 || len(first.Pairs) == 0 {
-				continue
-			}
+			first := r.Evals[0]
 			names := scoredMembers(r, member)
 			a, okA := meanScore(0, r, names, "")
 			b, okB := meanScore(len(r.Evals)-1, r, names, "")
 			if !okA || !okB {
 				continue
 			}
-			pairs := slices.Sorted(maps.Keys(first.Pairs))
-			out = append(out, dosePoint{method: i, cohort: labels[i], x: pick(first.Pairs[pairs[0]]), gain: b - a})
+			pp := first.Pairs
+			if validation {
+				pp = first.PairsValidation
+			}
+			pairs := slices.Sorted(maps.Keys(pp))
+			out = append(out, dosePoint{method: i, cohort: labels[i], x: pick(pp[pairs[0]]), gain: b - a})
+		}
+	}
+	return out, validation && len(out) > 0
+}
+
+// isDoseRun: the run has a round-0 evaluation with pair diagnostics and a
+// later one.
+func isDoseRun(r *Run) bool {
+	n := len(r.Evals)
+	return n > 0 && r.Evals[0].Round == 0 && r.Evals[n-1].Round != 0 && len(r.Evals[0].Pairs) > 0
+}
+
+func doseRuns(groups [][]*Run) []*Run {
+	var out []*Run
+	for _, g := range groups {
+		for _, r := range g {
+			if isDoseRun(r) {
+				out = append(out, r)
+			}
 		}
 	}
 	return out
@@ -247,7 +274,7 @@ func dosePoints(groups [][]*Run, labels []string, member string, pick func(pp re
 // predictorScatter is each cohort run's gain against a round-0 predictor,
 // coloured by method, with the least-squares line through all of them.
 func predictorScatter(groups [][]*Run, labels []string, member string, pick func(pp record.PairPredictors) float64) []series {
-	pts := dosePoints(groups, labels, member, pick)
+	pts, _ := dosePoints(groups, labels, member, pick)
 	var out []series
 	at := map[int]int{}
 	var xs, ys []float64
@@ -276,6 +303,18 @@ func predictorScatter(groups [][]*Run, labels []string, member string, pick func
 type DoseResponse struct {
 	Predictor string      `json:"predictor"`
 	Fit       stats.Slope `json:"fit"`
+	// Split is "validation" when the predictors were measured on the
+	// validation split (eval.predictor_split), "" on the evaluation split.
+	Split string `json:"split,omitempty"`
+}
+
+// name is the predictor with the split it was measured on, where that is
+// not the evaluation's.
+func (d DoseResponse) name() string {
+	if d.Split != "" {
+		return d.Predictor + " (" + d.Split + ")"
+	}
+	return d.Predictor
 }
 
 // interval is the slope's interval as text, or why there is none.
@@ -297,15 +336,19 @@ func doseResponse(runs []*Run, member string) []DoseResponse {
 	labels, groups := methodRuns(runs)
 	var out []DoseResponse
 	for _, p := range predictors {
-		pts := dosePoints(groups, labels, member, p.pick)
+		pts, validation := dosePoints(groups, labels, member, p.pick)
 		if len(pts) < 2 {
 			continue
+		}
+		split := ""
+		if validation {
+			split = "validation"
 		}
 		x, y, cl := make([]float64, len(pts)), make([]float64, len(pts)), make([]string, len(pts))
 		for i, pt := range pts {
 			x[i], y[i], cl[i] = pt.x, pt.gain, pt.cohort
 		}
-		out = append(out, DoseResponse{Predictor: p.name, Fit: stats.ClusteredSlope(x, y, cl, 1)})
+		out = append(out, DoseResponse{Predictor: p.name, Fit: stats.ClusteredSlope(x, y, cl, 1), Split: split})
 	}
 	return out
 }

@@ -614,6 +614,55 @@ func TestDoseResponseFindsTheSlope(t *testing.T) {
 	}
 }
 
+// TestDoseResponseUsesValidationPredictors: when every cohort run also
+// measured its round-0 predictors on the validation split, the fit uses
+// those (here kappa on validation = 2 x the test one, so the slope
+// halves) and says so; when only some did, it uses the evaluation split's
+// for all rather than mix the two.
+func TestDoseResponseUsesValidationPredictors(t *testing.T) {
+	build := func(every bool) Table {
+		var rs []*Run
+		for c := range 4 {
+			members := []spec.Member{{Name: "a", Base: "b"}, {Name: "p", Base: fmt.Sprintf("peer%d", c)}}
+			for _, seed := range []uint64{uint64(c%2) + 1, uint64(c%2) + 3} {
+				kappa := 0.2 + float64(seed%5)/10
+				r, err := Load(fakeRun(t, fmt.Sprintf("co%d", c), rl.PeerRing, seed, members, 0.2, 0.2+0.1+0.5*kappa))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if every || c > 0 {
+					r.Evals[0].PairsValidation = map[string]record.PairPredictors{}
+					for k, pp := range r.Evals[0].Pairs {
+						pp.Kappa *= 2
+						r.Evals[0].PairsValidation[k] = pp
+					}
+				}
+				rs = append(rs, r)
+			}
+		}
+		return BuildTable(rs, "a")
+	}
+	kappaOf := func(tab Table) DoseResponse {
+		for _, d := range tab.DoseResponse {
+			if d.Predictor == "kappa" {
+				return d
+			}
+		}
+		t.Fatalf("no kappa dose-response in %+v", tab.DoseResponse)
+		return DoseResponse{}
+	}
+	tab := build(true)
+	if d := kappaOf(tab); math.Abs(d.Fit.Slope-0.25) > 1e-9 || d.Split != "validation" {
+		t.Errorf("with validation predictors: slope %v split %q, want 0.25 on validation", d.Fit.Slope, d.Split)
+	}
+	if md := tab.Markdown(); !strings.Contains(md, "| kappa (validation) | +0.250 |") {
+		t.Errorf("Markdown does not name the split:\n%s", md)
+	}
+	if d := kappaOf(build(false)); math.Abs(d.Fit.Slope-0.5) > 1e-9 || d.Split != "" {
+		t.Errorf("with some runs lacking them: slope %v split %q, want 0.5 on the evaluation split", d.Fit.Slope, d.Split)
+	}
+}
+
 // TestDistinctDropsRepeatedSpecs: a run read from two sources counts once.
 func TestDistinctDropsRepeatedSpecs(t *testing.T) {
 	rs := runs(t)

@@ -262,7 +262,22 @@ func evalResult(round int, names []string, samples int, outs []*pipeline.EvalOut
 	if len(own) > 0 {
 		e.OwnView = own
 	}
+	e.PairsValidation = predictorPairs(names, outs)
 	return e, true
+}
+
+// predictorPairs is the pair predictors on the predictor problems, when
+// every member's output carries them.
+func predictorPairs(names []string, outs []*pipeline.EvalOutput) map[string]record.PairPredictors {
+	results := make([]evaluate.Result, len(outs))
+	pools := make([][][]string, len(outs))
+	for i, o := range outs {
+		if o.Predict == nil {
+			return nil
+		}
+		results[i], pools[i] = evaluate.Result{Correct: o.Predict.Correct}, o.Predict.Pool
+	}
+	return record.PairsOf(names, results, pools, outs[0].Predict.Truth)
 }
 
 // sampleCorrect is each problem's right samples of the pooled answers, or

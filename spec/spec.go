@@ -133,6 +133,12 @@ type Eval struct {
 	// Split is the held-out set: test (reported numbers) or validation
 	// (choosing hyperparameters).
 	Split string `json:"split" mapstructure:"split"`
+	// PredictorSplit "validation" also measures the cohort's round-0 pair
+	// predictors (rescue rates, shared errors, vote accuracy, kappa) on
+	// the validation split, so that an analysis of gains on test does not
+	// choose its predictor on the test problems ("": on the evaluation
+	// split only).
+	PredictorSplit string `json:"predictor_split,omitempty" mapstructure:"predictor_split"`
 }
 
 // Checkpoint saves the cohort every Every rounds (0: at the end only).

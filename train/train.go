@@ -90,7 +90,7 @@ func Local(ctx context.Context, be gpu.Backend, s *spec.RunSpec, o Options, log 
 	enc := json.NewEncoder(mf)
 	c := rl.ConfigFromSpec(s)
 	if st.Round == 0 && len(data.Eval) > 0 {
-		er, err := cohort.Evaluate(members, data.Eval, 0, evaluate.OptionsFromSpec(s))
+		er, err := cohort.Evaluate(members, data, 0, evaluate.OptionsFromSpec(s))
 		if err != nil {
 			return err
 		}
@@ -131,7 +131,7 @@ func Local(ctx context.Context, be gpu.Backend, s *spec.RunSpec, o Options, log 
 		last := s.LastRound(r+1, st.spent())
 		if len(data.Eval) > 0 && s.EvaluateAfter(r+1, last) {
 			t0 := time.Now()
-			er, err := cohort.Evaluate(members, data.Eval, r+1, evaluate.OptionsFromSpec(s))
+			er, err := cohort.Evaluate(members, data, r+1, evaluate.OptionsFromSpec(s))
 			if err != nil {
 				return err
 			}
