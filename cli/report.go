@@ -199,6 +199,9 @@ func selectRuns(stdio IO, runs []*report.Run, completeOnly bool, where []string)
 			if !ok || k == "" {
 				return nil, fmt.Errorf("--where %q: want KEY=REGEXP (e.g. reward.mode=peer-ring)", w)
 			}
+			if _, twice := conds[k]; twice {
+				return nil, fmt.Errorf("--where %s: given twice; one REGEXP per key (alternatives: %s='a|b')", k, k)
+			}
 			re, err := regexp.Compile(v)
 			if err != nil {
 				return nil, fmt.Errorf("--where %s: %w", k, err)

@@ -110,4 +110,7 @@ func TestReportWhere(t *testing.T) {
 			t.Errorf("--where %s: exit %d, stderr %q, want %q", arg, code, errs, want)
 		}
 	}
+	if code, _, errs := run(t, "report", dir, "--where", "reward.mode=self", "--where", "reward.mode=peer", "-o", ""); code == 0 || !strings.Contains(errs, "--where reward.mode: given twice") {
+		t.Errorf("a key given twice: exit %d, stderr %q", code, errs)
+	}
 }
