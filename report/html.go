@@ -2,9 +2,11 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"html"
 	"image/color"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -244,23 +246,7 @@ th:first-child,td:first-child{text-align:left}figure{display:inline-block;vertic
 	b.WriteString("<h2>Over training</h2>")
 	b.WriteString(legendHTML(labels))
 	b.WriteString(strings.Join(plots, "\n"))
-	b.WriteString("<h2>Agreement between members (last evaluation)</h2>")
-	for _, r := range runs {
-		last := r.Evals[len(r.Evals)-1]
-		if len(last.Kappa) == 0 {
-			continue
-		}
-		pairs := make([]string, 0, len(last.Kappa))
-		for p := range last.Kappa {
-			pairs = append(pairs, p)
-		}
-		slices.Sort(pairs)
-		fmt.Fprintf(&b, "<h3>%s</h3><table><tr><th>pair</th><th>Cohen's kappa</th><th>complementarity</th></tr>", html.EscapeString(runLabel(r)))
-		for _, p := range pairs {
-			fmt.Fprintf(&b, "<tr><td>%s</td><td class=k>%.2f</td><td class=k>%.2f</td></tr>", html.EscapeString(p), last.Kappa[p], last.Compl[p])
-		}
-		b.WriteString("</table>")
-	}
+	b.WriteString(agreementHTML(groups, labels))
 	b.WriteString("<h2>Runs</h2><ul>")
 	for _, r := range runs {
 		fmt.Fprintf(&b, "<li>%s: %s, %d rounds, seed %d, members %s</li>", html.EscapeString(r.Spec.Name), html.EscapeString(r.Method()),
@@ -270,4 +256,28 @@ th:first-child,td:first-child{text-align:left}figure{display:inline-block;vertic
 	return b.String(), nil
 }
 
-func runLabel(r *Run) string { return fmt.Sprintf("%s s%d", r.Spec.Name, r.Spec.Seed) }
+// agreementHTML is one table of every cohort run's member pairs, by
+// method and seed: kappa and complementarity of their per-problem
+// correctness at round 0 and at the last evaluation.
+func agreementHTML(groups [][]*Run, labels []string) string {
+	var b strings.Builder
+	for i, g := range groups {
+		g = slices.SortedFunc(slices.Values(g), func(x, y *Run) int { return cmp.Compare(x.Spec.Seed, y.Spec.Seed) })
+		for _, r := range g {
+			first, last := r.Evals[0], r.Evals[len(r.Evals)-1]
+			for _, p := range slices.Sorted(maps.Keys(last.Kappa)) {
+				k0, c0 := "-", "-"
+				if v, ok := first.Kappa[p]; ok && first.Round == 0 {
+					k0, c0 = fmt.Sprintf("%.2f", v), fmt.Sprintf("%.2f", first.Compl[p])
+				}
+				fmt.Fprintf(&b, "<tr><td>%s</td><td>%d</td><td>%s</td><td class=k>%s</td><td class=k>%.2f</td><td class=k>%s</td><td class=k>%.2f</td></tr>",
+					html.EscapeString(labels[i]), r.Spec.Seed, html.EscapeString(p), k0, last.Kappa[p], c0, last.Compl[p])
+			}
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "<h2>Agreement between members</h2><table id=\"agreement\"><tr><th>method</th><th>seed</th><th>pair</th><th>kappa, round 0</th><th>kappa, last</th><th>complementarity, round 0</th><th>complementarity, last</th></tr>" +
+		b.String() + "</table>"
+}

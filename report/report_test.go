@@ -141,7 +141,7 @@ func TestHTMLIsSelfContained(t *testing.T) {
 			t.Errorf("the page references something outside it: %q", bad)
 		}
 	}
-	for _, want := range []string{`id="results"`, "Cohen's kappa", "Self-vote (TTRL)"} {
+	for _, want := range []string{`id="results"`, `id="agreement"`, "kappa, round 0", "Self-vote (TTRL)"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
 		}
