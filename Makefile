@@ -5,7 +5,7 @@ TOOLS := $(CURDIR)/.tools/bin
 VERSITYGW := $(TOOLS)/versitygw
 WORKFLOWCHECK := $(TOOLS)/workflowcheck
 
-.PHONY: cuda-emu cuda-emu-mutants paper-table composition composition-tune composition-tune-rerun composition-anchors composition-analysis own-task-tune own-task own-task-analysis collapse zoo zoo-natural zoo-own test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
+.PHONY: bench-gemm cuda-emu cuda-emu-mutants paper-table composition composition-tune composition-tune-rerun composition-anchors composition-analysis own-task-tune own-task own-task-analysis collapse zoo zoo-natural zoo-own test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
 
 build:
 	$(GO) build -o bin/corl ./cmd/corl
@@ -102,6 +102,15 @@ kill-campaign:
 # Benchmarks at small sizes; `corl bench train` runs any size.
 bench:
 	$(GO) test -run XXX -bench . -benchtime 20x ./gpu/cpu ./model ./generate
+
+# corl's matmul against OpenBLAS's sgemm (Debian's libopenblas-dev, linked
+# into a small C program outside the Go build) on the shapes RL runs, at
+# one and at two threads: about two minutes.
+bench-gemm: build
+	@echo '#include <cblas.h>' | cc -E - >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq --no-install-recommends gcc libc6-dev libopenblas-dev)
+	mkdir -p .tools && cc -O2 -o .tools/sgemm-ref scripts/gemm-ref/sgemm.c -lopenblas
+	bin/corl bench gemm --threads 1 --reference .tools/sgemm-ref
+	bin/corl bench gemm --threads 2 --reference .tools/sgemm-ref
 
 # The emulated CUDA driver (gpu/cuda/emu): the kernels' own .cu sources built
 # for the host with g++, behind the driver API, for `go test ./gpu/cuda`
