@@ -69,6 +69,7 @@ type Backend struct {
 	frozen        []*frozen  // FreezeWeights
 	parts         []*Backend // Split's one-thread views, kept for their scratch
 	owner         *Backend   // a Split part's backend, whose frozen weights it reads
+	team          *team      // helpers for parallel regions (threads > 1)
 }
 
 // Split implements gpu.Splitter: n one-thread backends over the same
@@ -98,6 +99,12 @@ func New(threads int) *Backend {
 		rope: map[ropeKey]ropeTab{}}
 	for i := range be.serialScratch {
 		be.serialScratch[i] = newGemmScratch(1)
+	}
+	if threads > 1 {
+		be.team = newTeam(threads)
+		// The helpers hold the team, not the backend: once the backend is
+		// unreachable they are stopped.
+		runtime.SetFinalizer(be, func(be *Backend) { be.team.close() })
 	}
 	return be
 }
