@@ -84,7 +84,9 @@ on every call (as a BLAS does), and with the weights frozen and packed
 once (how decoding runs). With --reference, the same shapes go to that
 program (scripts/gemm-ref/sgemm.c, OpenBLAS's cblas_sgemm; make bench-gemm
 builds it) on the same number of threads, and the last column is corl's
-share of it.
+share of it. The reference inherits the environment: OPENBLAS_CORETYPE
+picks OpenBLAS's kernel (make bench-gemm names its AVX-512 one where the
+CPU has AVX-512; an OpenBLAS older than the CPU falls back to AVX2).
 
 Examples:
   make bench-gemm
@@ -99,24 +101,33 @@ Examples:
 			if err != nil {
 				return err
 			}
-			var refGF []float64
+			var refer *reference
 			if ref != "" {
-				if refGF, err = referenceGemm(ref, list, bf.Threads, stdio.Err); err != nil {
+				if refer, err = startReference(ref, bf.Threads, stdio.Err); err != nil {
 					return fmt.Errorf("--reference: %w", err)
 				}
+				defer refer.close()
 			}
 			fmt.Fprintf(stdio.Out, "backend %s; GFLOP/s, best of 3\n", be.Name())
 			tw := tabwriter.NewWriter(stdio.Out, 0, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprint(tw, "shape\tM\tN\tK\tcorl\tcorl, packed once\t")
-			if refGF != nil {
+			if refer != nil {
 				fmt.Fprint(tw, "reference\tcorl / reference\t")
 			}
 			fmt.Fprintln(tw)
-			for i, sh := range list {
+			for _, sh := range list {
+				// Shape by shape, the reference and corl within the same
+				// seconds: this machine's speed drifts over a minute.
+				var gf float64
+				if refer != nil {
+					if gf, err = refer.time(sh); err != nil {
+						return fmt.Errorf("--reference: %w", err)
+					}
+				}
 				plain, packed := timeGemm(be, sh, false), timeGemm(be, sh, true)
 				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.1f\t%.1f\t", sh.name, sh.M, sh.N, sh.K, plain, packed)
-				if refGF != nil {
-					fmt.Fprintf(tw, "%.1f\t%.2f\t", refGF[i], plain/refGF[i])
+				if refer != nil {
+					fmt.Fprintf(tw, "%.1f\t%.2f\t", gf, plain/gf)
 				}
 				fmt.Fprintln(tw)
 			}
@@ -165,39 +176,57 @@ func timeGemm(be gpu.Backend, sh gemmShape, frozen bool) float64 {
 	return best
 }
 
-// referenceGemm runs the reference program on the shapes with threads
-// threads (0: every core) and returns its GFLOP/s for each.
-func referenceGemm(path string, list []gemmShape, threads int, stderr io.Writer) ([]float64, error) {
-	var in strings.Builder
-	for _, sh := range list {
-		fmt.Fprintf(&in, "%d %d %d\n", sh.M, sh.N, sh.K)
-	}
+// reference is the reference program, running, fed one shape at a time.
+type reference struct {
+	path string
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Scanner
+}
+
+// startReference starts the program on threads threads (0: every core).
+func startReference(path string, threads int, stderr io.Writer) (*reference, error) {
 	cmd := exec.Command(path)
-	cmd.Stdin, cmd.Stderr = strings.NewReader(in.String()), stderr
+	cmd.Stderr = stderr
 	cmd.Env = os.Environ()
 	if threads > 0 {
 		t := strconv.Itoa(threads)
 		cmd.Env = append(cmd.Env, "OPENBLAS_NUM_THREADS="+t, "OMP_NUM_THREADS="+t)
 	}
-	outb, err := cmd.Output()
+	in, err := cmd.StdinPipe()
 	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	var out []float64
-	sc := bufio.NewScanner(strings.NewReader(string(outb)))
-	for line := 1; sc.Scan(); line++ {
-		var m, n, k int
-		var gf float64
-		if _, err := fmt.Sscanf(sc.Text(), "%d %d %d %g", &m, &n, &k, &gf); err != nil {
-			return nil, fmt.Errorf("%s: output line %d %q: want \"M N K GFLOP/s\"", path, line, sc.Text())
-		}
-		if len(out) >= len(list) || (list[len(out)] != gemmShape{list[len(out)].name, m, n, k}) {
-			return nil, fmt.Errorf("%s: output line %d is shape %dx%dx%d, not the one asked for", path, line, m, n, k)
-		}
-		out = append(out, gf)
+	return &reference{path: path, cmd: cmd, in: in, out: bufio.NewScanner(out)}, nil
+}
+
+// time is the program's GFLOP/s on sh.
+func (r *reference) time(sh gemmShape) (float64, error) {
+	if _, err := fmt.Fprintf(r.in, "%d %d %d\n", sh.M, sh.N, sh.K); err != nil {
+		return 0, fmt.Errorf("%s: %w", r.path, err)
 	}
-	if len(out) != len(list) {
-		return nil, fmt.Errorf("%s: %d results for %d shapes", path, len(out), len(list))
+	if !r.out.Scan() {
+		return 0, fmt.Errorf("%s: no result for shape %dx%dx%d (%v)", r.path, sh.M, sh.N, sh.K, r.out.Err())
 	}
-	return out, nil
+	var m, n, k int
+	var gf float64
+	if _, err := fmt.Sscanf(r.out.Text(), "%d %d %d %g", &m, &n, &k, &gf); err != nil {
+		return 0, fmt.Errorf("%s: output %q: want \"M N K GFLOP/s\"", r.path, r.out.Text())
+	}
+	if m != sh.M || n != sh.N || k != sh.K {
+		return 0, fmt.Errorf("%s: answered for shape %dx%dx%d, not the one asked for (%dx%dx%d)", r.path, m, n, k, sh.M, sh.N, sh.K)
+	}
+	return gf, nil
+}
+
+func (r *reference) close() {
+	r.in.Close()
+	_ = r.cmd.Wait()
 }
