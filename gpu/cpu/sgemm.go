@@ -148,7 +148,22 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 						}
 						packed = ib
 					}
-					for jp := rg * panels / ranges; jp < (rg+1)*panels/ranges; jp++ {
+					jp, jend := rg*panels/ranges, (rg+1)*panels/ranges
+					if mb < 4 && rowKernel() {
+						// Under four rows (decoding a few sequences): each
+						// real row through four full panels at a time.
+						for ; jp+4 <= jend && (jp+4)*nr <= nb; jp += 4 {
+							j0 := jc + jp*nr
+							for i := 0; i < mb; i++ {
+								row := c[(ic+i)*ldc+j0 : (ic+i)*ldc+j0+4*nr]
+								if zero && pc == 0 {
+									clear(row)
+								}
+								kern1x128(kb, pa[i:], pb[jp*nr*kb:(jp+4)*nr*kb], row)
+							}
+						}
+					}
+					for ; jp < jend; jp++ {
 						bp := pb[jp*nr*kb : (jp+1)*nr*kb]
 						j0, nw := jc+jp*nr, min(nr, nb-jp*nr)
 						for ip := 0; ip*mr < mb; ip++ {

@@ -89,6 +89,22 @@ func kern12x32(kb int, a, b, c []float32, ldc int, set bool) {
 //go:noescape
 func kern4x32AVX512(kb int, a, b, c *float32, ldc int)
 
+//go:noescape
+func kern1x128AVX512(kb int, a, b *float32, pstride int, c *float32)
+
+// rowKernel says whether kern1x128 runs here (AVX-512).
+func rowKernel() bool { return useAVX512 }
+
+// kern1x128 adds one packed A row (a[p*mr]) times the four packed B panels
+// from b (each nr x kb, consecutive) to c's 4*nr values, with the bits
+// kernEdge gives the row: for A blocks of fewer than four rows.
+func kern1x128(kb int, a, b, c []float32) {
+	_ = a[(kb-1)*mr]
+	_ = b[4*nr*kb-1]
+	_ = c[4*nr-1]
+	kern1x128AVX512(kb, &a[0], &b[0], nr*kb*4, &c[0])
+}
+
 // kernEdge is kern12x32 for an edge panel whose first mh rows are real
 // (the rest zero padding) into the mr x nr tile: only the row groups
 // holding real rows run (four rows at a time with AVX-512, six with AVX2),

@@ -235,3 +235,70 @@ pag:
 	JNZ  pa16
 	VZEROUPPER
 	RET
+
+// func kern1x128AVX512(kb int, a, b *float32, pstride int, c *float32)
+//
+// One row of packed A (stride mr = 12 floats per k) times four consecutive
+// packed B panels (each nr = 32 columns, pstride bytes apart), added to
+// the row's 128 values of C as the edge path adds them: c += (acc + 0).
+// Each column's accumulator is the chain of FMAs over k in order that the
+// 4- and 12-row kernels give that row, so the bits are theirs; with eight
+// independent accumulators the FMAs are not waiting on each other, which
+// a one-row tile of the wider kernels is (decoding one sequence).
+TEXT ·kern1x128AVX512(SB), NOSPLIT, $0-40
+	MOVQ kb+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ b+16(FP), BX
+	MOVQ pstride+24(FP), R9
+	MOVQ c+32(FP), DX
+	LEAQ (BX)(R9*2), R10 // panel 2
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+loop1:
+	VBROADCASTSS (AX), Z31
+	VFMADD231PS (BX), Z31, Z0
+	VFMADD231PS 64(BX), Z31, Z1
+	VFMADD231PS (BX)(R9*1), Z31, Z2
+	VFMADD231PS 64(BX)(R9*1), Z31, Z3
+	VFMADD231PS (R10), Z31, Z4
+	VFMADD231PS 64(R10), Z31, Z5
+	VFMADD231PS (R10)(R9*1), Z31, Z6
+	VFMADD231PS 64(R10)(R9*1), Z31, Z7
+	ADDQ $48, AX
+	ADDQ $128, BX
+	ADDQ $128, R10
+	DECQ CX
+	JNZ  loop1
+	VPXORD Z30, Z30, Z30
+	VADDPS Z30, Z0, Z0
+	VADDPS Z30, Z1, Z1
+	VADDPS Z30, Z2, Z2
+	VADDPS Z30, Z3, Z3
+	VADDPS Z30, Z4, Z4
+	VADDPS Z30, Z5, Z5
+	VADDPS Z30, Z6, Z6
+	VADDPS Z30, Z7, Z7
+	VADDPS (DX), Z0, Z0
+	VMOVUPS Z0, (DX)
+	VADDPS 64(DX), Z1, Z1
+	VMOVUPS Z1, 64(DX)
+	VADDPS 128(DX), Z2, Z2
+	VMOVUPS Z2, 128(DX)
+	VADDPS 192(DX), Z3, Z3
+	VMOVUPS Z3, 192(DX)
+	VADDPS 256(DX), Z4, Z4
+	VMOVUPS Z4, 256(DX)
+	VADDPS 320(DX), Z5, Z5
+	VMOVUPS Z5, 320(DX)
+	VADDPS 384(DX), Z6, Z6
+	VMOVUPS Z6, 384(DX)
+	VADDPS 448(DX), Z7, Z7
+	VMOVUPS Z7, 448(DX)
+	VZEROUPPER
+	RET

@@ -30,3 +30,8 @@ func kernEdge(kb, mh int, a, b []float32, tile *[mr * nr]float32) {
 
 // packA12Vec: no vector packing here (packA's loop does it all).
 func packA12Vec(a []float32, lda, kb int, dst []float32) int { return 0 }
+
+// rowKernel: no one-row kernel on this build (kernEdge does every row).
+func rowKernel() bool { return false }
+
+func kern1x128(kb int, a, b, c []float32) { panic("cpu: kern1x128 without AVX-512") }

@@ -499,3 +499,37 @@ func testNormAndAddKernels(t *testing.T, kern string) {
 		}
 	}
 }
+
+// TestFewRowsMatchTheBatchAcrossPanels: with under four rows the GEMM takes
+// four full B panels at a time through the one-row kernel; each row keeps
+// the bits it has in a batch of 12 or 37 (the wider kernels), setting C and
+// adding to it, across several K blocks and edge panels.
+func TestFewRowsMatchTheBatchAcrossPanels(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, sh := range []struct{ N, K int }{{300, 70}, {512, 600}, {128, 1}, {160, 257}} {
+		b := randSlice(r, sh.K*sh.N)
+		for _, M := range []int{12, 37} {
+			a := randSlice(r, M*sh.K)
+			be := New(2)
+			all := make([]float32, M*sh.N)
+			be.gemm(false, true, M, sh.N, sh.K, a, sh.K, b, sh.K, all, sh.N, false)
+			twice := append([]float32(nil), all...)
+			be.gemm(false, true, M, sh.N, sh.K, a, sh.K, b, sh.K, twice, sh.N, true)
+			for _, few := range []int{1, 2, 3} {
+				got := make([]float32, few*sh.N)
+				for i := range got {
+					got[i] = float32(i) // overwritten: accumulate is false
+				}
+				be.gemm(false, true, few, sh.N, sh.K, a, sh.K, b, sh.K, got, sh.N, false)
+				added := append([]float32(nil), all[:few*sh.N]...)
+				be.gemm(false, true, few, sh.N, sh.K, a, sh.K, b, sh.K, added, sh.N, true)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(all[i]) || math.Float32bits(added[i]) != math.Float32bits(twice[i]) {
+						t.Fatalf("N %d K %d, %d rows, value %d: %v and %v added, %v and %v in a batch of %d",
+							sh.N, sh.K, few, i, got[i], added[i], all[i], twice[i], M)
+					}
+				}
+			}
+		}
+	}
+}
