@@ -224,51 +224,37 @@ type dosePoint struct {
 // (eval.predictor_split), else those of the evaluation split for all:
 // one fit never mixes the two.
 func dosePoints(groups [][]*Run, labels []string, member string, pick func(pp record.PairPredictors) float64) (pts []dosePoint, validation bool) {
-	validation = true
-	for _, r := range doseRuns(groups) {
-		validation = validation && len(r.Evals[0].PairsValidation) > 0
+	type cohortRun struct {
+		method int
+		r      *Run
 	}
-	var out []dosePoint
+	var runs []cohortRun
+	validation = true
 	for i, g := range groups {
 		for _, r := range g {
-			if !isDoseRun(r) {
+			n := len(r.Evals)
+			if n == 0 || r.Evals[0].Round != 0 || r.Evals[n-1].Round == 0 || len(r.Evals[0].Pairs) == 0 {
 				continue
 			}
-			first := r.Evals[0]
-			names := scoredMembers(r, member)
-			a, okA := meanScore(0, r, names, "")
-			b, okB := meanScore(len(r.Evals)-1, r, names, "")
-			if !okA || !okB {
-				continue
-			}
-			pp := first.Pairs
-			if validation {
-				pp = first.PairsValidation
-			}
-			pairs := slices.Sorted(maps.Keys(pp))
-			out = append(out, dosePoint{method: i, cohort: labels[i], x: pick(pp[pairs[0]]), gain: b - a})
+			runs = append(runs, cohortRun{i, r})
+			validation = validation && len(r.Evals[0].PairsValidation) > 0
 		}
 	}
-	return out, validation && len(out) > 0
-}
-
-// isDoseRun: the run has a round-0 evaluation with pair diagnostics and a
-// later one.
-func isDoseRun(r *Run) bool {
-	n := len(r.Evals)
-	return n > 0 && r.Evals[0].Round == 0 && r.Evals[n-1].Round != 0 && len(r.Evals[0].Pairs) > 0
-}
-
-func doseRuns(groups [][]*Run) []*Run {
-	var out []*Run
-	for _, g := range groups {
-		for _, r := range g {
-			if isDoseRun(r) {
-				out = append(out, r)
-			}
+	for _, c := range runs {
+		names := scoredMembers(c.r, member)
+		a, okA := meanScore(0, c.r, names, "")
+		b, okB := meanScore(len(c.r.Evals)-1, c.r, names, "")
+		if !okA || !okB {
+			continue
 		}
+		pp := c.r.Evals[0].Pairs
+		if validation {
+			pp = c.r.Evals[0].PairsValidation
+		}
+		pairs := slices.Sorted(maps.Keys(pp))
+		pts = append(pts, dosePoint{method: c.method, cohort: labels[c.method], x: pick(pp[pairs[0]]), gain: b - a})
 	}
-	return out
+	return pts, validation && len(pts) > 0
 }
 
 // predictorScatter is each cohort run's gain against a round-0 predictor,
