@@ -62,32 +62,26 @@ func evalCacheKey(backend string, m *rl.Member, problems []datasets.Problem, o e
 	return "cache/eval/" + hex.EncodeToString(h.Sum(nil)) + ".json", nil
 }
 
-// cached returns the stored result under key, if there is a readable one.
-func cached[T any](ctx context.Context, a *Activities, key string) (T, bool) {
-	var out T
-	if key == "" {
-		return out, false
+// cachedOr returns the result stored under key when there is a readable
+// one, else computes it and stores it there ("": not cached). A failed
+// store only costs a later recomputation.
+func cachedOr[T any](ctx context.Context, a *Activities, key string, compute func() (T, error)) (T, error) {
+	if key != "" {
+		if b, err := a.Store.Get(ctx, key); err == nil {
+			var out T
+			if json.Unmarshal(b, &out) == nil {
+				return out, nil
+			}
+		}
 	}
-	b, err := a.Store.Get(ctx, key)
-	if err != nil {
-		return out, false
+	out, err := compute()
+	if err != nil || key == "" {
+		return out, err
 	}
-	if json.Unmarshal(b, &out) != nil {
-		var zero T
-		return zero, false
-	}
-	return out, true
-}
-
-// keep stores v under key; a failed store only costs a later
-// recomputation.
-func keep(ctx context.Context, a *Activities, key string, v any) {
-	if key == "" {
-		return
-	}
-	if b, err := json.Marshal(v); err == nil {
+	if b, err := json.Marshal(out); err == nil {
 		_ = a.Store.Put(ctx, key, b)
 	}
+	return out, nil
 }
 
 // Evaluate runs greedy pass@1 of the member on the held-out problems, in the
@@ -108,14 +102,12 @@ func (a *Activities) Evaluate(ctx context.Context, ref pipeline.MemberRef) (pipe
 	if err != nil {
 		return pipeline.EvalOutput{}, err
 	}
-	out, hit := cached[pipeline.EvalOutput](ctx, a, key)
-	if !hit {
+	out, err := cachedOr(ctx, a, key, func() (pipeline.EvalOutput, error) {
 		res, own, err := cohort.EvaluateMember(h.member, d.Eval, o)
-		if err != nil {
-			return pipeline.EvalOutput{}, err
-		}
-		out = pipeline.NewEvalOutput(res, own, h.member.View, record.Truth(d.Eval, o.Answers))
-		keep(ctx, a, key, out)
+		return pipeline.NewEvalOutput(res, own, h.member.View, record.Truth(d.Eval, o.Answers)), err
+	})
+	if err != nil {
+		return pipeline.EvalOutput{}, err
 	}
 	if d.Predicts(ref.Round, len(ref.Spec.Members)) {
 		if out.Predict, err = a.predict(ctx, h.member, d.Predict, o); err != nil {
@@ -137,14 +129,12 @@ func (a *Activities) predict(ctx context.Context, m *rl.Member, problems []datas
 	if key != "" {
 		key = strings.TrimSuffix(key, ".json") + ".predict.json"
 	}
-	if p, hit := cached[pipeline.PredictOutput](ctx, a, key); hit {
-		return &p, nil
-	}
-	res, err := cohort.PredictMember(m, problems, o)
+	p, err := cachedOr(ctx, a, key, func() (pipeline.PredictOutput, error) {
+		res, err := cohort.PredictMember(m, problems, o)
+		return pipeline.PredictOutput{Correct: res.Correct, Pool: res.CohortAnswers(), Truth: record.Truth(problems, o.Answers)}, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	p := pipeline.PredictOutput{Correct: res.Correct, Pool: res.CohortAnswers(), Truth: record.Truth(problems, o.Answers)}
-	keep(ctx, a, key, p)
 	return &p, nil
 }
