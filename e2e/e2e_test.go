@@ -261,8 +261,9 @@ func TestPipelineMatchesLocalRun(t *testing.T) {
 // sameReport: the run read back from its workflow history (corl report
 // RUN) has the local run's records, round by round and evaluation by
 // evaluation, equal but for wall-clock seconds (rewards, diagnostics,
-// losses, FLOPs, pass@1, the cohort vote), and the same table.
-func sameReport(t *testing.T, cl client.Client, id, file string) {
+// losses, FLOPs, pass@1, the cohort vote), and the same table. It returns
+// the local run.
+func sameReport(t *testing.T, cl client.Client, id, file string) *report.Run {
 	t.Helper()
 	s, err := config.Load(file, noEnv, nil)
 	if err != nil {
@@ -291,6 +292,7 @@ func sameReport(t *testing.T, cl client.Client, id, file string) {
 	if g, l := report.BuildTable(runs, "").Markdown(), report.BuildTable([]*report.Run{local}, "").Markdown(); g != l {
 		t.Errorf("the table from Temporal:\n%s\nfrom the local run:\n%s", g, l)
 	}
+	return local
 }
 
 // recordsJSON is a run's round and evaluation records as metrics.jsonl
@@ -718,10 +720,7 @@ members:
 				t.Fatalf("pipeline checkpoints %v, in-process %v", got, want)
 			}
 			sameWeights(t, "pipeline weights", got, want)
-			sameReport(t, cl, run.GetID(), file)
-			if local, err := report.Load(filepath.Join(s.OutputDir, s.Name)); err != nil {
-				t.Fatal(err)
-			} else if len(s.Members) > 1 && len(local.Evals[0].PairsValidation) == 0 {
+			if local := sameReport(t, cl, run.GetID(), file); len(s.Members) > 1 && len(local.Evals[0].PairsValidation) == 0 {
 				t.Error("the round-0 evaluation has no predictors on the validation split")
 			}
 			// The compute both drivers count (generation, scoring passes,
