@@ -148,6 +148,17 @@ type WeightFreezer interface {
 	FreezeWeights(w Buffer) (release func())
 }
 
+// BF16Freezer is implemented by backends that can also freeze weights for
+// generation in bfloat16: every matmul whose weight lies in w computes
+// over the weight rounded to bfloat16 (nearest, ties to even) with
+// float32 activations and sums, bitwise as the float32 matmul of the
+// rounded weight, so still independent of the batch and the threads.
+// Decoding a few sequences is bound by reading the weights; this halves
+// the bytes, for a relative error up to 2^-9 in each weight.
+type BF16Freezer interface {
+	FreezeWeightsBF16(w Buffer) (release func())
+}
+
 // Splitter is implemented by backends whose threads do better on separate
 // parts of a batch than together on each small operation (the CPU backend:
 // decoding a small model issues many operations too short to share).

@@ -11,6 +11,7 @@ import (
 // weights during generation), with the matmul weights packed from it.
 type frozen struct {
 	lo, hi uintptr
+	bf16   bool       // the matmuls read the weights rounded to bfloat16
 	mu     sync.Mutex // Split's parts pack and look up concurrently
 	packs  map[packKey]*packedMat
 }
@@ -26,13 +27,20 @@ type packKey struct {
 // packing a transposed weight costs as much as a small batch's product).
 // The packed panels are the ones the per-call path would build, so results
 // are bitwise unchanged.
-func (be *Backend) FreezeWeights(w gpu.Buffer) (release func()) {
+func (be *Backend) FreezeWeights(w gpu.Buffer) (release func()) { return be.freeze(w, false) }
+
+// FreezeWeightsBF16 implements gpu.BF16Freezer: FreezeWeights, with every
+// matmul whose weight lies in w computing over the weight rounded to
+// bfloat16 (bf16.go), packed once at half the bytes.
+func (be *Backend) FreezeWeightsBF16(w gpu.Buffer) (release func()) { return be.freeze(w, true) }
+
+func (be *Backend) freeze(w gpu.Buffer, bf16 bool) (release func()) {
 	d := Data(w)
 	if len(d) == 0 {
 		return func() {}
 	}
 	lo := uintptr(unsafe.Pointer(&d[0]))
-	f := &frozen{lo: lo, hi: lo + uintptr(len(d))*4, packs: map[packKey]*packedMat{}}
+	f := &frozen{lo: lo, hi: lo + uintptr(len(d))*4, bf16: bf16, packs: map[packKey]*packedMat{}}
 	be.frozen = append(be.frozen, f)
 	return func() {
 		for i, g := range be.frozen {
@@ -48,6 +56,8 @@ func (be *Backend) FreezeWeights(w gpu.Buffer) (release func()) {
 // when w lies in a frozen region, packing it on first use; nil otherwise.
 // A Split part looks in its backend's regions: it sees a freeze or a
 // release as soon as they happen, with no copy of the list to go stale.
+// The newest region holding w decides (a float32 freeze for scoring
+// inside a bf16 one for generation scores in float32).
 func (be *Backend) frozenPack(w []float32, C, OC int) *packedMat {
 	regions := be.frozen
 	if be.owner != nil {
@@ -57,7 +67,8 @@ func (be *Backend) frozenPack(w []float32, C, OC int) *packedMat {
 		return nil
 	}
 	at := uintptr(unsafe.Pointer(&w[0]))
-	for _, f := range regions {
+	for i := len(regions) - 1; i >= 0; i-- {
+		f := regions[i]
 		if at < f.lo || at >= f.hi {
 			continue
 		}
@@ -66,7 +77,7 @@ func (be *Backend) frozenPack(w []float32, C, OC int) *packedMat {
 		defer f.mu.Unlock()
 		pm := f.packs[k]
 		if pm == nil {
-			pm = be.packMat(true, C, OC, w, C)
+			pm = be.packMat(true, C, OC, w, C, f.bf16)
 			f.packs[k] = pm
 		}
 		return pm
@@ -74,4 +85,7 @@ func (be *Backend) frozenPack(w []float32, C, OC int) *packedMat {
 	return nil
 }
 
-var _ gpu.WeightFreezer = (*Backend)(nil)
+var (
+	_ gpu.WeightFreezer = (*Backend)(nil)
+	_ gpu.BF16Freezer   = (*Backend)(nil)
+)

@@ -52,30 +52,55 @@ func (be *Backend) gemm(transA, transB bool, M, N, K int, a []float32, lda int, 
 }
 
 // packedMat is op(b) (K x N) packed once, block by block as gemmOn packs
-// it: blocks[(jc/nc)*kBlocks + pc/kc] holds that block's panels.
+// it: blocks[(jc/nc)*kBlocks + pc/kc] holds that block's panels, float32,
+// or, for a bf16 freeze where the kernels read them, bfloat16 in half.
 type packedMat struct {
 	K, N    int
 	kBlocks int
 	blocks  [][]float32
+	half    [][]uint16
 }
 
-func (p *packedMat) block(jc, pc int) []float32 { return p.blocks[(jc/nc)*p.kBlocks+pc/kc] }
+func (p *packedMat) block(jc, pc int) bpanels {
+	i := (jc/nc)*p.kBlocks + pc/kc
+	if p.half != nil {
+		return bpanels{h: p.half[i], kb: min(kc, p.K-pc)}
+	}
+	return bpanels{f: p.blocks[i], kb: min(kc, p.K-pc)}
+}
 
-// packMat packs all of op(b) on the backend's threads.
-func (be *Backend) packMat(transB bool, K, N int, b []float32, ldb int) *packedMat {
+// packMat packs all of op(b) on the backend's threads; with bf16 its
+// values are rounded to bfloat16 (stored as such where bf16Panels).
+func (be *Backend) packMat(transB bool, K, N int, b []float32, ldb int, bf16 bool) *packedMat {
 	pm := &packedMat{K: K, N: N, kBlocks: (K + kc - 1) / kc}
+	half := bf16 && bf16Panels()
 	for jc := 0; jc < N; jc += nc {
 		nb := min(nc, N-jc)
 		panels := (nb + nr - 1) / nr
 		for pc := 0; pc < K; pc += kc {
 			kb := min(kc, K-pc)
 			pb := make([]float32, panels*nr*kb)
+			var ph []uint16
+			if half {
+				ph = make([]uint16, len(pb))
+			}
 			be.parallelWorkers(panels, func(_, lo, hi int) {
 				for jp := lo; jp < hi; jp++ {
-					packB(transB, b, ldb, pc, kb, jc+jp*nr, min(nr, nb-jp*nr), pb[jp*nr*kb:(jp+1)*nr*kb])
+					p := pb[jp*nr*kb : (jp+1)*nr*kb]
+					packB(transB, b, ldb, pc, kb, jc+jp*nr, min(nr, nb-jp*nr), p)
+					switch {
+					case half:
+						packBF16(kb, p, ph[jp*nr*kb:(jp+1)*nr*kb])
+					case bf16:
+						roundBF16(p)
+					}
 				}
 			})
-			pm.blocks = append(pm.blocks, pb)
+			if half {
+				pm.half = append(pm.half, ph)
+			} else {
+				pm.blocks = append(pm.blocks, pb)
+			}
 		}
 	}
 	return pm
@@ -125,8 +150,9 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 		ranges := min(panels, max(1, (2*threads+icBlocks-1)/icBlocks))
 		for pc := 0; pc < K; pc += kc {
 			kb := min(kc, K-pc)
+			bp := bpanels{f: pb, kb: kb}
 			if pre != nil {
-				pb = pre.block(jc, pc)
+				bp = pre.block(jc, pc)
 			} else {
 				par(panels, func(_, lo, hi int) {
 					for jp := lo; jp < hi; jp++ {
@@ -159,12 +185,11 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 								if zero && pc == 0 {
 									clear(row)
 								}
-								kern1x128(kb, pa[i:], pb[jp*nr*kb:(jp+4)*nr*kb], row)
+								bp.row4(jp, pa[i:], row)
 							}
 						}
 					}
 					for ; jp < jend; jp++ {
-						bp := pb[jp*nr*kb : (jp+1)*nr*kb]
 						j0, nw := jc+jp*nr, min(nr, nb-jp*nr)
 						for ip := 0; ip*mr < mb; ip++ {
 							ap := pa[ip*mr*kb : (ip+1)*mr*kb]
@@ -172,14 +197,14 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 							first := zero && pc == 0
 							if mh == mr && nw == nr {
 								// The first K block sets the tile, the rest add to it.
-								kern12x32(kb, ap, bp, c[i0*ldc+j0:], ldc, first)
+								bp.tile(jp, ap, c[i0*ldc+j0:], ldc, first)
 								continue
 							}
 							if first {
 								clearRows(c[i0*ldc+j0:], ldc, mh, nw)
 							}
 							clear(tile[:])
-							kernEdge(kb, mh, ap, bp, &tile)
+							bp.edge(jp, mh, ap, &tile)
 							for i := 0; i < mh; i++ {
 								row := c[(i0+i)*ldc+j0 : (i0+i)*ldc+j0+nw]
 								for j := range row {

@@ -153,3 +153,42 @@ func packA12Vec(a []float32, lda, kb int, dst []float32) int {
 	packA12AVX512(&a[0], lda, n, &dst[0])
 	return n
 }
+
+//go:noescape
+func kern12x32BF16AVX512(kb int, a *float32, b *uint16, c *float32, ldc int, set bool)
+
+//go:noescape
+func kern4x32BF16AVX512(kb int, a *float32, b *uint16, c *float32, ldc int)
+
+//go:noescape
+func kern1x128BF16AVX512(kb int, a *float32, b *uint16, pstride int, c *float32)
+
+// bf16Panels says whether the kernels read bfloat16 B panels here
+// (AVX-512); elsewhere a bf16 freeze packs float32 panels of the rounded
+// weights, which give the same bits.
+func bf16Panels() bool { return useAVX512 }
+
+// kern12x32H is kern12x32 over a bfloat16 B panel.
+func kern12x32H(kb int, a []float32, b []uint16, c []float32, ldc int, set bool) {
+	_ = a[kb*mr-1]
+	_ = b[kb*nr-1]
+	_ = c[(mr-1)*ldc+nr-1]
+	kern12x32BF16AVX512(kb, &a[0], &b[0], &c[0], ldc, set)
+}
+
+// kern1x128H is kern1x128 over four bfloat16 B panels.
+func kern1x128H(kb int, a []float32, b []uint16, c []float32) {
+	_ = a[(kb-1)*mr]
+	_ = b[4*nr*kb-1]
+	_ = c[4*nr-1]
+	kern1x128BF16AVX512(kb, &a[0], &b[0], nr*kb*2, &c[0])
+}
+
+// kernEdgeH is kernEdge over a bfloat16 B panel.
+func kernEdgeH(kb, mh int, a []float32, b []uint16, tile *[mr * nr]float32) {
+	_ = a[kb*mr-1]
+	_ = b[kb*nr-1]
+	for i := 0; i < mh; i += 4 {
+		kern4x32BF16AVX512(kb, &a[i], &b[0], &tile[i*nr], nr)
+	}
+}

@@ -1,0 +1,87 @@
+package cpu
+
+import "math"
+
+// bfloat16 weights for generation (gpu.BF16Freezer). Decoding a few
+// sequences reads every weight once a token, so it runs at the speed of
+// memory, not of arithmetic; rounded to bfloat16 the frozen weights are
+// half the bytes. Only the weights are rounded, once, when frozen:
+// activations stay float32, products are float32 FMAs on the rounded
+// weights (widening a bfloat16 is exact), so a bf16 matmul is the float32
+// matmul of the rounded weights, bit for bit, and as independent of the
+// batch and the thread count. With AVX-512 the packed panels are bfloat16
+// and the kernels widen them as they load; elsewhere the panels are
+// float32 holding the rounded values.
+
+// bf16Round rounds f to bfloat16 (its top 16 bits), nearest with ties to
+// even; a NaN stays a quiet NaN with its sign.
+func bf16Round(f float32) uint16 {
+	b := math.Float32bits(f)
+	if b&0x7fffffff > 0x7f800000 {
+		return uint16(b>>16) | 0x40
+	}
+	b += 0x7fff + (b>>16)&1
+	return uint16(b >> 16)
+}
+
+// bf16Widen is the float32 a bfloat16 stands for.
+func bf16Widen(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+// packBF16 stores a packed float32 B panel (kb x nr, p[k*nr+j]) as
+// bfloat16 in the kernels' order: row k's dword j holds column j in its
+// low half and column 16+j in its high half.
+func packBF16(kb int, src []float32, dst []uint16) {
+	for k := 0; k < kb; k++ {
+		s, d := src[k*nr:k*nr+nr:k*nr+nr], dst[k*nr:k*nr+nr:k*nr+nr]
+		for j := 0; j < nr/2; j++ {
+			d[2*j], d[2*j+1] = bf16Round(s[j]), bf16Round(s[nr/2+j])
+		}
+	}
+}
+
+// roundBF16 rounds a packed float32 panel to bfloat16 values in place
+// (the panels of a bf16 freeze where the kernels take float32).
+func roundBF16(p []float32) {
+	for i, v := range p {
+		p[i] = bf16Widen(bf16Round(v))
+	}
+}
+
+// bpanels is one K block of packed B: float32 panels, or, for a weight
+// frozen as bfloat16 where the kernels read it (bf16Panels), bfloat16
+// ones. Its methods run the micro-kernels on panel jp onwards.
+type bpanels struct {
+	f  []float32
+	h  []uint16
+	kb int
+}
+
+// tile is kern12x32 on panel jp.
+func (p bpanels) tile(jp int, a, c []float32, ldc int, set bool) {
+	n := nr * p.kb
+	if p.h != nil {
+		kern12x32H(p.kb, a, p.h[jp*n:(jp+1)*n], c, ldc, set)
+		return
+	}
+	kern12x32(p.kb, a, p.f[jp*n:(jp+1)*n], c, ldc, set)
+}
+
+// edge is kernEdge on panel jp.
+func (p bpanels) edge(jp, mh int, a []float32, tile *[mr * nr]float32) {
+	n := nr * p.kb
+	if p.h != nil {
+		kernEdgeH(p.kb, mh, a, p.h[jp*n:(jp+1)*n], tile)
+		return
+	}
+	kernEdge(p.kb, mh, a, p.f[jp*n:(jp+1)*n], tile)
+}
+
+// row4 is kern1x128 on panels jp to jp+3.
+func (p bpanels) row4(jp int, a, c []float32) {
+	n := nr * p.kb
+	if p.h != nil {
+		kern1x128H(p.kb, a, p.h[jp*n:(jp+4)*n], c)
+		return
+	}
+	kern1x128(p.kb, a, p.f[jp*n:(jp+4)*n], c)
+}
