@@ -39,6 +39,9 @@ type Generator struct {
 	// KV is how the cache stores keys and values ("": float32); see
 	// model.KVType.
 	KV model.KVType
+	// Weights is what decoding reads the weights as ("": float32); see
+	// model.WeightType.
+	Weights model.WeightType
 	// Progress, if set, is called after each finished request.
 	Progress func(done, total int)
 	// Ctx, if set, is checked at every decoding step: cancelling it (Ctrl-C,
@@ -75,7 +78,11 @@ func (g *Generator) Run(reqs []Request) ([]Output, error) {
 	if kv == "" {
 		kv = model.KVFloat32
 	}
-	kc, err := m.NewCacheOf(slots, min(m.Cfg.MaxSeq, (capNeeded+63)/64*64), kv)
+	w := g.Weights
+	if w == "" {
+		w = model.WeightFloat32
+	}
+	kc, err := m.NewCacheWith(slots, min(m.Cfg.MaxSeq, (capNeeded+63)/64*64), kv, w)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,8 @@ type Cache struct {
 	Slots, Cap int
 	Len        []int32 // positions held per slot
 
-	Type KVType // how keys and values are stored
+	Type    KVType     // how keys and values are stored
+	Weights WeightType // what the matmuls read the weights as
 
 	k, v []gpu.Buffer // per layer (Slots, Cap, NKV*HS); binary16 (Slots, NKV, Cap, HS) for KVHalf
 	// scratch for up to maxN tokens at once
@@ -43,10 +44,40 @@ const (
 	KVHalf KVType = "f16"
 )
 
+// WeightType is what a Cache's decoding reads the weights as.
+type WeightType string
+
+const (
+	// WeightFloat32 reads them as trained: decoding has the training
+	// forward's bits.
+	WeightFloat32 WeightType = "f32"
+	// WeightBF16 computes every matmul over its weight rounded to
+	// bfloat16 (a relative error up to 2^-9 in each weight), activations
+	// and sums in float32: decoding a few sequences reads the weights once
+	// a token, and this halves the bytes. Embedding lookups and norms keep
+	// float32; results still do not depend on threads or on the batch.
+	// Backends with gpu.BF16Freezer only (the CPU's).
+	WeightBF16 WeightType = "bf16"
+)
+
+// ParseWeightType reads a WeightType's name; "" is WeightFloat32.
+func ParseWeightType(s string) (WeightType, error) {
+	switch WeightType(s) {
+	case "", WeightFloat32:
+		return WeightFloat32, nil
+	case WeightBF16:
+		return WeightBF16, nil
+	}
+	return "", fmt.Errorf("weight type %q: want f32 or bf16", s)
+}
+
 // ErrCacheType is wrapped by NewCacheOf when the backend or the model
 // cannot hold the cache type asked for: the same request fails the same
 // way on this backend every time.
 var ErrCacheType = fmt.Errorf("kv cache f16")
+
+// ErrWeightType is ErrCacheType for weights bf16.
+var ErrWeightType = fmt.Errorf("weights bf16")
 
 // ParseKVType reads a KVType's name; "" is KVFloat32.
 func ParseKVType(s string) (KVType, error) {
@@ -67,7 +98,21 @@ func (m *Model) NewCache(slots, capacity int) (*Cache, error) {
 
 // NewCacheOf is NewCache storing keys and values as typ says.
 func (m *Model) NewCacheOf(slots, capacity int, typ KVType) (*Cache, error) {
+	return m.NewCacheWith(slots, capacity, typ, WeightFloat32)
+}
+
+// NewCacheWith is NewCacheOf decoding over the weights as w says.
+func (m *Model) NewCacheWith(slots, capacity int, typ KVType, w WeightType) (*Cache, error) {
 	c := m.Cfg
+	switch w {
+	case WeightFloat32:
+	case WeightBF16:
+		if _, ok := m.be.(gpu.BF16Freezer); !ok {
+			return nil, fmt.Errorf("%w: backend %s has no bfloat16 weights; use f32", ErrWeightType, m.be.Name())
+		}
+	default:
+		return nil, fmt.Errorf("weight type %q: want f32 or bf16", w)
+	}
 	if slots <= 0 || capacity <= 0 || capacity > c.MaxSeq {
 		return nil, fmt.Errorf("kv cache: %d slots x %d positions; want positive, at most %d positions", slots, capacity, c.MaxSeq)
 	}
@@ -87,7 +132,7 @@ func (m *Model) NewCacheOf(slots, capacity int, typ KVType) (*Cache, error) {
 	}
 	if sp := m.spare; sp != nil {
 		m.spare = nil
-		if sp.Slots == slots && sp.Cap == capacity && sp.Type == typ {
+		if sp.Slots == slots && sp.Cap == capacity && sp.Type == typ && sp.Weights == w {
 			// The last cache freed, reused: its pages are already mapped, and
 			// stale rows past Len are never read.
 			clear(sp.Len)
@@ -109,7 +154,7 @@ func (m *Model) NewCacheOf(slots, capacity int, typ KVType) (*Cache, error) {
 		parts = max(1, be.Threads())
 	}
 	n := max(slots, capacity*parts)
-	kc := &Cache{Slots: slots, Cap: capacity, Len: make([]int32, slots), Type: typ, maxN: n, parts: parts,
+	kc := &Cache{Slots: slots, Cap: capacity, Len: make([]int32, slots), Type: typ, Weights: w, maxN: n, parts: parts,
 		k: make([]gpu.Buffer, c.Layers), v: make([]gpu.Buffer, c.Layers)}
 	perLayer, newRows := slots*capacity*KVD, slots
 	if half {
@@ -135,6 +180,10 @@ func (m *Model) NewCacheOf(slots, capacity int, typ KVType) (*Cache, error) {
 // in use: nothing trains a model while it generates.
 func (m *Model) freeze(kc *Cache) {
 	kc.release = func() {}
+	if f, ok := m.be.(gpu.BF16Freezer); ok && kc.Weights == WeightBF16 {
+		kc.release = f.FreezeWeightsBF16(m.params)
+		return
+	}
 	if f, ok := m.be.(gpu.WeightFreezer); ok {
 		kc.release = f.FreezeWeights(m.params)
 	}
