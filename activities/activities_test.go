@@ -179,34 +179,44 @@ func TestRoundThroughActivities(t *testing.T) {
 	}
 }
 
-// noHalfKV is a backend without the binary16 cache (as the CUDA one).
+// noHalfKV is a backend without the binary16 cache or bfloat16 weights (as
+// the CUDA one).
 type noHalfKV struct{ gpu.Backend }
 
-// TestHalfCacheGenerates: generation.kv_cache f16 generates on the CPU
-// backend; on a backend without binary16 attention Generate refuses it as
-// a bad spec (not retried), naming the key.
+// TestHalfCacheGenerates: generation.kv_cache f16 and generation.weights
+// bf16 generate on the CPU backend; on a backend without binary16
+// attention or bfloat16 weights Generate refuses them as a bad spec (not
+// retried), naming the key.
 func TestHalfCacheGenerates(t *testing.T) {
-	s := testSpec(t)
-	s.Generation.KVCache = "f16"
-	ref := pipeline.MemberRef{Spec: s, Member: 1}
-	for _, be := range []gpu.Backend{cpu.New(2), noHalfKV{cpu.New(2)}} {
-		var st testsuite.WorkflowTestSuite
-		e := &env{t: t, a: New(blob.Local{Root: t.TempDir()}, be, "q-test"), env: st.NewTestActivityEnvironment()}
-		e.env.RegisterActivity(e.a)
-		if err := e.run(e.a.Acquire, pipeline.AcquireInput{MemberRef: ref}, nil); err != nil {
-			t.Fatal(err)
-		}
-		var g pipeline.GenerateOutput
-		err := e.run(e.a.Generate, ref, &g)
-		if _, ok := be.(gpu.HalfKV); ok {
-			if err != nil || g.Tokens == 0 {
-				t.Fatalf("f16 generation on the CPU backend: %+v, %v", g, err)
+	for _, c := range []struct {
+		key string
+		set func(*spec.RunSpec)
+	}{
+		{"generation.kv_cache", func(s *spec.RunSpec) { s.Generation.KVCache = "f16" }},
+		{"generation.weights", func(s *spec.RunSpec) { s.Generation.Weights = "bf16" }},
+	} {
+		s := testSpec(t)
+		c.set(&s)
+		ref := pipeline.MemberRef{Spec: s, Member: 1}
+		for _, be := range []gpu.Backend{cpu.New(2), noHalfKV{cpu.New(2)}} {
+			var st testsuite.WorkflowTestSuite
+			e := &env{t: t, a: New(blob.Local{Root: t.TempDir()}, be, "q-test"), env: st.NewTestActivityEnvironment()}
+			e.env.RegisterActivity(e.a)
+			if err := e.run(e.a.Acquire, pipeline.AcquireInput{MemberRef: ref}, nil); err != nil {
+				t.Fatal(err)
 			}
-			continue
-		}
-		var ae *temporal.ApplicationError
-		if !errors.As(err, &ae) || ae.Type() != pipeline.ErrBadSpec || !ae.NonRetryable() || !strings.Contains(err.Error(), "generation.kv_cache") {
-			t.Fatalf("f16 generation without binary16 attention: %v", err)
+			var g pipeline.GenerateOutput
+			err := e.run(e.a.Generate, ref, &g)
+			if _, ok := be.(gpu.HalfKV); ok {
+				if err != nil || g.Tokens == 0 {
+					t.Fatalf("%s on the CPU backend: %+v, %v", c.key, g, err)
+				}
+				continue
+			}
+			var ae *temporal.ApplicationError
+			if !errors.As(err, &ae) || ae.Type() != pipeline.ErrBadSpec || !ae.NonRetryable() || !strings.Contains(err.Error(), c.key) {
+				t.Fatalf("%s on a backend without it: %v", c.key, err)
+			}
 		}
 	}
 }

@@ -41,6 +41,9 @@ func (a *Activities) Generate(ctx context.Context, ref pipeline.MemberRef) (pipe
 		// its backend or the model cannot hold.
 		return pipeline.GenerateOutput{}, badSpec(fmt.Errorf("generation.kv_cache: %w", err))
 	}
+	if errors.Is(err, model.ErrWeightType) {
+		return pipeline.GenerateOutput{}, badSpec(fmt.Errorf("generation.weights: %w", err))
+	}
 	if err != nil {
 		return pipeline.GenerateOutput{}, err
 	}

@@ -110,6 +110,9 @@ func validateRun(s *RunSpec, bad func(error)) {
 	if _, err := model.ParseKVType(s.Generation.KVCache); err != nil {
 		bad(fmt.Errorf("generation.kv_cache: %w", err))
 	}
+	if _, err := model.ParseWeightType(s.Generation.Weights); err != nil {
+		bad(fmt.Errorf("generation.weights: %w", err))
+	}
 	if p := s.Generation.TopP; !(p > 0 && p <= 1) {
 		bad(fmt.Errorf("generation.top_p: %v must be in (0, 1]: 0 keeps no token (1, the default, keeps all)", p))
 	}

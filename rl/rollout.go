@@ -55,7 +55,7 @@ func Generate(m *Member, mi int, prompts []Prompt, c Config, round int) (Rollout
 				Stop: []string{"\nQ:"}, Seed: SampleSeed(c.Seed, round, mi, p, k)}})
 		}
 	}
-	outs, err := (&generate.Generator{Model: m.Model, Tok: m.Tok, KV: c.KV}).Run(reqs)
+	outs, err := (&generate.Generator{Model: m.Model, Tok: m.Tok, KV: c.KV, Weights: c.Weights}).Run(reqs)
 	if err != nil {
 		return nil, fmt.Errorf("%s: generate: %w", m.Name, err)
 	}

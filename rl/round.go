@@ -61,12 +61,14 @@ type Config struct {
 	TopP           float32 `json:"top_p"`
 	MaxNewTokens   int     `json:"max_new_tokens"`
 	// KV is the rollouts' key/value cache type ("": float32).
-	KV           model.KVType `json:"kv_cache,omitempty"`
-	GRPO         GRPO         `json:"grpo"`
-	LearningRate float64      `json:"learning_rate"`
-	WarmupSteps  int          `json:"warmup_steps"`
-	TotalSteps   int          `json:"total_steps"` // optimizer steps of the whole run, for the cosine schedule
-	MinLRRatio   float64      `json:"min_lr_ratio"`
+	KV model.KVType `json:"kv_cache,omitempty"`
+	// Weights is what the rollouts' matmuls read ("": float32).
+	Weights      model.WeightType `json:"weights,omitempty"`
+	GRPO         GRPO             `json:"grpo"`
+	LearningRate float64          `json:"learning_rate"`
+	WarmupSteps  int              `json:"warmup_steps"`
+	TotalSteps   int              `json:"total_steps"` // optimizer steps of the whole run, for the cosine schedule
+	MinLRRatio   float64          `json:"min_lr_ratio"`
 	Optim        model.Optim
 	MicroBatch   int    `json:"micro_batch"` // most sequences per forward/backward (microBatches)
 	Seed         uint64 `json:"seed"`

@@ -20,7 +20,8 @@ func ConfigFromSpec(s *spec.RunSpec) Config {
 	return Config{
 		Reward: s.Reward.Mode, Threshold: s.Reward.Threshold,
 		NumGenerations: s.Generation.NumGenerations, Temperature: s.Generation.Temperature, TopK: s.Generation.TopK,
-		TopP: s.Generation.TopP, MaxNewTokens: s.Generation.MaxCompletion, KV: model.KVType(s.Generation.KVCache), GRPO: g,
+		TopP: s.Generation.TopP, MaxNewTokens: s.Generation.MaxCompletion, KV: model.KVType(s.Generation.KVCache),
+		Weights: model.WeightType(s.Generation.Weights), GRPO: g,
 		LearningRate: s.Optim.LearningRate, WarmupSteps: s.Warmup(), TotalSteps: s.Rounds * s.GRPO.StepsPerRound(),
 		MinLRRatio: s.Optim.MinLRRatio, MicroBatch: s.MicroBatchSize, Seed: s.Seed,
 		Optim: model.OptimFromSpec(s.Optim), Answers: datasets.AnswerRuleFromSpec(s.Data), Checker: checker.FromSpec(s.Data.Checker),

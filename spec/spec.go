@@ -94,6 +94,12 @@ type Generation struct {
 	// decoding reads, with each key and value rounded (CPU backend only).
 	// Evaluation always decodes with float32.
 	KVCache string `json:"kv_cache,omitempty" mapstructure:"kv_cache"`
+	// Weights is what rollouts' matmuls read the weights as: "f32" (the
+	// default) or "bf16", each weight rounded to bfloat16 while the round
+	// generates, half the bytes that decoding a few sequences is bound by
+	// (CPU backend only). The update, its log-probabilities and evaluation
+	// always use float32.
+	Weights string `json:"weights,omitempty" mapstructure:"weights"`
 }
 
 // Optim is AdamW with warmup and cosine decay (TRL/transformers names).
