@@ -168,6 +168,7 @@ func newBenchGenerateCmd(stdio IO, getenv func(string) string) *cobra.Command {
 		batch, prompt, newTok, reps, warmup int
 		bf                                  BackendFlags
 		kv                                  model.KVType
+		weights                             model.WeightType
 		noCache                             bool
 	)
 	cmd := &cobra.Command{
@@ -195,7 +196,7 @@ func newBenchGenerateCmd(stdio IO, getenv func(string) string) *cobra.Command {
 				}
 				reqs[i] = generate.Request{Prompt: p, Params: generate.Params{MaxNewTokens: newTok, Temperature: 1, Seed: uint64(i)}}
 			}
-			g := &generate.Generator{Model: m, Tok: tokenizer.NewBytes(), Slots: batch, KV: kv}
+			g := &generate.Generator{Model: m, Tok: tokenizer.NewBytes(), Slots: batch, KV: kv, Weights: weights}
 			run := g.Run
 			if noCache {
 				run = g.RunWithoutCache
@@ -204,7 +205,7 @@ func newBenchGenerateCmd(stdio IO, getenv func(string) string) *cobra.Command {
 			if !noCache {
 				cache = string(kv)
 			}
-			fmt.Fprintf(stdio.Out, "model: %s, %.2fM parameters; backend %s; kv cache %s\n", m.Cfg.Family, float64(m.NumParams())/1e6, be.Name(), cache)
+			fmt.Fprintf(stdio.Out, "model: %s, %.2fM parameters; backend %s; kv cache %s; weights %s\n", m.Cfg.Family, float64(m.NumParams())/1e6, be.Name(), cache, weights)
 			// Untimed runs first, as an RL round follows the last one: the
 			// model keeps its cache's memory, touched once.
 			for r := 0; r < warmup; r++ {
@@ -227,6 +228,7 @@ func newBenchGenerateCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	bf.Register(fl, getenv)
 	fl.BoolVar(&noCache, "no-cache", false, "recompute the prefix every step instead of using the KV cache")
 	registerKVCache(fl, &kv)
+	registerWeights(fl, &weights)
 	return cmd
 }
 
@@ -236,7 +238,9 @@ the forward FLOPs done per second (every prompt and generated position, and
 the generated ones alone) against a 1024^3 matmul on the same backend,
 measured after every repetition: each repetition's share is taken against its
 own peak and the median is printed, with the range. --kv-cache f16 keeps the
-cache in IEEE binary16 (the CPU backend), half the bytes decoding reads.
+cache in IEEE binary16 (the CPU backend), half the bytes decoding reads;
+--weights bf16 runs the matmuls over the weights rounded to bfloat16, half
+the bytes a step of a few sequences reads.
 
 Example, the small config at batch 64:
   corl bench generate --batch 64 --prompt-tokens 128 --new 32`

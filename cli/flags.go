@@ -87,6 +87,33 @@ func registerKVCache(fl *pflag.FlagSet, kv *model.KVType) {
 	fl.Var(kvCacheFlag{kv}, "kv-cache", "how the KV cache stores keys and values: f32, or f16 (IEEE binary16, each key and value rounded: half the bytes decoding reads; CPU backend)")
 }
 
+// weightsFlag is --weights: what decoding reads the weights as.
+type weightsFlag struct{ w *model.WeightType }
+
+func (f weightsFlag) String() string {
+	if f.w == nil || *f.w == "" {
+		return string(model.WeightFloat32)
+	}
+	return string(*f.w)
+}
+
+func (f weightsFlag) Set(v string) error {
+	w, err := model.ParseWeightType(v)
+	if err != nil {
+		return err
+	}
+	*f.w = w
+	return nil
+}
+
+func (weightsFlag) Type() string { return "f32|bf16" }
+
+// registerWeights adds --weights, float32 by default.
+func registerWeights(fl *pflag.FlagSet, w *model.WeightType) {
+	*w = model.WeightFloat32
+	fl.Var(weightsFlag{w}, "weights", "what decoding's matmuls read the weights as: f32, or bf16 (each weight rounded to bfloat16, activations and sums float32: half the bytes decoding a few sequences reads; CPU backend)")
+}
+
 // enumFlag is a string flag that takes one of a fixed set of values.
 type enumFlag struct {
 	v       *string

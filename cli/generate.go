@@ -18,6 +18,7 @@ func newGenerateCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var (
 		dir, prompt, template string
 		kv                    model.KVType
+		weights               model.WeightType
 		p                     generate.Params
 		n                     int
 		bf                    BackendFlags
@@ -69,10 +70,13 @@ Example:
 				reqs[i] = generate.Request{Prompt: ids, Params: p}
 				reqs[i].Seed = p.Seed + uint64(i)
 			}
-			outs, err := (&generate.Generator{Model: m, Tok: tok, Ctx: cmd.Context(), KV: kv}).Run(reqs)
+			outs, err := (&generate.Generator{Model: m, Tok: tok, Ctx: cmd.Context(), KV: kv, Weights: weights}).Run(reqs)
 			if err != nil {
 				if errors.Is(err, model.ErrCacheType) {
 					return fmt.Errorf("--kv-cache: %w", err)
+				}
+				if errors.Is(err, model.ErrWeightType) {
+					return fmt.Errorf("--weights: %w", err)
 				}
 				return err
 			}
@@ -101,6 +105,7 @@ Example:
 	fl.IntVar(&n, "n", 1, "number of samples")
 	fl.StringArrayVar(&stop, "stop", nil, "a stop string, any text (a newline too: --stop $'\\n'); repeatable")
 	registerKVCache(fl, &kv)
+	registerWeights(fl, &weights)
 	bf.Register(fl, getenv)
 	return cmd
 }
