@@ -76,19 +76,3 @@ func packA12Vec(a []float32, lda, kb int, dst []float32) int { return 0 }
 func rowKernel() bool { return false }
 
 func kern1x128(kb int, a, b, c []float32) { panic("cpu: kern1x128 without AVX-512") }
-
-// bf16Panels: the kernels here take float32 panels only (a bf16 freeze
-// packs the rounded weights as float32).
-func bf16Panels() bool { return false }
-
-func kern12x32H(kb int, a []float32, b []uint16, c []float32, ldc int, set bool) {
-	panic("cpu: bfloat16 panels without AVX-512")
-}
-
-func kern1x128H(kb int, a []float32, b []uint16, c []float32) {
-	panic("cpu: bfloat16 panels without AVX-512")
-}
-
-func kernEdgeH(kb, mh int, a []float32, b []uint16, tile *[mr * nr]float32) {
-	panic("cpu: bfloat16 panels without AVX-512")
-}
