@@ -60,58 +60,43 @@ func newBackend(name string, threads int) (gpu.Backend, error) {
 	}
 }
 
-// kvCacheFlag is --kv-cache: how the KV cache stores keys and values.
-type kvCacheFlag struct{ kv *model.KVType }
-
-func (f kvCacheFlag) String() string {
-	if f.kv == nil || *f.kv == "" {
-		return string(model.KVFloat32)
-	}
-	return string(*f.kv)
+// typeFlag is a flag whose value is a name of one of model's types
+// (--kv-cache, --weights), read by that type's parser.
+type typeFlag[T ~string] struct {
+	v     *T
+	def   T                       // what "" stands for
+	parse func(string) (T, error) // model.ParseKVType, model.ParseWeightType
+	names string                  // the values, for the help: "f32|f16"
 }
 
-func (f kvCacheFlag) Set(v string) error {
-	kv, err := model.ParseKVType(v)
+func (f typeFlag[T]) String() string {
+	if f.v == nil || *f.v == "" {
+		return string(f.def)
+	}
+	return string(*f.v)
+}
+
+func (f typeFlag[T]) Set(s string) error {
+	v, err := f.parse(s)
 	if err != nil {
 		return err
 	}
-	*f.kv = kv
+	*f.v = v
 	return nil
 }
 
-func (kvCacheFlag) Type() string { return "f32|f16" }
+func (f typeFlag[T]) Type() string { return f.names }
 
 // registerKVCache adds --kv-cache, float32 by default.
 func registerKVCache(fl *pflag.FlagSet, kv *model.KVType) {
 	*kv = model.KVFloat32
-	fl.Var(kvCacheFlag{kv}, "kv-cache", "how the KV cache stores keys and values: f32, or f16 (IEEE binary16, each key and value rounded: half the bytes decoding reads; CPU backend)")
+	fl.Var(typeFlag[model.KVType]{kv, model.KVFloat32, model.ParseKVType, "f32|f16"}, "kv-cache", "how the KV cache stores keys and values: f32, or f16 (IEEE binary16, each key and value rounded: half the bytes decoding reads; CPU backend)")
 }
-
-// weightsFlag is --weights: what decoding reads the weights as.
-type weightsFlag struct{ w *model.WeightType }
-
-func (f weightsFlag) String() string {
-	if f.w == nil || *f.w == "" {
-		return string(model.WeightFloat32)
-	}
-	return string(*f.w)
-}
-
-func (f weightsFlag) Set(v string) error {
-	w, err := model.ParseWeightType(v)
-	if err != nil {
-		return err
-	}
-	*f.w = w
-	return nil
-}
-
-func (weightsFlag) Type() string { return "f32|bf16" }
 
 // registerWeights adds --weights, float32 by default.
 func registerWeights(fl *pflag.FlagSet, w *model.WeightType) {
 	*w = model.WeightFloat32
-	fl.Var(weightsFlag{w}, "weights", "what decoding's matmuls read the weights as: f32, or bf16 (each weight rounded to bfloat16, activations and sums float32: half the bytes decoding a few sequences reads; CPU backend)")
+	fl.Var(typeFlag[model.WeightType]{w, model.WeightFloat32, model.ParseWeightType, "f32|bf16"}, "weights", "what decoding's matmuls read the weights as: f32, or bf16 (each weight rounded to bfloat16, activations and sums float32: half the bytes decoding a few sequences reads; CPU backend)")
 }
 
 // enumFlag is a string flag that takes one of a fixed set of values.
