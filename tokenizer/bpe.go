@@ -267,6 +267,21 @@ func (t *BPE) VocabSize() int { return len(t.inv) }
 // EOS implements Tokenizer.
 func (t *BPE) EOS() int32 { return t.eos }
 
+// Token returns the string of id as the vocabulary (or the added tokens)
+// spell it, and whether it is an added token; "" and false for an id out of
+// range.
+func (t *BPE) Token(id int32) (tok string, added bool) {
+	if id < 0 || int(id) >= len(t.inv) {
+		return "", false
+	}
+	for _, a := range t.added {
+		if a.id == id {
+			return a.content, true
+		}
+	}
+	return t.inv[id], false
+}
+
 // TokenID returns the id of a token string (added or in the vocabulary).
 func (t *BPE) TokenID(tok string) (int32, bool) {
 	for _, a := range t.added {

@@ -159,3 +159,25 @@ func TestLoadErrorsNameTheField(t *testing.T) {
 		}
 	}
 }
+
+// TestToken: Token spells every id as the vocabulary does (the byte
+// tokenizer's byte-level characters), marks added tokens, and refuses ids
+// outside the vocabulary.
+func TestToken(t *testing.T) {
+	tok := NewBytes()
+	for _, tc := range []struct {
+		id    int32
+		want  string
+		added bool
+	}{{'a', "a", false}, {' ', "Ġ", false}, {'\n', "Ċ", false}, {256, EndOfText, true}, {257, "", false}, {-1, "", false}} {
+		if got, added := tok.Token(tc.id); got != tc.want || added != tc.added {
+			t.Errorf("Token(%d) = %q, %v; want %q, %v", tc.id, got, added, tc.want, tc.added)
+		}
+	}
+	for id := int32(0); id < int32(tok.VocabSize()); id++ {
+		s, _ := tok.Token(id)
+		if back, ok := tok.TokenID(s); !ok || back != id {
+			t.Fatalf("TokenID(Token(%d) = %q) = %d, %v", id, s, back, ok)
+		}
+	}
+}
