@@ -5,7 +5,7 @@ TOOLS := $(CURDIR)/.tools/bin
 VERSITYGW := $(TOOLS)/versitygw
 WORKFLOWCHECK := $(TOOLS)/workflowcheck
 
-.PHONY: bench-gemm cuda-emu cuda-emu-mutants paper-table composition composition-tune composition-tune-rerun composition-anchors composition-analysis own-task-tune own-task own-task-analysis collapse zoo zoo-natural zoo-own test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
+.PHONY: bench-gemm bench-llamacpp llamacpp-check cuda-emu cuda-emu-mutants paper-table composition composition-tune composition-tune-rerun composition-anchors composition-analysis own-task-tune own-task own-task-analysis collapse zoo zoo-natural zoo-own test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
 
 build:
 	$(GO) build -o bin/corl ./cmd/corl
@@ -28,7 +28,7 @@ test-unit:
 # S3 faults, the pipeline against the in-process trainer, SIGKILLed workers
 # and a SIGKILLed `corl dev`, every way a run ends, and (as root) partitions
 # between network namespaces made on this machine (iproute2).
-test-long: tools tokref test-arm64 cuda-emu
+test-long: tools tokref test-arm64 cuda-emu llamacpp-check
 	$(WORKFLOWCHECK) ./workflows/...
 	$(GO) test -count=1 -run TestConformance -v ./tokenizer
 	# Fuzzing is bounded by executions, not seconds: a -fuzztime duration
@@ -39,6 +39,7 @@ test-long: tools tokref test-arm64 cuda-emu
 	$(GO) test -count=1 -tags long -timeout 30m -run TestGroundTruthRLLearns -v ./train
 	CORL_CUDA_EMU=$(CUDA_EMU) $(GO) test -count=1 -tags long -timeout 30m -run TestLocalRoundsOnEmulatedCUDA -v ./train
 	$(GO) test -count=1 -run XXX -fuzz FuzzParse -fuzztime 1000000x ./safetensors
+	$(GO) test -count=1 -run XXX -fuzz FuzzParse -fuzztime 200000x ./gguf
 	$(GO) test -count=1 -run XXX -fuzz FuzzBytesRoundTrip -fuzztime 15000x ./tokenizer
 	@command -v ip >/dev/null || (apt-get update -qq && apt-get install -y -qq --no-install-recommends iproute2)
 	VERSITYGW=$(VERSITYGW) scripts/with-s3.sh $(GO) test -count=1 -timeout 40m -tags e2e ./blob ./e2e
@@ -111,6 +112,39 @@ bench-gemm: build
 	mkdir -p .tools && cc -O2 -o .tools/sgemm-ref scripts/gemm-ref/sgemm.c -lopenblas
 	OPENBLAS_CORETYPE=$(OPENBLAS_CORE) bin/corl bench gemm --threads 1 --reference .tools/sgemm-ref
 	OPENBLAS_CORETYPE=$(OPENBLAS_CORE) bin/corl bench gemm --threads 2 --reference .tools/sgemm-ref
+
+# corl against llama.cpp on one model (random weights, written as GGUF),
+# generation at batch 1, 16 and 128 on one and two threads, the 6 x 256 and
+# the 12 x 768 llama: about twelve minutes. llama.cpp is the prebuilt CPU
+# library node-llama-cpp 3.21.1 ships (pinned with its lock file), called
+# from a small C program built against the headers of the same release
+# (its source is bundled in the package), so no JavaScript is timed.
+LLAMACPP := $(CURDIR)/.tools/llamacpp
+LLAMACPP_LIB := node_modules/@node-llama-cpp/linux-$(subst x86_64,x64,$(subst aarch64,arm64,$(shell uname -m)))/bins/linux-$(subst x86_64,x64,$(subst aarch64,arm64,$(shell uname -m)))
+bench-llamacpp: build $(LLAMACPP)/llama-ref
+	bin/corl bench llamacpp --reference $(LLAMACPP)/llama-ref
+	bin/corl bench llamacpp --reference $(LLAMACPP)/llama-ref --layers 12 --dim 768 --heads 12 --reps 1
+
+# The GGUF export against llama.cpp's reading of it (part of test-long): the
+# next-token probabilities and greedy tokens of grouped-query, tied, biased
+# and multi-query llamas, then one short timed run through the protocol.
+llamacpp-check: build $(LLAMACPP)/llama-ref
+	bin/corl bench llamacpp --reference $(LLAMACPP)/llama-ref --check-only
+	bin/corl bench llamacpp --reference $(LLAMACPP)/llama-ref --check-only --kv-heads 2 --tied --qkv-bias
+	bin/corl bench llamacpp --reference $(LLAMACPP)/llama-ref --check-only --layers 2 --dim 96 --heads 3 --kv-heads 1 --hidden 160
+	bin/corl bench llamacpp --reference $(LLAMACPP)/llama-ref --batch 1,3 --threads 1 --reps 1 --new 8 --layers 2 --dim 64 --heads 2
+
+$(LLAMACPP)/llama-ref: scripts/llamacpp/llama-ref.c $(LLAMACPP)/.installed
+	@command -v cc >/dev/null || (apt-get update -qq && apt-get install -y -qq --no-install-recommends gcc libc6-dev)
+	cd $(LLAMACPP) && cc -O2 -Wall -o llama-ref $(CURDIR)/scripts/llamacpp/llama-ref.c -Isrc/include -Isrc/ggml/include \
+		-L$(LLAMACPP_LIB) -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -lggml-base -lm -ldl -Wl,-rpath,'$$ORIGIN/$(LLAMACPP_LIB)'
+
+$(LLAMACPP)/.installed: scripts/llamacpp/package.json scripts/llamacpp/package-lock.json
+	rm -rf $(LLAMACPP) && mkdir -p $(LLAMACPP)
+	cp scripts/llamacpp/package.json scripts/llamacpp/package-lock.json $(LLAMACPP)/
+	cd $(LLAMACPP) && npm ci --no-audit --no-fund --ignore-scripts
+	git clone -q $(LLAMACPP)/node_modules/node-llama-cpp/llama/gitRelease.bundle $(LLAMACPP)/src
+	touch $@
 
 # OpenBLAS 0.3.21 picks its AVX2 kernels on CPUs newer than it knows (this
 # machine's): its best kernel here is the AVX-512 one, named by hand.

@@ -46,7 +46,7 @@ func newBenchCmd(stdio IO, getenv func(string) string) *cobra.Command {
 		},
 	}
 	cmd.PersistentFlags().StringVar(&profile, "cpuprofile", "", "write a CPU profile of the benchmark to this file (go tool pprof)")
-	cmd.AddCommand(newBenchTrainCmd(stdio, getenv), newBenchGenerateCmd(stdio, getenv), newBenchRoundCmd(stdio, getenv), newBenchGemmCmd(stdio, getenv))
+	cmd.AddCommand(newBenchTrainCmd(stdio, getenv), newBenchGenerateCmd(stdio, getenv), newBenchRoundCmd(stdio, getenv), newBenchGemmCmd(stdio, getenv), newBenchLlamaCppCmd(stdio, getenv))
 	return cmd
 }
 
