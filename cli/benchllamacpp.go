@@ -156,7 +156,8 @@ func (o *llamaCppBench) startOn(m *model.Model, tok *tokenizer.BPE, stderr io.Wr
 		if err != nil {
 			return nil, err
 		}
-		// The reference has read the file once load answers.
+		// Removed once load has answered: the reference holds the file open
+		// (mapped), which outlives its name.
 		defer os.RemoveAll(tmp)
 		path = filepath.Join(tmp, "model.gguf")
 	}
