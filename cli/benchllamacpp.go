@@ -37,8 +37,8 @@ each of four prompts (the largest difference in any probability) and
 --greedy greedy tokens after each; a first greedy token that differs, or a
 probability off by more than 1e-5, stops the command (--check-only stops it
 there either way). Then, for every --threads and --batch, both engines sample
-(temperature 1, untruncated, EOS ends a sequence) up to --new tokens after
-each of --batch prompts of --prompt-tokens, all decoded together, one
+(temperature 1, untruncated) --new tokens after each of --batch prompts of
+--prompt-tokens, EOS or not, all decoded together, one
 sequence a KV cache: --warmup untimed runs, then --reps timed ones, the
 engines alternating run by run. The table shows generated tokens per second
 (the prompts' prefill included in the time), the median of the repetitions,
@@ -184,7 +184,7 @@ func (o *llamaCppBench) startOn(m *model.Model, tok *tokenizer.BPE, stderr io.Wr
 // within a minute.
 func (o *llamaCppBench) timeBoth(ref *llamaCpp, m *model.Model, tok *tokenizer.BPE, b, t int) (ours, theirs float64, err error) {
 	prompts := benchPrompts(b, o.prompt, o.mf.vocab)
-	g := &generate.Generator{Model: m, Tok: tok, Slots: b, KV: o.kv, Weights: o.weights}
+	g := &generate.Generator{Model: m, Tok: untilLength{tok}, Slots: b, KV: o.kv, Weights: o.weights}
 	var us, them []float64
 	for r := range o.reps {
 		w := 0
@@ -351,6 +351,13 @@ func softmax(logits []float32) []float64 {
 	}
 	return p
 }
+
+// untilLength is a tokenizer without an end-of-sequence token, so that every
+// timed sequence generates --new tokens, as in the reference: at batch 1 a
+// sequence ended after a few tokens leaves the prefill's time over those few.
+type untilLength struct{ *tokenizer.BPE }
+
+func (untilLength) EOS() int32 { return -1 }
 
 // sampleRate is corl's generated tokens/s on the prompts, sampled as
 // llama.cpp is (temperature 1, untruncated), the prefill included.

@@ -13,7 +13,8 @@
 //	time NEW THREADS KV FLASH WARMUP B, then B prompts
 //	    -> "TOKENS SECONDS": every prompt decoded together, one sequence
 //	       each, sampling (temperature 1, untruncated, as llama.cpp's dist
-//	       sampler draws) up to NEW tokens after each; EOS ends a sequence.
+//	       sampler draws) NEW tokens after each, EOS or not (a sequence
+//	       ended early would leave the prefill's time over fewer tokens).
 //	       KV is f32 or f16 (the cache), FLASH 0 or 1 (flash attention),
 //	       WARMUP untimed runs first. The context is kept while the next
 //	       request asks for the same one.
@@ -34,7 +35,6 @@
 #include "llama.h"
 
 static struct llama_model *model;
-static const struct llama_vocab *vocab;
 static int n_vocab;
 
 static void quiet(enum ggml_log_level level, const char *text, void *data) {
@@ -191,7 +191,7 @@ static long sample(int n, llama_token **prompts, int *lens, int new_tokens, stru
 				llama_token t = llama_sampler_sample(smpl[i], ctx, row[i]);
 				tokens++;
 				last[i] = t;
-				if (++made[i] == new_tokens || llama_vocab_is_eog(vocab, t)) done[i] = 1;
+				if (++made[i] == new_tokens) done[i] = 1;
 			}
 	}
 	llama_batch_free(b);
@@ -272,7 +272,7 @@ int main(void) {
 			if (!model) {
 				printf("error load: %s does not load\n", path);
 			} else {
-				vocab = llama_model_get_vocab(model);
+				const struct llama_vocab *vocab = llama_model_get_vocab(model);
 				n_vocab = llama_vocab_n_tokens(vocab);
 				printf("ok %d\n", n_vocab);
 			}
