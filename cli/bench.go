@@ -189,11 +189,7 @@ func newBenchGenerateCmd(stdio IO, getenv func(string) string) *cobra.Command {
 				return err
 			}
 			reqs := make([]generate.Request, batch)
-			for i := range reqs {
-				p := make([]int32, prompt)
-				for j := range p {
-					p[j] = int32((i*7 + j) % mf.vocab)
-				}
+			for i, p := range benchPrompts(batch, prompt, mf.vocab) {
 				reqs[i] = generate.Request{Prompt: p, Params: generate.Params{MaxNewTokens: newTok, Temperature: 1, Seed: uint64(i)}}
 			}
 			g := &generate.Generator{Model: m, Tok: tokenizer.NewBytes(), Slots: batch, KV: kv, Weights: weights}

@@ -206,8 +206,8 @@ func (o *llamaCppBench) timeBoth(ref *llamaCpp, m *model.Model, tok *tokenizer.B
 	return median(us), median(them), nil
 }
 
-// benchPrompts are n prompts of length tokens, as corl bench generate makes
-// them.
+// benchPrompts are the n prompts of length tokens that corl bench generate
+// and corl bench llamacpp decode.
 func benchPrompts(n, length, vocab int) [][]int32 {
 	out := make([][]int32, n)
 	for i := range out {
