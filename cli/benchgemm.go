@@ -193,18 +193,25 @@ func startReference(path string, threads int, stderr io.Writer) (*reference, err
 		t := strconv.Itoa(threads)
 		cmd.Env = append(cmd.Env, "OPENBLAS_NUM_THREADS="+t, "OMP_NUM_THREADS="+t)
 	}
-	in, err := cmd.StdinPipe()
+	in, out, err := startPiped(cmd)
 	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &reference{path: path, cmd: cmd, in: in, out: bufio.NewScanner(out)}, nil
+}
+
+// startPiped starts a reference program with its stdin and stdout piped to
+// the caller.
+func startPiped(cmd *exec.Cmd) (io.WriteCloser, io.Reader, error) {
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	return in, out, cmd.Start()
 }
 
 // time is the program's GFLOP/s on sh.

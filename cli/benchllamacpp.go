@@ -392,15 +392,8 @@ type llamaCpp struct {
 func startLlamaCpp(path string, stderr io.Writer) (*llamaCpp, error) {
 	cmd := exec.Command(path)
 	cmd.Stderr = stderr
-	pipe, err := cmd.StdinPipe()
+	pipe, out, err := startPiped(cmd)
 	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("--reference: %w (make bench-llamacpp builds it)", err)
 	}
 	return &llamaCpp{path: path, cmd: cmd, pipe: pipe, in: bufio.NewWriterSize(pipe, 1<<20), out: bufio.NewReaderSize(out, 1<<20)}, nil
