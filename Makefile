@@ -120,7 +120,8 @@ bench-gemm: build
 # from a small C program built against the headers of the same release
 # (its source is bundled in the package), so no JavaScript is timed.
 LLAMACPP := $(CURDIR)/.tools/llamacpp
-LLAMACPP_LIB := node_modules/@node-llama-cpp/linux-$(subst x86_64,x64,$(subst aarch64,arm64,$(shell uname -m)))/bins/linux-$(subst x86_64,x64,$(subst aarch64,arm64,$(shell uname -m)))
+LLAMACPP_PLATFORM := linux-$(subst x86_64,x64,$(subst aarch64,arm64,$(shell uname -m)))
+LLAMACPP_LIB := node_modules/@node-llama-cpp/$(LLAMACPP_PLATFORM)/bins/$(LLAMACPP_PLATFORM)
 bench-llamacpp: build $(LLAMACPP)/llama-ref
 	bin/corl bench llamacpp --reference $(LLAMACPP)/llama-ref
 	bin/corl bench llamacpp --reference $(LLAMACPP)/llama-ref --layers 12 --dim 768 --heads 12 --reps 1
