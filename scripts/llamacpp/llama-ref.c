@@ -53,15 +53,27 @@ static double now(void) {
 	return t.tv_sec + t.tv_nsec / 1e9;
 }
 
-// read_prompts reads n prompt lines into prompts (lengths in lens).
+static void free_prompts(int n, llama_token **prompts);
+
+// read_prompts reads n prompt lines into prompts (lengths in lens) and
+// returns the longest length; on a bad line it frees what it read and
+// returns -1.
 static int read_prompts(int n, llama_token **prompts, int *lens) {
+	int longest = 0;
 	for (int i = 0; i < n; i++) {
-		if (scanf("%d", &lens[i]) != 1 || lens[i] < 1) return -1;
+		if (scanf("%d", &lens[i]) != 1 || lens[i] < 1) {
+			free_prompts(i, prompts);
+			return -1;
+		}
 		prompts[i] = malloc(sizeof(llama_token) * lens[i]);
 		for (int j = 0; j < lens[i]; j++)
-			if (scanf("%d", &prompts[i][j]) != 1 || prompts[i][j] < 0 || prompts[i][j] >= n_vocab) return -1;
+			if (scanf("%d", &prompts[i][j]) != 1 || prompts[i][j] < 0 || prompts[i][j] >= n_vocab) {
+				free_prompts(i + 1, prompts);
+				return -1;
+			}
+		longest = lens[i] > longest ? lens[i] : longest;
 	}
-	return 0;
+	return longest;
 }
 
 static void free_prompts(int n, llama_token **prompts) {
@@ -109,12 +121,11 @@ static int prefill(struct llama_context *ctx, struct llama_batch *b, int n, llam
 static void check(int k, int n) {
 	llama_token *prompts[n];
 	int lens[n];
-	if (read_prompts(n, prompts, lens)) {
+	int longest = read_prompts(n, prompts, lens);
+	if (longest < 0) {
 		printf("error check: bad prompt\n");
 		return;
 	}
-	int longest = 0;
-	for (int i = 0; i < n; i++) longest = lens[i] > longest ? lens[i] : longest;
 	struct llama_context *ctx = new_context(1, longest + k, 1, GGML_TYPE_F32, 0);
 	struct llama_batch b = llama_batch_init(512, 0, 1);
 	for (int i = 0; i < n; i++) {
@@ -204,7 +215,8 @@ fail:
 static void time_request(int new_tokens, int threads, const char *kvname, int flash, int warmup, int n) {
 	llama_token *prompts[n];
 	int lens[n];
-	if (read_prompts(n, prompts, lens)) {
+	int longest = read_prompts(n, prompts, lens);
+	if (longest < 0) {
 		printf("error time: bad prompt\n");
 		return;
 	}
@@ -214,8 +226,6 @@ static void time_request(int new_tokens, int threads, const char *kvname, int fl
 		free_prompts(n, prompts);
 		return;
 	}
-	int longest = 0;
-	for (int i = 0; i < n; i++) longest = lens[i] > longest ? lens[i] : longest;
 	int per_seq = (longest + new_tokens + 255) / 256 * 256;
 	if (!timed.ctx || timed.seqs != n || timed.per_seq != per_seq || timed.threads != threads || timed.kv != kv || timed.flash != flash) {
 		if (timed.ctx) llama_free(timed.ctx);
