@@ -257,7 +257,7 @@ func packA(trans bool, a []float32, lda, i0, mh, p0, kb int, dst []float32) {
 		for i := range rows {
 			rows[i] = a[(i0+i)*lda+p0 : (i0+i)*lda+p0+kb]
 		}
-		for p := packA12Vec(a[i0*lda+p0:], lda, kb, dst); p < kb; p++ {
+		for p := packRowsVec(a[i0*lda+p0:], lda, kb, mr, dst, mr); p < kb; p++ {
 			d := dst[p*mr : p*mr+mr : p*mr+mr]
 			d[0], d[1], d[2], d[3] = rows[0][p], rows[1][p], rows[2][p], rows[3][p]
 			d[4], d[5], d[6], d[7] = rows[4][p], rows[5][p], rows[6][p], rows[7][p]
@@ -297,10 +297,20 @@ func packB(trans bool, b []float32, ldb, p0, kb, j0, nw int, dst []float32) {
 		}
 		return
 	}
+	// op(b)[p][j] = b[(j0+j)*ldb+p]: each of the nw rows of b becomes a
+	// column of the panel, four rows at a time in vector registers.
+	done := 0
+	if vec := nw &^ 3; vec > 0 {
+		done = packRowsVec(b[j0*ldb+p0:], ldb, kb, vec, dst, nr)
+	}
 	for j := 0; j < nw; j++ {
-		src := b[(j0+j)*ldb+p0 : (j0+j)*ldb+p0+kb]
+		from := done
+		if j >= nw&^3 {
+			from = 0
+		}
+		src := b[(j0+j)*ldb+p0+from : (j0+j)*ldb+p0+kb]
 		for p, v := range src {
-			dst[p*nr+j] = v
+			dst[(from+p)*nr+j] = v
 		}
 	}
 }

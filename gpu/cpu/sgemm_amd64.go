@@ -128,29 +128,30 @@ func kernEdge(kb, mh int, a, b []float32, tile *[mr * nr]float32) {
 }
 
 //go:noescape
-func packA12AVX512(a *float32, lda, kb int, dst *float32)
+func packRowsAVX512(a *float32, lda, kb, rows int, dst *float32, ldd int)
 
 //go:noescape
-func packA12AVX2(a *float32, lda, kb int, dst *float32)
+func packRowsAVX2(a *float32, lda, kb, rows int, dst *float32, ldd int)
 
-// packA12Vec packs a full twelve-row panel's first columns (the largest
-// multiple of 16 of kb with AVX-512, of 8 with AVX2) as packA does, from a
-// (row 0 of the panel, column 0 of the block) with row stride lda, and
-// returns how many columns it did.
-func packA12Vec(a []float32, lda, kb int, dst []float32) int {
+// packRowsVec transposes the first columns of rows rows of a (row stride
+// lda) into dst, dst[p*ldd+i] = a[i*lda+p], as packA does for a full panel
+// (rows = ldd = mr) and packB for a transposed b (rows <= ldd = nr): the
+// largest multiple of 16 of kb with AVX-512, of 8 with AVX2. It returns
+// how many columns it did; rows must be a multiple of 4.
+func packRowsVec(a []float32, lda, kb, rows int, dst []float32, ldd int) int {
 	n := kb &^ 15
 	if !useAVX512 {
 		n = kb &^ 7
 	}
-	if !(useAVX512 || useAVX2) || n == 0 {
+	if !(useAVX512 || useAVX2) || n == 0 || rows%4 != 0 || rows == 0 {
 		return 0
 	}
-	_, _ = a[(mr-1)*lda+n-1], dst[n*mr-1]
+	_, _ = a[(rows-1)*lda+n-1], dst[(n-1)*ldd+rows-1]
 	if !useAVX512 {
-		packA12AVX2(&a[0], lda, n, &dst[0])
+		packRowsAVX2(&a[0], lda, n, rows, &dst[0], ldd)
 		return n
 	}
-	packA12AVX512(&a[0], lda, n, &dst[0])
+	packRowsAVX512(&a[0], lda, n, rows, &dst[0], ldd)
 	return n
 }
 

@@ -77,27 +77,36 @@ loop4:
 	VZEROUPPER
 	RET
 
-// func packA12AVX512(a *float32, lda, kb int, dst *float32)
+// func packRowsAVX512(a *float32, lda, kb, rows int, dst *float32, ldd int)
 //
-// packA's full panel of twelve rows, sixteen columns at a time:
-// dst[p*12+i] = a[i*lda+p] for i < 12, p < kb. Each group of four rows is
-// transposed in 4x4 blocks within the 128-bit lanes (unpacks of floats,
-// then of pairs), so lane L of u_k holds the four rows' column 4L+k, which
-// is stored where column 4L+k's twelve values go. kb a positive multiple
-// of 16.
-TEXT ·packA12AVX512(SB), NOSPLIT, $0-32
+// Transposes rows of a into columns of dst, sixteen values of each row at
+// a time: dst[p*ldd+i] = a[i*lda+p] for i < rows, p < kb. This is packA's
+// full panel (rows = ldd = 12) and packB's for a transposed b (32 rows of
+// b, a weight stored output-major, become a panel's 32 columns). Each
+// group of four rows is transposed in 4x4 blocks within the 128-bit lanes
+// (unpacks of floats, then of pairs), so lane L of u_k holds the four
+// rows' value 4L+k, which is stored where column 4L+k's values go. kb a
+// positive multiple of 16, rows a positive multiple of 4.
+TEXT ·packRowsAVX512(SB), NOSPLIT, $0-48
 	MOVQ a+0(FP), SI
 	MOVQ lda+8(FP), R8
 	SHLQ $2, R8
 	MOVQ kb+16(FP), CX
 	SHRQ $4, CX
-	MOVQ dst+24(FP), DI
+	MOVQ rows+24(FP), BX
+	SHRQ $2, BX // four-row groups
+	MOVQ dst+32(FP), DI
+	MOVQ ldd+40(FP), R12
+	SHLQ $2, R12 // bytes from one column of dst to the next
+	LEAQ (R12)(R12*2), R13 // three columns
+	MOVQ R12, AX
+	SHLQ $2, AX // four columns
 	LEAQ (R8)(R8*2), R9 // three rows
-pa16:
+pr16:
 	MOVQ SI, R10 // row group g's first row
 	MOVQ DI, R11 // where row group g's four values of column 0 go
-	MOVQ $3, DX
-pag:
+	MOVQ BX, DX
+prg:
 	VMOVUPS (R10), Z0
 	VMOVUPS (R10)(R8*1), Z1
 	VMOVUPS (R10)(R8*2), Z2
@@ -110,30 +119,34 @@ pag:
 	VUNPCKHPD Z6, Z4, Z9 // 4L+1
 	VUNPCKLPD Z7, Z5, Z10 // 4L+2
 	VUNPCKHPD Z7, Z5, Z11 // 4L+3
-	VEXTRACTF32X4 $0, Z8, 0(R11)
-	VEXTRACTF32X4 $0, Z9, 48(R11)
-	VEXTRACTF32X4 $0, Z10, 96(R11)
-	VEXTRACTF32X4 $0, Z11, 144(R11)
-	VEXTRACTF32X4 $1, Z8, 192(R11)
-	VEXTRACTF32X4 $1, Z9, 240(R11)
-	VEXTRACTF32X4 $1, Z10, 288(R11)
-	VEXTRACTF32X4 $1, Z11, 336(R11)
-	VEXTRACTF32X4 $2, Z8, 384(R11)
-	VEXTRACTF32X4 $2, Z9, 432(R11)
-	VEXTRACTF32X4 $2, Z10, 480(R11)
-	VEXTRACTF32X4 $2, Z11, 528(R11)
-	VEXTRACTF32X4 $3, Z8, 576(R11)
-	VEXTRACTF32X4 $3, Z9, 624(R11)
-	VEXTRACTF32X4 $3, Z10, 672(R11)
-	VEXTRACTF32X4 $3, Z11, 720(R11)
+	MOVQ R11, R14
+	VEXTRACTF32X4 $0, Z8, (R14)
+	VEXTRACTF32X4 $0, Z9, (R14)(R12*1)
+	VEXTRACTF32X4 $0, Z10, (R14)(R12*2)
+	VEXTRACTF32X4 $0, Z11, (R14)(R13*1)
+	ADDQ AX, R14
+	VEXTRACTF32X4 $1, Z8, (R14)
+	VEXTRACTF32X4 $1, Z9, (R14)(R12*1)
+	VEXTRACTF32X4 $1, Z10, (R14)(R12*2)
+	VEXTRACTF32X4 $1, Z11, (R14)(R13*1)
+	ADDQ AX, R14
+	VEXTRACTF32X4 $2, Z8, (R14)
+	VEXTRACTF32X4 $2, Z9, (R14)(R12*1)
+	VEXTRACTF32X4 $2, Z10, (R14)(R12*2)
+	VEXTRACTF32X4 $2, Z11, (R14)(R13*1)
+	ADDQ AX, R14
+	VEXTRACTF32X4 $3, Z8, (R14)
+	VEXTRACTF32X4 $3, Z9, (R14)(R12*1)
+	VEXTRACTF32X4 $3, Z10, (R14)(R12*2)
+	VEXTRACTF32X4 $3, Z11, (R14)(R13*1)
 	LEAQ (R10)(R8*4), R10
 	ADDQ $16, R11
 	DECQ DX
-	JNZ  pag
-	ADDQ $64, SI  // the next sixteen columns
-	ADDQ $768, DI // sixteen columns of twelve
+	JNZ  prg
+	ADDQ $64, SI // the next sixteen values of each row
+	LEAQ (DI)(AX*4), DI // sixteen columns on
 	DECQ CX
-	JNZ  pa16
+	JNZ  pr16
 	VZEROUPPER
 	RET
 

@@ -69,8 +69,8 @@ func kernEdge(kb, mh int, a, b []float32, tile *[mr * nr]float32) {
 	}
 }
 
-// packA12Vec: no vector packing here (packA's loop does it all).
-func packA12Vec(a []float32, lda, kb int, dst []float32) int { return 0 }
+// packRowsVec: no vector packing here (packA's and packB's loops do it all).
+func packRowsVec(a []float32, lda, kb, rows int, dst []float32, ldd int) int { return 0 }
 
 // rowKernel: no one-row kernel on this build (kernEdge does every row).
 func rowKernel() bool { return false }

@@ -100,39 +100,45 @@ setc:
 	RET
 
 // PACK4 transposes four rows of eight floats (at b, b+R8, b+2*R8, b+R9) into
-// eight columns of four and stores column q's four at q*48(d): a 4x4
+// eight columns of four and stores column q's four at d + q*R12: a 4x4
 // transpose within each 128-bit lane, then the lower lanes (columns 0-3)
-// and the upper lanes (4-7).
+// and, through R14 = d + 4*R12, the upper lanes (4-7).
 #define PACK4(b, d) \
 	VMOVUPS (b), Y0; VMOVUPS (b)(R8*1), Y1; VMOVUPS (b)(R8*2), Y2; VMOVUPS (b)(R9*1), Y3; \
 	VUNPCKLPS Y1, Y0, Y4; VUNPCKHPS Y1, Y0, Y5; VUNPCKLPS Y3, Y2, Y6; VUNPCKHPS Y3, Y2, Y7; \
 	VUNPCKLPD Y6, Y4, Y0; VUNPCKHPD Y6, Y4, Y1; VUNPCKLPD Y7, Y5, Y2; VUNPCKHPD Y7, Y5, Y3; \
-	VMOVUPS X0, 0(d); VMOVUPS X1, 48(d); VMOVUPS X2, 96(d); VMOVUPS X3, 144(d); \
-	VEXTRACTF128 $1, Y0, 192(d); VEXTRACTF128 $1, Y1, 240(d); VEXTRACTF128 $1, Y2, 288(d); VEXTRACTF128 $1, Y3, 336(d)
+	VMOVUPS X0, (d); VMOVUPS X1, (d)(R12*1); VMOVUPS X2, (d)(R12*2); VMOVUPS X3, (d)(R13*1); \
+	LEAQ (d)(R12*4), R14; \
+	VEXTRACTF128 $1, Y0, (R14); VEXTRACTF128 $1, Y1, (R14)(R12*1); VEXTRACTF128 $1, Y2, (R14)(R12*2); VEXTRACTF128 $1, Y3, (R14)(R13*1)
 
-// func packA12AVX2(a *float32, lda, kb int, dst *float32)
-// packA for a full twelve-row panel, eight columns at a time: dst[p*12+i] =
-// a[i*lda+p] for p < kb, i < 12, as three four-row groups; kb a positive
-// multiple of 8.
-TEXT ·packA12AVX2(SB), NOSPLIT, $0-32
+// func packRowsAVX2(a *float32, lda, kb, rows int, dst *float32, ldd int)
+// packRowsAVX512 (see there) eight values of each row at a time:
+// dst[p*ldd+i] = a[i*lda+p] for p < kb, i < rows, four rows at a time; kb
+// a positive multiple of 8, rows of 4.
+TEXT ·packRowsAVX2(SB), NOSPLIT, $0-48
 	MOVQ a+0(FP), SI
 	MOVQ lda+8(FP), R8
 	SHLQ $2, R8
 	LEAQ (R8)(R8*2), R9 // three rows
 	MOVQ kb+16(FP), CX
-	MOVQ dst+24(FP), DI
-	LEAQ (SI)(R8*4), R10 // rows 4 and 8
-	LEAQ (R10)(R8*4), R11
+	MOVQ rows+24(FP), BX
+	SHRQ $2, BX // four-row groups
+	MOVQ dst+32(FP), DI
+	MOVQ ldd+40(FP), R12
+	SHLQ $2, R12 // bytes from one column of dst to the next
+	LEAQ (R12)(R12*2), R13 // three columns
 pa2loop:
-	LEAQ 16(DI), R12
-	LEAQ 32(DI), R13
-	PACK4(SI, DI)
-	PACK4(R10, R12)
-	PACK4(R11, R13)
-	ADDQ $32, SI
-	ADDQ $32, R10
-	ADDQ $32, R11
-	ADDQ $384, DI
+	MOVQ SI, R10 // row group g's first row
+	MOVQ DI, R11 // where its four values of column 0 go
+	MOVQ BX, DX
+pa2g:
+	PACK4(R10, R11)
+	LEAQ (R10)(R8*4), R10
+	ADDQ $16, R11
+	DECQ DX
+	JNZ  pa2g
+	ADDQ $32, SI // the next eight values of each row
+	LEAQ (DI)(R12*8), DI // eight columns on
 	SUBQ $8, CX
 	JNZ  pa2loop
 	VZEROUPPER

@@ -78,3 +78,23 @@ func BenchmarkFrozenDecode(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPackB reports the bytes per second packB moves for a 256-deep
+// panel of 32 columns of a 768-wide op(b), stored as is and transposed (a
+// weight stored output-major, as MatMulForward reads it).
+func BenchmarkPackB(b *testing.B) {
+	const K, N = 768, 768
+	r := rand.New(rand.NewPCG(3, 3))
+	src := randSlice(r, K*N)
+	dst := make([]float32, kc*nr)
+	for _, trans := range []bool{false, true} {
+		b.Run(fmt.Sprintf("trans=%v/%s", trans, kernelName), func(b *testing.B) {
+			for b.Loop() {
+				for jp := 0; jp < N/nr; jp++ {
+					packB(trans, src, N, 0, kc, jp*nr, nr, dst)
+				}
+			}
+			b.ReportMetric(4*kc*N*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
+	}
+}

@@ -533,3 +533,65 @@ func TestFewRowsMatchTheBatchAcrossPanels(t *testing.T) {
 		}
 	}
 }
+
+// TestPacksMatchTheirDefinition checks packA and packB, under every vector
+// kernel and portable Go, against the layout they promise, element by
+// element: panel widths that are and are not multiples of four, depths
+// that are and are not multiples of the vector width, offsets into a
+// larger matrix, both storage orders.
+func TestPacksMatchTheirDefinition(t *testing.T) {
+	defer SetKernel("")
+	kernels, _ := availableVectorKernels()
+	r := rand.New(rand.NewPCG(17, 18))
+	const rows, cols, i0, p0 = 300, 301, 5, 3 // the stored matrix, and where the block starts
+	src := randSlice(r, rows*cols)
+	for _, kern := range append(kernels, "go") {
+		if err := SetKernel(kern); err != nil {
+			t.Fatal(err)
+		}
+		for _, kb := range []int{1, 7, 8, 9, 15, 16, 17, 40, 256} {
+			for _, w := range []int{1, 3, 4, 5, 8, 12, 28, 31, 32} {
+				for _, trans := range []bool{false, true} {
+					// op(m)[x][p] for the block's row x < w and depth p < kb:
+					// with trans the matrix is stored depth-major.
+					at := func(x, p int) float32 {
+						if trans {
+							return src[(p0+p)*cols+i0+x]
+						}
+						return src[(i0+x)*cols+p0+p]
+					}
+					if w <= mr {
+						dst := randSlice(r, kb*mr) // padding must be written, not left
+						packA(trans, src, cols, i0, w, p0, kb, dst)
+						for p := 0; p < kb; p++ {
+							for i := 0; i < mr; i++ {
+								want := float32(0)
+								if i < w {
+									want = at(i, p)
+								}
+								if dst[p*mr+i] != want {
+									t.Fatalf("%s packA trans=%v kb %d rows %d: [%d][%d] = %v, want %v", kern, trans, kb, w, p, i, dst[p*mr+i], want)
+								}
+							}
+						}
+					}
+					// packB's op(b)[p][j] is op(m) transposed: b stored as is
+					// is depth-major.
+					dst := randSlice(r, kb*nr)
+					packB(!trans, src, cols, p0, kb, i0, w, dst)
+					for p := 0; p < kb; p++ {
+						for j := 0; j < nr; j++ {
+							want := float32(0)
+							if j < w {
+								want = at(j, p)
+							}
+							if dst[p*nr+j] != want {
+								t.Fatalf("%s packB trans=%v kb %d columns %d: [%d][%d] = %v, want %v", kern, !trans, kb, w, p, j, dst[p*nr+j], want)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
