@@ -85,9 +85,9 @@ func (be *Backend) packMat(transB bool, K, N int, b []float32, ldb int, bf16 boo
 				ph = make([]uint16, len(pb))
 			}
 			be.parallelWorkers(panels, func(_, lo, hi int) {
+				packPanels(transB, b, ldb, pc, kb, jc, nb, lo, hi, pb)
 				for jp := lo; jp < hi; jp++ {
 					p := pb[jp*nr*kb : (jp+1)*nr*kb]
-					packB(transB, b, ldb, pc, kb, jc+jp*nr, min(nr, nb-jp*nr), p)
 					switch {
 					case half:
 						packBF16(kb, p, ph[jp*nr*kb:(jp+1)*nr*kb])
@@ -155,9 +155,7 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 				bp = pre.block(jc, pc)
 			} else {
 				par(panels, func(_, lo, hi int) {
-					for jp := lo; jp < hi; jp++ {
-						packB(transB, b, ldb, pc, kb, jc+jp*nr, min(nr, nb-jp*nr), pb[jp*nr*kb:(jp+1)*nr*kb])
-					}
+					packPanels(transB, b, ldb, pc, kb, jc, nb, lo, hi, pb)
 				})
 			}
 			par(icBlocks*ranges, func(w, lo, hi int) {
@@ -270,6 +268,35 @@ func packA(trans bool, a []float32, lda, i0, mh, p0, kb int, dst []float32) {
 		for p, v := range src {
 			dst[p*mr+i] = v
 		}
+	}
+}
+
+// panelGroup is how many full panels of a b stored as is packPanels fills
+// together, row by row of b: each row of b is then read 1 KiB at a time,
+// not 128 bytes at a time from each of kb rows, which keeps a few streams
+// for the prefetcher instead of hundreds (2.3x on a weight larger than the
+// caches).
+const panelGroup = 8
+
+// packPanels packs panels [lo, hi) of a kb x nb block of op(b) starting at
+// row p0, column j0, each nr x kb, into dst at panel jp's place
+// dst[jp*nr*kb:], as packB packs one.
+func packPanels(trans bool, b []float32, ldb, p0, kb, j0, nb, lo, hi int, dst []float32) {
+	jp := lo
+	if !trans {
+		for ; jp+panelGroup <= hi && (jp+panelGroup)*nr <= nb; jp += panelGroup {
+			d := dst[jp*nr*kb : (jp+panelGroup)*nr*kb]
+			for p := 0; p < kb; p++ {
+				row := b[(p0+p)*ldb+j0+jp*nr : (p0+p)*ldb+j0+(jp+panelGroup)*nr]
+				for q := 0; q < panelGroup; q++ {
+					t := *(*[nr]float32)(row[q*nr:]) // inline moves (see packA)
+					*(*[nr]float32)(d[q*nr*kb+p*nr:]) = t
+				}
+			}
+		}
+	}
+	for ; jp < hi; jp++ {
+		packB(trans, b, ldb, p0, kb, j0+jp*nr, min(nr, nb-jp*nr), dst[jp*nr*kb:(jp+1)*nr*kb])
 	}
 }
 

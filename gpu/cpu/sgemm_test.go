@@ -594,4 +594,29 @@ func TestPacksMatchTheirDefinition(t *testing.T) {
 			}
 		}
 	}
+	// packPanels fills a range of panels as packB fills each of them, in
+	// groups of panelGroup or not, with the block's last panel narrow.
+	const big = 700
+	wide := randSlice(r, big*big)
+	for _, kern := range append(kernels, "go") {
+		SetKernel(kern)
+		for _, trans := range []bool{false, true} {
+			for _, nb := range []int{3 * nr, panelGroup * nr, panelGroup*nr + 5, 20*nr + 17} {
+				panels := (nb + nr - 1) / nr
+				for _, rg := range [][2]int{{0, panels}, {1, panels}, {3, panels - 1}} {
+					const kb = 40
+					got, want := make([]float32, panels*nr*kb), make([]float32, panels*nr*kb)
+					packPanels(trans, wide, big, p0, kb, i0, nb, rg[0], rg[1], got)
+					for jp := rg[0]; jp < rg[1]; jp++ {
+						packB(trans, wide, big, p0, kb, i0+jp*nr, min(nr, nb-jp*nr), want[jp*nr*kb:(jp+1)*nr*kb])
+					}
+					for x := range got {
+						if got[x] != want[x] {
+							t.Fatalf("%s packPanels trans=%v nb %d panels %v: [%d] = %v, packB %v", kern, trans, nb, rg, x, got[x], want[x])
+						}
+					}
+				}
+			}
+		}
+	}
 }
