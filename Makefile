@@ -5,7 +5,7 @@ TOOLS := $(CURDIR)/.tools/bin
 VERSITYGW := $(TOOLS)/versitygw
 WORKFLOWCHECK := $(TOOLS)/workflowcheck
 
-.PHONY: bench-gemm bench-llamacpp llamacpp-check cuda-emu cuda-emu-mutants paper-table composition composition-tune composition-tune-rerun composition-anchors composition-analysis own-task-tune own-task own-task-analysis collapse zoo zoo-natural zoo-own test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
+.PHONY: bench-gemm bench-micro bench-llamacpp llamacpp-check cuda-emu cuda-emu-mutants paper-table composition composition-tune composition-tune-rerun composition-anchors composition-analysis own-task-tune own-task own-task-analysis collapse zoo zoo-natural zoo-own test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
 
 build:
 	$(GO) build -o bin/corl ./cmd/corl
@@ -100,18 +100,41 @@ paper-table: build
 kill-campaign:
 	CORL_KILL_CAMPAIGN=10 $(GO) test -count=1 -timeout 60m -tags e2e -run TestKillCampaign -v ./e2e
 
-# Benchmarks at small sizes; `corl bench train` runs any size.
-bench:
+# Where the references of the speed benchmarks are built (below).
+SGEMM_REF := .tools/sgemm-ref
+LLAMACPP := $(CURDIR)/.tools/llamacpp
+LLAMACPP_PLATFORM := linux-$(subst x86_64,x64,$(subst aarch64,arm64,$(shell uname -m)))
+LLAMACPP_LIB := node_modules/@node-llama-cpp/$(LLAMACPP_PLATFORM)/bins/$(LLAMACPP_PLATFORM)
+
+# corl's speed beside its references, in one run (about twenty minutes):
+# the matmul on RL's shapes against OpenBLAS's sgemm at one and two
+# threads; a GPT-2-124M training step and llama-4.95M generation at batch
+# 128 (64 + 64 tokens, float32 cache) as shares of OpenBLAS's 1024^3 sgemm
+# timed after every step; then generation against llama.cpp on both shapes
+# (bench-llamacpp). Installs what it needs (libopenblas-dev, node-llama-cpp).
+bench: build $(SGEMM_REF) $(LLAMACPP)/llama-ref
+	OPENBLAS_CORETYPE=$(OPENBLAS_CORE) bin/corl bench gemm --threads 1 --reference $(SGEMM_REF)
+	OPENBLAS_CORETYPE=$(OPENBLAS_CORE) bin/corl bench gemm --threads 2 --reference $(SGEMM_REF)
+	OPENBLAS_CORETYPE=$(OPENBLAS_CORE) bin/corl bench train --family gpt2 --layers 12 --dim 768 --heads 12 --vocab 50257 --batch 4 --seq 64 --steps 6 --reference $(SGEMM_REF)
+	OPENBLAS_CORETYPE=$(OPENBLAS_CORE) bin/corl bench generate --family llama --layers 6 --dim 256 --heads 4 --batch 128 --prompt-tokens 64 --new 64 --reps 4 --reference $(SGEMM_REF)
+	bin/corl bench llamacpp --reference $(LLAMACPP)/llama-ref
+	bin/corl bench llamacpp --reference $(LLAMACPP)/llama-ref --layers 12 --dim 768 --heads 12 --reps 1
+
+# The Go micro-benchmarks at small sizes; `corl bench train` runs any size.
+bench-micro:
 	$(GO) test -run XXX -bench . -benchtime 20x ./gpu/cpu ./model ./generate
 
-# corl's matmul against OpenBLAS's sgemm (Debian's libopenblas-dev, linked
-# into a small C program outside the Go build) on the shapes RL runs, at
-# one and at two threads: about two minutes.
-bench-gemm: build
+# OpenBLAS's sgemm in a small C program (Debian's libopenblas-dev), outside
+# the cgo-free Go build: the reference of bench gemm, train and generate.
+$(SGEMM_REF): scripts/gemm-ref/sgemm.c
 	@echo '#include <cblas.h>' | cc -E - >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq --no-install-recommends gcc libc6-dev libopenblas-dev)
-	mkdir -p .tools && cc -O2 -o .tools/sgemm-ref scripts/gemm-ref/sgemm.c -lopenblas
-	OPENBLAS_CORETYPE=$(OPENBLAS_CORE) bin/corl bench gemm --threads 1 --reference .tools/sgemm-ref
-	OPENBLAS_CORETYPE=$(OPENBLAS_CORE) bin/corl bench gemm --threads 2 --reference .tools/sgemm-ref
+	mkdir -p .tools && cc -O2 -o $@ scripts/gemm-ref/sgemm.c -lopenblas
+
+# corl's matmul against OpenBLAS's sgemm on the shapes RL runs, at one and
+# at two threads: about two minutes.
+bench-gemm: build $(SGEMM_REF)
+	OPENBLAS_CORETYPE=$(OPENBLAS_CORE) bin/corl bench gemm --threads 1 --reference $(SGEMM_REF)
+	OPENBLAS_CORETYPE=$(OPENBLAS_CORE) bin/corl bench gemm --threads 2 --reference $(SGEMM_REF)
 
 # corl against llama.cpp on one model (random weights, written as GGUF),
 # generation at batch 1, 16 and 128 on one and two threads, the 6 x 256 and
@@ -119,9 +142,6 @@ bench-gemm: build
 # library node-llama-cpp 3.21.1 ships (pinned with its lock file), called
 # from a small C program built against the headers of the same release
 # (its source is bundled in the package), so no JavaScript is timed.
-LLAMACPP := $(CURDIR)/.tools/llamacpp
-LLAMACPP_PLATFORM := linux-$(subst x86_64,x64,$(subst aarch64,arm64,$(shell uname -m)))
-LLAMACPP_LIB := node_modules/@node-llama-cpp/$(LLAMACPP_PLATFORM)/bins/$(LLAMACPP_PLATFORM)
 bench-llamacpp: build $(LLAMACPP)/llama-ref
 	bin/corl bench llamacpp --reference $(LLAMACPP)/llama-ref
 	bin/corl bench llamacpp --reference $(LLAMACPP)/llama-ref --layers 12 --dim 768 --heads 12 --reps 1

@@ -87,6 +87,7 @@ func newBenchTrainCmd(stdio IO, getenv func(string) string) *cobra.Command {
 		batch, seq, steps int
 		warmup            int
 		bf                BackendFlags
+		ref               string
 	)
 	cmd := &cobra.Command{
 		Use:   "train",
@@ -96,10 +97,14 @@ tokens. Prints ms/step, tokens/s and the achieved GFLOP/s, counted as
 6 * parameters * tokens (the convention of llm.c and the scaling-law papers),
 and also with attention included, and that as a share of a 1024^3 matmul on
 the same backend measured after every timed step (the median of the steps'
-shares, each against its own peak).
+shares, each against its own peak). With --reference, the same 1024^3
+matmul is also timed in that program (scripts/gemm-ref/sgemm.c, OpenBLAS's
+sgemm) on as many threads after every step, and the step's share of it is
+printed too: the share of the library's peak a step reaches.
 
-Example, GPT-2 124M:
-  corl bench train --family gpt2 --layers 12 --dim 768 --heads 12 --vocab 50257 --batch 4 --seq 64`,
+Examples, GPT-2 124M:
+  corl bench train --family gpt2 --layers 12 --dim 768 --heads 12 --vocab 50257 --batch 4 --seq 64
+  make bench (the same, with OpenBLAS as --reference)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			be, err := bf.Open()
@@ -113,6 +118,11 @@ Example, GPT-2 124M:
 			if batch <= 0 || seq <= 0 || steps <= 0 {
 				return fmt.Errorf("--batch, --seq and --steps must be positive")
 			}
+			peaks, err := newPeakMeter(be, ref, bf.Threads, stdio)
+			if err != nil {
+				return err
+			}
+			defer peaks.close()
 			r := rand.New(rand.NewPCG(1, 2))
 			b := model.Batch{B: batch, T: seq, Inputs: make([]int32, batch*seq), Targets: make([]int32, batch*seq)}
 			for i := range b.Inputs {
@@ -123,7 +133,6 @@ Example, GPT-2 124M:
 				m.Cfg.Family, m.Cfg.Layers, m.Cfg.Dim, float64(m.NumParams())/1e6, be.Name())
 			var total time.Duration
 			tokens := float64(batch * seq)
-			var peaks, shares []float64
 			for i := 0; i < warmup+steps; i++ {
 				start := time.Now()
 				loss, err := m.TrainStep(b, opt)
@@ -134,21 +143,21 @@ Example, GPT-2 124M:
 				fmt.Fprintf(stdio.Err, "step %d/%d: loss %.4f, %.1f ms\n", i+1, warmup+steps, loss, float64(el.Microseconds())/1e3)
 				if i >= warmup {
 					total += el
-					peak := matmulPeak(be)
-					peaks = append(peaks, peak)
-					shares = append(shares, m.FLOPsPerToken(seq)*tokens/el.Seconds()/1e9/peak)
+					if err := peaks.after(m.FLOPsPerToken(seq) * tokens / el.Seconds() / 1e9); err != nil {
+						return err
+					}
 				}
 			}
 			per := total.Seconds() / float64(steps)
 			w := tabwriter.NewWriter(stdio.Out, 0, 0, 2, ' ', 0)
-			fmt.Fprintf(w, "ms/step\ttokens/s\tGFLOP/s (6*N*tokens)\tGFLOP/s (with attention)\tshare of peak\n")
-			fmt.Fprintf(w, "%.1f\t%.0f\t%.1f\t%.1f\t%.2f\n", per*1e3, tokens/per,
-				6*float64(m.NumParams())*tokens/per/1e9, m.FLOPsPerToken(seq)*tokens/per/1e9, median(shares))
+			fmt.Fprintf(w, "ms/step\ttokens/s\tGFLOP/s (6*N*tokens)\tGFLOP/s (with attention)\tshare of peak%s\n", peaks.refHeader())
+			fmt.Fprintf(w, "%.1f\t%.0f\t%.1f\t%.1f\t%.2f%s\n", per*1e3, tokens/per,
+				6*float64(m.NumParams())*tokens/per/1e9, m.FLOPsPerToken(seq)*tokens/per/1e9, median(peaks.shares[0]), peaks.refCell(0))
 			if err := w.Flush(); err != nil {
 				return err
 			}
-			fmt.Fprintf(stdio.Out, "peak: 1024^3 matmul after each timed step, %.1f-%.1f GFLOP/s; share of peak is the median of the steps' (with attention) against their own (%.2f-%.2f)\n",
-				slices.Min(peaks), slices.Max(peaks), slices.Min(shares), slices.Max(shares))
+			fmt.Fprintf(stdio.Out, "peak: 1024^3 matmul after each timed step, %s; shares are the median of the steps' (with attention) against their own %s\n",
+				peaks.ranges(), peaks.shareRanges(0))
 			return nil
 		},
 	}
@@ -158,6 +167,7 @@ Example, GPT-2 124M:
 	fl.IntVar(&seq, "seq", 64, "tokens per sequence (T)")
 	fl.IntVar(&steps, "steps", 10, "timed steps")
 	fl.IntVar(&warmup, "warmup", 2, "untimed steps first")
+	fl.StringVar(&ref, "reference", "", "also take each step's share of this program's 1024^3 matmul (scripts/gemm-ref/sgemm.c)")
 	bf.Register(fl, getenv)
 	return cmd
 }
@@ -170,6 +180,7 @@ func newBenchGenerateCmd(stdio IO, getenv func(string) string) *cobra.Command {
 		kv                                  model.KVType
 		weights                             model.WeightType
 		noCache                             bool
+		ref                                 string
 	)
 	cmd := &cobra.Command{
 		Use:   "generate",
@@ -209,7 +220,12 @@ func newBenchGenerateCmd(stdio IO, getenv func(string) string) *cobra.Command {
 					return err
 				}
 			}
-			return timeDecode(stdio, be, m, run, reqs, prompt, reps)
+			peaks, err := newPeakMeter(be, ref, bf.Threads, stdio)
+			if err != nil {
+				return err
+			}
+			defer peaks.close()
+			return timeDecode(stdio, peaks, m, run, reqs, prompt, reps)
 		},
 	}
 	mf.register(cmd)
@@ -223,6 +239,7 @@ func newBenchGenerateCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	fl.IntVar(&warmup, "warmup", 1, "untimed repetitions first")
 	bf.Register(fl, getenv)
 	fl.BoolVar(&noCache, "no-cache", false, "recompute the prefix every step instead of using the KV cache")
+	fl.StringVar(&ref, "reference", "", "also take each repetition's share of this program's 1024^3 matmul (scripts/gemm-ref/sgemm.c)")
 	registerKVCache(fl, &kv)
 	registerWeights(fl, &weights)
 	return cmd
@@ -233,7 +250,9 @@ tokens after --prompt-tokens prompts, printing generated tokens per second and
 the forward FLOPs done per second (every prompt and generated position, and
 the generated ones alone) against a 1024^3 matmul on the same backend,
 measured after every repetition: each repetition's share is taken against its
-own peak and the median is printed, with the range. --kv-cache f16 keeps the
+own peak and the median is printed, with the range; with --reference, also
+against that program's 1024^3 matmul (OpenBLAS's sgemm, on as many threads)
+timed after every repetition. --kv-cache f16 keeps the
 cache in IEEE binary16 (the CPU backend), half the bytes decoding reads;
 --weights bf16 runs the matmuls over the weights rounded to bfloat16, half
 the bytes a step of a few sequences reads.
@@ -242,17 +261,16 @@ Example, the small config at batch 64:
   corl bench generate --batch 64 --prompt-tokens 128 --new 32`
 
 // timeDecode times reps runs of the requests, each followed by the 1024^3
-// matmul peak, and prints tokens/s and each repetition's share of its own
-// peak (the median, with the range).
-func timeDecode(stdio IO, be gpu.Backend, m *model.Model, run func([]generate.Request) ([]generate.Output, error), reqs []generate.Request, prompt, reps int) error {
+// matmul peaks, and prints tokens/s and each repetition's share of its own
+// peaks (the median, with the range).
+func timeDecode(stdio IO, peaks *peakMeter, m *model.Model, run func([]generate.Request) ([]generate.Output, error), reqs []generate.Request, prompt, reps int) error {
 	var total time.Duration
 	tokens := 0
 	var flops, genFlops float64 // forward FLOPs of every position; of generated ones
-	// The peak is measured after every repetition and each
+	// The peaks are measured after every repetition and each
 	// repetition's shares are taken against its own: this machine's
 	// speed can drift by a fifth within a run, which one
 	// measurement at the end would charge to the repetitions.
-	var peaks, shares, genShares []float64
 	for r := 0; r < reps; r++ {
 		start := time.Now()
 		outs, err := run(reqs)
@@ -269,18 +287,116 @@ func timeDecode(stdio IO, be gpu.Backend, m *model.Model, run func([]generate.Re
 			gf += all - prompt
 		}
 		flops, genFlops = flops+f, genFlops+gf
-		peak := matmulPeak(be)
-		peaks = append(peaks, peak)
-		shares = append(shares, f/el.Seconds()/1e9/peak)
-		genShares = append(genShares, gf/el.Seconds()/1e9/peak)
+		if err := peaks.after(f/el.Seconds()/1e9, gf/el.Seconds()/1e9); err != nil {
+			return err
+		}
 	}
 	sec := total.Seconds()
 	fmt.Fprintf(stdio.Out, "%.0f generated tokens/s (%d tokens in %.2fs)\n", float64(tokens)/sec, tokens, sec)
 	fmt.Fprintf(stdio.Out, "%.1f GFLOP/s over prompts and completions (%.2f of the matmul peak); generated tokens alone %.1f GFLOP/s (%.2f)\n",
-		flops/sec/1e9, median(shares), genFlops/sec/1e9, median(genShares))
-	fmt.Fprintf(stdio.Out, "peak: 1024^3 matmul after each repetition, %.1f-%.1f GFLOP/s; shares are the median of the repetitions' against their own (generated alone %.2f-%.2f)\n",
-		slices.Min(peaks), slices.Max(peaks), slices.Min(genShares), slices.Max(genShares))
+		flops/sec/1e9, median(peaks.shares[0]), genFlops/sec/1e9, median(peaks.shares[1]))
+	if peaks.ref != nil {
+		fmt.Fprintf(stdio.Out, "share of the reference's 1024^3 matmul: %s over prompts and completions, %s generated tokens alone\n",
+			peaks.refShare(0), peaks.refShare(1))
+	}
+	fmt.Fprintf(stdio.Out, "peak: 1024^3 matmul after each repetition, %s; shares are the median of the repetitions' against their own, generated alone %s\n",
+		peaks.ranges(), peaks.shareRanges(1))
 	return nil
+}
+
+// peakMeter measures the 1024^3 matmul after each timed step, on corl's
+// backend and, with a reference program, in that program on as many
+// threads, and keeps each step's rates as shares of the peaks measured
+// right after it.
+type peakMeter struct {
+	be            gpu.Backend
+	ref           *reference
+	own, theirs   []float64   // the peaks, step by step
+	shares, refSh [][]float64 // per rate: the steps' shares of own, of theirs
+}
+
+// newPeakMeter starts the reference program when path is set.
+func newPeakMeter(be gpu.Backend, path string, threads int, stdio IO) (*peakMeter, error) {
+	p := &peakMeter{be: be}
+	if path != "" {
+		r, err := startReference(path, threads, stdio.Err)
+		if err != nil {
+			return nil, fmt.Errorf("--reference: %w", err)
+		}
+		p.ref = r
+	}
+	return p, nil
+}
+
+// after measures the peaks and records the step's rates (GFLOP/s) as
+// shares of them.
+func (p *peakMeter) after(rates ...float64) error {
+	own := matmulPeak(p.be)
+	p.own = append(p.own, own)
+	var theirs float64
+	if p.ref != nil {
+		var err error
+		if theirs, err = p.ref.time(gemmShape{M: 1024, N: 1024, K: 1024}); err != nil {
+			return fmt.Errorf("--reference: %w", err)
+		}
+		p.theirs = append(p.theirs, theirs)
+	}
+	for len(p.shares) < len(rates) {
+		p.shares, p.refSh = append(p.shares, nil), append(p.refSh, nil)
+	}
+	for i, r := range rates {
+		p.shares[i] = append(p.shares[i], r/own)
+		if p.ref != nil {
+			p.refSh[i] = append(p.refSh[i], r/theirs)
+		}
+	}
+	return nil
+}
+
+func (p *peakMeter) close() {
+	if p.ref != nil {
+		p.ref.close()
+	}
+}
+
+// refHeader is the table's reference column heading: empty without a
+// reference.
+func (p *peakMeter) refHeader() string {
+	if p.ref == nil {
+		return ""
+	}
+	return "\tshare of reference"
+}
+
+// refShare is the median of rate i's shares of the reference's peak.
+func (p *peakMeter) refShare(i int) string {
+	return fmt.Sprintf("%.2f", median(p.refSh[i]))
+}
+
+// refCell is refShare as the table's last cell: empty without a reference.
+func (p *peakMeter) refCell(i int) string {
+	if p.ref == nil {
+		return ""
+	}
+	return "\t" + p.refShare(i)
+}
+
+// ranges names the peaks' spread: corl's, and the reference's.
+func (p *peakMeter) ranges() string {
+	s := fmt.Sprintf("%.1f-%.1f GFLOP/s", slices.Min(p.own), slices.Max(p.own))
+	if p.ref != nil {
+		s += fmt.Sprintf(" (reference %.1f-%.1f)", slices.Min(p.theirs), slices.Max(p.theirs))
+	}
+	return s
+}
+
+// shareRanges is the spread of rate i's shares.
+func (p *peakMeter) shareRanges(i int) string {
+	s := fmt.Sprintf("%.2f-%.2f", slices.Min(p.shares[i]), slices.Max(p.shares[i]))
+	if p.ref != nil {
+		s += fmt.Sprintf(", of the reference's %.2f-%.2f", slices.Min(p.refSh[i]), slices.Max(p.refSh[i]))
+	}
+	return "(" + s + ")"
 }
 
 // median returns the middle of xs (the mean of the middle two for an even

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -50,6 +52,53 @@ func TestBenchGemmAgainstAReference(t *testing.T) {
 	} {
 		if code, _, errs := run(t, append([]string{"bench", "gemm"}, tc.args...)...); code == 0 || !strings.Contains(errs, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q, want %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+// TestBenchTrainAndGenerateAgainstAReference: with --reference, bench
+// train and bench generate time the reference's 1024^3 matmul after each
+// step and print the step's share of it; a reference that answers for
+// another shape is refused.
+func TestBenchTrainAndGenerateAgainstAReference(t *testing.T) {
+	dir := t.TempDir()
+	ref := filepath.Join(dir, "ref")
+	// 0.5 GFLOP/s for every shape: a step's share of it is twice its rate.
+	if err := os.WriteFile(ref, []byte("#!/bin/sh\nwhile read m n k; do echo \"$m $n $k 0.5\"; done\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, "bench", "train", "--family", "llama", "--layers", "1", "--dim", "32", "--heads", "2",
+		"--vocab", "50", "--batch", "2", "--seq", "8", "--steps", "1", "--warmup", "0", "--threads", "1", "--reference", ref)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || !strings.HasSuffix(lines[1], "share of reference") || !strings.Contains(lines[3], "(reference 0.5-0.5)") {
+		t.Fatalf("output:\n%s", out)
+	}
+	f := strings.Fields(lines[2])
+	rate, err1 := strconv.ParseFloat(f[3], 64)
+	share, err2 := strconv.ParseFloat(f[5], 64)
+	if len(f) != 6 || err1 != nil || err2 != nil || math.Abs(share-2*rate) > 0.15 {
+		t.Errorf("row %q: want the share of reference twice the GFLOP/s with attention", lines[2])
+	}
+	code, out, errs = run(t, "bench", "generate", "--family", "llama", "--layers", "1", "--dim", "32", "--heads", "2",
+		"--batch", "2", "--prompt-tokens", "4", "--new", "4", "--reps", "1", "--warmup", "0", "--reference", ref)
+	if code != 0 || !strings.Contains(out, "share of the reference's 1024^3 matmul") || !strings.Contains(out, "(reference 0.5-0.5)") {
+		t.Fatalf("generate: exit %d, output:\n%s%s", code, out, errs)
+	}
+	wrong := filepath.Join(dir, "wrong")
+	if err := os.WriteFile(wrong, []byte("#!/bin/sh\nwhile read m n k; do echo \"1 2 3 1\"; done\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for cmd, args := range map[string][]string{
+		"train":    {"--steps", "1"},
+		"generate": {"--reps", "1", "--prompt-tokens", "4", "--new", "4"},
+	} {
+		code, _, errs := run(t, append([]string{"bench", cmd, "--layers", "1", "--dim", "32", "--heads", "2", "--batch", "2",
+			"--warmup", "0", "--reference", wrong}, args...)...)
+		if code == 0 || !strings.Contains(errs, "--reference") || !strings.Contains(errs, "not the one asked for") {
+			t.Errorf("%s with a reference answering another shape: exit %d, stderr %q", cmd, code, errs)
 		}
 	}
 }
