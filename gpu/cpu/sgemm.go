@@ -326,13 +326,11 @@ func packB(trans bool, b []float32, ldb, p0, kb, j0, nw int, dst []float32) {
 	}
 	// op(b)[p][j] = b[(j0+j)*ldb+p]: each of the nw rows of b becomes a
 	// column of the panel, four rows at a time in vector registers.
-	done := 0
-	if vec := nw &^ 3; vec > 0 {
-		done = packRowsVec(b[j0*ldb+p0:], ldb, kb, vec, dst, nr)
-	}
+	vec := nw &^ 3
+	done := packRowsVec(b[j0*ldb+p0:], ldb, kb, vec, dst, nr)
 	for j := 0; j < nw; j++ {
-		from := done
-		if j >= nw&^3 {
+		from := done // the rest of a vector-packed row, or all of another
+		if j >= vec {
 			from = 0
 		}
 		src := b[(j0+j)*ldb+p0+from : (j0+j)*ldb+p0+kb]
