@@ -560,36 +560,31 @@ func TestPacksMatchTheirDefinition(t *testing.T) {
 						}
 						return src[(i0+x)*cols+p0+p]
 					}
-					if w <= mr {
-						dst := randSlice(r, kb*mr) // padding must be written, not left
-						packA(trans, src, cols, i0, w, p0, kb, dst)
+					// check compares a packed panel, width values a depth
+					// step, with op(m): its first w values, then zeros.
+					check := func(what string, dst []float32, width int) {
 						for p := 0; p < kb; p++ {
-							for i := 0; i < mr; i++ {
+							for x := 0; x < width; x++ {
 								want := float32(0)
-								if i < w {
-									want = at(i, p)
+								if x < w {
+									want = at(x, p)
 								}
-								if dst[p*mr+i] != want {
-									t.Fatalf("%s packA trans=%v kb %d rows %d: [%d][%d] = %v, want %v", kern, trans, kb, w, p, i, dst[p*mr+i], want)
+								if dst[p*width+x] != want {
+									t.Fatalf("%s %s trans=%v kb %d width %d: [%d][%d] = %v, want %v", kern, what, trans, kb, w, p, x, dst[p*width+x], want)
 								}
 							}
 						}
+					}
+					if w <= mr {
+						dst := randSlice(r, kb*mr) // padding must be written, not left
+						packA(trans, src, cols, i0, w, p0, kb, dst)
+						check("packA", dst, mr)
 					}
 					// packB's op(b)[p][j] is op(m) transposed: b stored as is
 					// is depth-major.
 					dst := randSlice(r, kb*nr)
 					packB(!trans, src, cols, p0, kb, i0, w, dst)
-					for p := 0; p < kb; p++ {
-						for j := 0; j < nr; j++ {
-							want := float32(0)
-							if j < w {
-								want = at(j, p)
-							}
-							if dst[p*nr+j] != want {
-								t.Fatalf("%s packB trans=%v kb %d columns %d: [%d][%d] = %v, want %v", kern, !trans, kb, w, p, j, dst[p*nr+j], want)
-							}
-						}
-					}
+					check("packB (trans flipped)", dst, nr)
 				}
 			}
 		}
