@@ -77,9 +77,12 @@ func TestBenchTrainAndGenerateAgainstAReference(t *testing.T) {
 		t.Fatalf("output:\n%s", out)
 	}
 	f := strings.Fields(lines[2])
+	if len(f) != 6 {
+		t.Fatalf("row %q: want 6 cells", lines[2])
+	}
 	rate, err1 := strconv.ParseFloat(f[3], 64)
 	share, err2 := strconv.ParseFloat(f[5], 64)
-	if len(f) != 6 || err1 != nil || err2 != nil || math.Abs(share-2*rate) > 0.15 {
+	if err1 != nil || err2 != nil || math.Abs(share-2*rate) > 0.15 {
 		t.Errorf("row %q: want the share of reference twice the GFLOP/s with attention", lines[2])
 	}
 	code, out, errs = run(t, "bench", "generate", "--family", "llama", "--layers", "1", "--dim", "32", "--heads", "2",
