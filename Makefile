@@ -5,7 +5,7 @@ TOOLS := $(CURDIR)/.tools/bin
 VERSITYGW := $(TOOLS)/versitygw
 WORKFLOWCHECK := $(TOOLS)/workflowcheck
 
-.PHONY: bench-gemm bench-micro bench-llamacpp llamacpp-check cuda-emu cuda-emu-mutants paper-table composition composition-tune composition-tune-rerun composition-anchors composition-analysis own-task-tune own-task own-task-analysis collapse zoo zoo-natural zoo-own test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
+.PHONY: bench-gemm bench-micro bench-shares bench-llamacpp llamacpp-check cuda-emu cuda-emu-mutants paper-table composition composition-tune composition-tune-rerun composition-anchors composition-analysis own-task-tune own-task own-task-analysis collapse zoo zoo-natural zoo-own test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
 
 build:
 	$(GO) build -o bin/corl ./cmd/corl
@@ -107,18 +107,17 @@ LLAMACPP_PLATFORM := linux-$(subst x86_64,x64,$(subst aarch64,arm64,$(shell unam
 LLAMACPP_LIB := node_modules/@node-llama-cpp/$(LLAMACPP_PLATFORM)/bins/$(LLAMACPP_PLATFORM)
 
 # corl's speed beside its references, in one run (about twenty minutes):
-# the matmul on RL's shapes against OpenBLAS's sgemm at one and two
-# threads; a GPT-2-124M training step and llama-4.95M generation at batch
-# 128 (64 + 64 tokens, float32 cache) as shares of OpenBLAS's 1024^3 sgemm
-# timed after every step; then generation against llama.cpp on both shapes
-# (bench-llamacpp). Installs what it needs (libopenblas-dev, node-llama-cpp).
-bench: build $(SGEMM_REF) $(LLAMACPP)/llama-ref
-	OPENBLAS_CORETYPE=$(OPENBLAS_CORE) bin/corl bench gemm --threads 1 --reference $(SGEMM_REF)
-	OPENBLAS_CORETYPE=$(OPENBLAS_CORE) bin/corl bench gemm --threads 2 --reference $(SGEMM_REF)
+# the matmul on RL's shapes against OpenBLAS's sgemm at one and two threads
+# (bench-gemm); a GPT-2-124M training step and llama-4.95M generation at
+# batch 128 (64 + 64 tokens, float32 cache) as shares of OpenBLAS's 1024^3
+# sgemm timed after every step (bench-shares); generation against
+# llama.cpp on both shapes (bench-llamacpp). Installs what it needs
+# (libopenblas-dev, node-llama-cpp). Prerequisites run in this order.
+bench: bench-gemm bench-shares bench-llamacpp
+
+bench-shares: build $(SGEMM_REF)
 	OPENBLAS_CORETYPE=$(OPENBLAS_CORE) bin/corl bench train --family gpt2 --layers 12 --dim 768 --heads 12 --vocab 50257 --batch 4 --seq 64 --steps 6 --reference $(SGEMM_REF)
 	OPENBLAS_CORETYPE=$(OPENBLAS_CORE) bin/corl bench generate --family llama --layers 6 --dim 256 --heads 4 --batch 128 --prompt-tokens 64 --new 64 --reps 4 --reference $(SGEMM_REF)
-	bin/corl bench llamacpp --reference $(LLAMACPP)/llama-ref
-	bin/corl bench llamacpp --reference $(LLAMACPP)/llama-ref --layers 12 --dim 768 --heads 12 --reps 1
 
 # The Go micro-benchmarks at small sizes; `corl bench train` runs any size.
 bench-micro:
