@@ -22,6 +22,22 @@
 	VMOVUPS lo, (DX); \
 	VMOVUPS hi, 64(DX)
 
+// PREFETCHC12 asks for the two cache lines of each of C's twelve tile rows
+// (R8 bytes apart from DX; PREFETCHC2 one row, at R9) before the K loop, so
+// that adding the tile to C after the loop does not wait on memory: a tile
+// of C is touched once per K block, long after its rows left the caches.
+// It changes no value. R9 is clobbered.
+#define PREFETCHC2 \
+	PREFETCHT0 (R9); \
+	PREFETCHT0 64(R9); \
+	ADDQ R8, R9
+
+#define PREFETCHC12 \
+	MOVQ DX, R9; \
+	PREFETCHC2; PREFETCHC2; PREFETCHC2; PREFETCHC2; \
+	PREFETCHC2; PREFETCHC2; PREFETCHC2; PREFETCHC2; \
+	PREFETCHC2; PREFETCHC2; PREFETCHC2; PREFETCHC2
+
 // ZERO8 clears the accumulators Z0-Z7; ZERO24 clears Z0-Z23.
 #define ZERO8 \
 	VPXORD Z0, Z0, Z0; \
