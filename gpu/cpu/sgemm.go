@@ -142,7 +142,7 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 	if pre == nil {
 		pb = s.packedB(N)
 	}
-	icBlocks := (M + mc - 1) / mc
+	icBlocks, mcb := rowBlocks(M)
 	for jc := 0; jc < N; jc += nc {
 		nb := min(nc, N-jc)
 		panels := (nb + nr - 1) / nr
@@ -164,8 +164,8 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 				var tile [mr * nr]float32
 				for item := lo; item < hi; item++ {
 					ib, rg := item/ranges, item%ranges
-					ic := ib * mc
-					mb := min(mc, M-ic)
+					ic := ib * mcb
+					mb := min(mcb, M-ic)
 					if packed != ib {
 						for ip := 0; ip*mr < mb; ip++ {
 							packA(transA, a, lda, ic+ip*mr, min(mr, mb-ip*mr), pc, kb, pa[ip*mr*kb:(ip+1)*mr*kb])
@@ -215,6 +215,18 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 			})
 		}
 	}
+}
+
+// rowBlocks splits M rows into as few A blocks as mc allows, of mcb rows
+// each (the last one fewer), mcb a multiple of mr and as even as that
+// makes them: 1024 rows are 7 x 132 + 100 where 7 x 144 + 16 would leave
+// one thread 576 rows to the other's 448. How rows are blocked changes no
+// value, since each C tile is still computed by one kernel over K blocks in
+// order.
+func rowBlocks(M int) (blocks, mcb int) {
+	blocks = (M + mc - 1) / mc
+	mcb = ((M+blocks-1)/blocks + mr - 1) / mr * mr
+	return (M + mcb - 1) / mcb, mcb
 }
 
 // clearRows zeroes the first n values of each of c's first m rows (row

@@ -88,6 +88,29 @@ func TestGemmThreadIndependent(t *testing.T) {
 	}
 }
 
+// TestRowBlocksAreEven: A blocks cover the rows, hold at most mc rows in
+// whole micro-panels, are as few as mc allows, and differ by less than a
+// micro-panel per block, so threads given whole blocks get even shares.
+func TestRowBlocksAreEven(t *testing.T) {
+	for M := 1; M <= 3000; M++ {
+		blocks, mcb := rowBlocks(M)
+		last := M - (blocks-1)*mcb
+		switch {
+		case blocks != (M+mc-1)/mc:
+			t.Fatalf("M=%d: %d blocks, want %d", M, blocks, (M+mc-1)/mc)
+		case mcb%mr != 0 || mcb > mc:
+			t.Fatalf("M=%d: blocks of %d rows, want a multiple of %d up to %d", M, mcb, mr, mc)
+		case last <= 0 || last > mcb:
+			t.Fatalf("M=%d: %d blocks of %d leave %d rows for the last", M, blocks, mcb, last)
+		case mcb-last >= blocks*mr:
+			t.Fatalf("M=%d: blocks of %d and a last of %d, uneven by more than %d", M, mcb, last, blocks*mr)
+		}
+	}
+	if b, m := rowBlocks(1024); b != 8 || m != 132 {
+		t.Errorf("1024 rows: %d blocks of %d, want 8 of 132", b, m)
+	}
+}
+
 // TestGemmRowsIndependentOfM: a row's result has the same bits whatever the
 // number of rows in the call (no size-dependent shortcut), which makes a
 // sequence decode identically alone or in any batch.
