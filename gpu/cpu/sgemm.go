@@ -204,9 +204,9 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 							clear(tile[:])
 							bp.edge(jp, mh, ap, &tile)
 							for i := 0; i < mh; i++ {
-								row := c[(i0+i)*ldc+j0 : (i0+i)*ldc+j0+nw]
-								for j := range row {
-									row[j] += tile[i*nr+j]
+								row, t := c[(i0+i)*ldc+j0:][:nw], tile[i*nr:][:nw]
+								for j := addVec(row, row, t); j < nw; j++ {
+									row[j] += t[j]
 								}
 							}
 						}
