@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -73,6 +74,7 @@ func newBenchGemmCmd(stdio IO, getenv func(string) string) *cobra.Command {
 		bf     BackendFlags
 		shapes string
 		ref    string
+		rounds int
 	)
 	cmd := &cobra.Command{
 		Use:   "gemm",
@@ -83,8 +85,13 @@ second each, after one untimed call. Two corl columns: packing the weight
 on every call (as a BLAS does), and with the weights frozen and packed
 once (how decoding runs). With --reference, the same shapes go to that
 program (scripts/gemm-ref/sgemm.c, OpenBLAS's cblas_sgemm; make bench-gemm
-builds it) on the same number of threads, and the last column is corl's
-share of it. The reference inherits the environment: OPENBLAS_CORETYPE
+builds it) on the same number of threads, and corl's share of it follows.
+Each shape is timed --rounds times, the reference and corl alternating,
+and each column is its best round, so that a minute in which the machine
+ran slow (its speed can swing by a third) counts against neither; the
+last column is the range of the rounds' own shares, corl's per-call
+figure over the reference's in the same round. The reference inherits the
+environment: OPENBLAS_CORETYPE
 picks OpenBLAS's kernel (make bench-gemm names its AVX-512 one where the
 CPU has AVX-512; an OpenBLAS older than the CPU falls back to AVX2).
 
@@ -93,6 +100,9 @@ Examples:
   corl bench gemm --threads 1 --shapes 16x768x768,1024x1024x1024`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
+			if rounds < 1 {
+				return fmt.Errorf("--rounds: %d, want at least 1", rounds)
+			}
 			be, err := bf.Open()
 			if err != nil {
 				return err
@@ -108,26 +118,35 @@ Examples:
 				}
 				defer refer.close()
 			}
-			fmt.Fprintf(stdio.Out, "backend %s; GFLOP/s, best of 3\n", be.Name())
+			fmt.Fprintf(stdio.Out, "backend %s; GFLOP/s, the best of %d rounds of three batches\n", be.Name(), rounds)
 			tw := tabwriter.NewWriter(stdio.Out, 0, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprint(tw, "shape\tM\tN\tK\tcorl\tcorl, packed once\t")
 			if refer != nil {
-				fmt.Fprint(tw, "reference\tcorl / reference\t")
+				fmt.Fprint(tw, "reference\tcorl / reference\trounds' shares\t")
 			}
 			fmt.Fprintln(tw)
 			for _, sh := range list {
-				// Shape by shape, the reference and corl within the same
-				// seconds: this machine's speed drifts over a minute.
-				var gf float64
-				if refer != nil {
-					if gf, err = refer.time(sh); err != nil {
-						return fmt.Errorf("--reference: %w", err)
+				// Shape by shape, the reference and corl in turn within
+				// the same seconds: this machine's speed drifts over a
+				// minute.
+				var plain, packed, gf float64
+				lo, hi := math.Inf(1), math.Inf(-1)
+				for range rounds {
+					var g float64
+					if refer != nil {
+						if g, err = refer.time(sh); err != nil {
+							return fmt.Errorf("--reference: %w", err)
+						}
+					}
+					p := timeGemm(be, sh, false)
+					plain, packed, gf = max(plain, p), max(packed, timeGemm(be, sh, true)), max(gf, g)
+					if refer != nil {
+						lo, hi = min(lo, p/g), max(hi, p/g)
 					}
 				}
-				plain, packed := timeGemm(be, sh, false), timeGemm(be, sh, true)
 				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.1f\t%.1f\t", sh.name, sh.M, sh.N, sh.K, plain, packed)
 				if refer != nil {
-					fmt.Fprintf(tw, "%.1f\t%.2f\t", gf, plain/gf)
+					fmt.Fprintf(tw, "%.1f\t%.2f\t%.2f-%.2f\t", gf, plain/gf, lo, hi)
 				}
 				fmt.Fprintln(tw)
 			}
@@ -137,6 +156,7 @@ Examples:
 	fl := cmd.Flags()
 	fl.StringVar(&shapes, "shapes", "", "comma-separated MxNxK (default: decode at 1, 16 and 128 sequences, training and the 1024 square)")
 	fl.StringVar(&ref, "reference", "", "a program that reads \"M N K\" lines and prints \"M N K GFLOP/s\" (scripts/gemm-ref/sgemm.c)")
+	fl.IntVar(&rounds, "rounds", 3, "times each shape is timed, the reference and corl alternating; each column is its best")
 	bf.Register(fl, getenv)
 	return cmd
 }

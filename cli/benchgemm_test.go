@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,32 +11,48 @@ import (
 )
 
 // TestBenchGemmAgainstAReference: corl bench gemm times the shapes it is
-// given and divides by what the reference program prints for each, on
-// the same thread count; a reference that answers for another shape, or
-// bad --shapes, is refused by name.
+// given, round after round in turn with the reference program on the same
+// thread count, and divides its best round by the reference's best; a
+// reference that answers for another shape, bad --shapes or --rounds, is
+// refused by name.
 func TestBenchGemmAgainstAReference(t *testing.T) {
 	dir := t.TempDir()
 	ref := filepath.Join(dir, "ref")
-	// Prints each shape back with a GFLOP/s of M, and the thread count it
-	// was given on stderr.
-	script := "#!/bin/sh\necho \"threads $OPENBLAS_NUM_THREADS\" >&2\nwhile read m n k; do echo \"$m $n $k $m\"; done\n"
+	// Prints each shape back with a GFLOP/s of M, 3M, then 2M (its best
+	// in the middle), logging each question on stderr, and the thread
+	// count it was given.
+	script := "#!/bin/sh\necho \"threads $OPENBLAS_NUM_THREADS\" >&2\ni=0\nwhile read m n k; do i=$((i+1)); case $i in 2) g=3;; 3) g=2;; *) g=1;; esac; echo \"asked $m $n $k\" >&2; echo \"$m $n $k $((m*g))\"; done\n"
 	if err := os.WriteFile(ref, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errs := run(t, "bench", "gemm", "--threads", "1", "--shapes", "2x8x16", "--reference", ref)
+	code, out, errs := run(t, "bench", "gemm", "--threads", "1", "--shapes", "2x8x16", "--rounds", "3", "--reference", ref)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	if !strings.Contains(errs, "threads 1") {
 		t.Errorf("the reference was not run on one thread: %q", errs)
 	}
+	if n := strings.Count(errs, "asked 2 8 16"); n != 3 {
+		t.Errorf("the reference was asked for the shape %d times, want once a round (3): %q", n, errs)
+	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 3 || !strings.Contains(lines[1], "corl / reference") {
 		t.Fatalf("output:\n%s", out)
 	}
 	f := strings.Fields(lines[2])
-	if len(f) != 8 || f[0] != "2x8x16" || f[6] != "2.0" {
-		t.Errorf("row %q: want shape 2x8x16 with the reference's 2.0 GFLOP/s", lines[2])
+	if len(f) != 9 || f[0] != "2x8x16" || f[6] != "6.0" {
+		t.Fatalf("row %q: want shape 2x8x16 with the reference's best round, 6.0 GFLOP/s", lines[2])
+	}
+	// The share is of the best rounds; the rounds' own shares (corl's
+	// per-call figure over the reference's 2, 6, 4) are a range around it.
+	plain, _ := strconv.ParseFloat(f[4], 64)
+	share, _ := strconv.ParseFloat(f[7], 64)
+	var lo, hi float64
+	if _, err := fmt.Sscanf(f[8], "%g-%g", &lo, &hi); err != nil || lo > share+0.01 || hi < share-0.01 {
+		t.Errorf("rounds' shares %q: want a range lo-hi around the best rounds' share %v", f[8], share)
+	}
+	if d := plain/6 - share; d > 0.02 || d < -0.02 { // plain has one decimal
+		t.Errorf("share %v, want corl's best %v over the reference's best 6.0", share, plain)
 	}
 	wrong := filepath.Join(dir, "wrong")
 	if err := os.WriteFile(wrong, []byte("#!/bin/sh\nwhile read m n k; do echo \"$k $n $m 1\"; done\n"), 0o755); err != nil {
@@ -48,6 +65,7 @@ func TestBenchGemmAgainstAReference(t *testing.T) {
 		{[]string{"--shapes", "2x8x16", "--reference", wrong}, "not the one asked for"},
 		{[]string{"--shapes", "2x8"}, `"2x8" is not MxNxK`},
 		{[]string{"--shapes", "2x0x4"}, `"0" is not a positive integer`},
+		{[]string{"--shapes", "2x2x2", "--rounds", "0"}, "--rounds: 0"},
 		{[]string{"--shapes", "2x2x2", "--reference", filepath.Join(dir, "absent")}, "--reference"},
 	} {
 		if code, _, errs := run(t, append([]string{"bench", "gemm"}, tc.args...)...); code == 0 || !strings.Contains(errs, tc.want) {
