@@ -29,7 +29,7 @@ type gemmScratch struct {
 func newGemmScratch(threads int) *gemmScratch {
 	s := &gemmScratch{a: make([][]float32, threads)}
 	for i := range s.a {
-		s.a[i] = make([]float32, mc*kc)
+		s.a[i] = make([]float32, ownBlocks*mc*kc)
 	}
 	return s
 }
@@ -143,6 +143,10 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 		pb = s.packedB(N)
 	}
 	icBlocks, mcb := rowBlocks(M)
+	if pre == nil && icBlocks <= ownBlocks && (min(N, nc)+nr-1)/nr >= threads {
+		gemmOwnPanels(par, s, pb, transA, transB, M, N, K, a, lda, b, ldb, c, ldc, zero, icBlocks, mcb)
+		return
+	}
 	for jc := 0; jc < N; jc += nc {
 		nb := min(nc, N-jc)
 		panels := (nb + nr - 1) / nr
@@ -161,7 +165,6 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 			par(icBlocks*ranges, func(w, lo, hi int) {
 				pa := s.a[w]
 				packed := -1
-				var tile [mr * nr]float32
 				for item := lo; item < hi; item++ {
 					ib, rg := item/ranges, item%ranges
 					ic := ib * mcb
@@ -173,44 +176,7 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 						packed = ib
 					}
 					jp, jend := rg*panels/ranges, (rg+1)*panels/ranges
-					if mb < 4 && rowKernel() {
-						// Under four rows (decoding a few sequences): each
-						// real row through four full panels at a time.
-						for ; jp+4 <= jend && (jp+4)*nr <= nb; jp += 4 {
-							j0 := jc + jp*nr
-							for i := 0; i < mb; i++ {
-								row := c[(ic+i)*ldc+j0 : (ic+i)*ldc+j0+4*nr]
-								if zero && pc == 0 {
-									clear(row)
-								}
-								bp.row4(jp, pa[i:], row)
-							}
-						}
-					}
-					for ; jp < jend; jp++ {
-						j0, nw := jc+jp*nr, min(nr, nb-jp*nr)
-						for ip := 0; ip*mr < mb; ip++ {
-							ap := pa[ip*mr*kb : (ip+1)*mr*kb]
-							i0, mh := ic+ip*mr, min(mr, mb-ip*mr)
-							first := zero && pc == 0
-							if mh == mr && nw == nr {
-								// The first K block sets the tile, the rest add to it.
-								bp.tile(jp, ap, c[i0*ldc+j0:], ldc, first)
-								continue
-							}
-							if first {
-								clearRows(c[i0*ldc+j0:], ldc, mh, nw)
-							}
-							clear(tile[:])
-							bp.edge(jp, mh, ap, &tile)
-							for i := 0; i < mh; i++ {
-								row, t := c[(i0+i)*ldc+j0:][:nw], tile[i*nr:][:nw]
-								for j := addVec(row, row, t); j < nw; j++ {
-									row[j] += t[j]
-								}
-							}
-						}
-					}
+					panelsOn(bp, pa, jp, jend, ic, mb, jc, nb, pc, zero, c, ldc)
 				}
 			})
 		}
@@ -227,6 +193,101 @@ func rowBlocks(M int) (blocks, mcb int) {
 	blocks = (M + mc - 1) / mc
 	mcb = ((M+blocks-1)/blocks + mr - 1) / mr * mr
 	return (M + mcb - 1) / mcb, mcb
+}
+
+// ownBlocks is the most A blocks (of up to mc rows) for which gemmOwnPanels
+// runs, packing every block into each worker's scratch.
+const ownBlocks = 2
+
+// ownChunk is how many B panels a worker packs before computing them
+// (32 x 32 KB: within L2 beside the packed A).
+const ownChunk = 32
+
+// gemmOwnPanels is gemmOn for a few rows and a B packed per call (a
+// training step's activations against a weight, decoding shapes without
+// frozen weights): each worker owns a contiguous range of B panels and
+// packs them itself, a chunk at a time right before the kernel reads them,
+// so a packed panel is read from its own core's L2 rather than written
+// out to L3 by one pass over all of B and read back from there by every
+// worker. Every worker packs all the rows of A (a few hundred, at most
+// ownBlocks blocks). The tiles, their kernels and their K order are
+// gemmOn's, so the bits are too.
+func gemmOwnPanels(par func(n int, fn func(worker, lo, hi int)), s *gemmScratch, pb []float32,
+	transA, transB bool, M, N, K int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int,
+	zero bool, icBlocks, mcb int) {
+	for jc := 0; jc < N; jc += nc {
+		nb := min(nc, N-jc)
+		panels := (nb + nr - 1) / nr
+		for pc := 0; pc < K; pc += kc {
+			kb := min(kc, K-pc)
+			bp := bpanels{f: pb, kb: kb}
+			par(panels, func(w, lo, hi int) {
+				pa := s.a[w]
+				for ib := 0; ib < icBlocks; ib++ {
+					ic := ib * mcb
+					mb := min(mcb, M-ic)
+					for ip := 0; ip*mr < mb; ip++ {
+						off := (ib*mcb + ip*mr) * kb
+						packA(transA, a, lda, ic+ip*mr, min(mr, mb-ip*mr), pc, kb, pa[off:off+mr*kb])
+					}
+				}
+				for cs := lo; cs < hi; cs += ownChunk {
+					ce := min(cs+ownChunk, hi)
+					packPanels(transB, b, ldb, pc, kb, jc, nb, cs, ce, pb)
+					for ib := 0; ib < icBlocks; ib++ {
+						ic := ib * mcb
+						panelsOn(bp, pa[ic*kb:], cs, ce, ic, min(mcb, M-ic), jc, nb, pc, zero, c, ldc)
+					}
+				}
+			})
+		}
+	}
+}
+
+// panelsOn computes B panels [jp, jend) of the block at (jc, pc) against
+// the packed A block pa of rows [ic, ic+mb): C's tiles there, set by the
+// first K block unless accumulating, added to by the rest.
+func panelsOn(bp bpanels, pa []float32, jp, jend, ic, mb, jc, nb, pc int, zero bool, c []float32, ldc int) {
+	kb := bp.kb
+	if mb < 4 && rowKernel() {
+		// Under four rows (decoding a few sequences): each real row
+		// through four full panels at a time.
+		for ; jp+4 <= jend && (jp+4)*nr <= nb; jp += 4 {
+			j0 := jc + jp*nr
+			for i := 0; i < mb; i++ {
+				row := c[(ic+i)*ldc+j0 : (ic+i)*ldc+j0+4*nr]
+				if zero && pc == 0 {
+					clear(row)
+				}
+				bp.row4(jp, pa[i:], row)
+			}
+		}
+	}
+	var tile [mr * nr]float32
+	for ; jp < jend; jp++ {
+		j0, nw := jc+jp*nr, min(nr, nb-jp*nr)
+		for ip := 0; ip*mr < mb; ip++ {
+			ap := pa[ip*mr*kb : (ip+1)*mr*kb]
+			i0, mh := ic+ip*mr, min(mr, mb-ip*mr)
+			first := zero && pc == 0
+			if mh == mr && nw == nr {
+				// The first K block sets the tile, the rest add to it.
+				bp.tile(jp, ap, c[i0*ldc+j0:], ldc, first)
+				continue
+			}
+			if first {
+				clearRows(c[i0*ldc+j0:], ldc, mh, nw)
+			}
+			clear(tile[:])
+			bp.edge(jp, mh, ap, &tile)
+			for i := 0; i < mh; i++ {
+				row, t := c[(i0+i)*ldc+j0:][:nw], tile[i*nr:][:nw]
+				for j := addVec(row, row, t); j < nw; j++ {
+					row[j] += t[j]
+				}
+			}
+		}
+	}
 }
 
 // clearRows zeroes the first n values of each of c's first m rows (row

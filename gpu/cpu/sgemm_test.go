@@ -67,22 +67,34 @@ func TestGemmMatchesNaive(t *testing.T) {
 }
 
 // TestGemmThreadIndependent checks that the result is bitwise equal for any
-// thread count.
+// thread count. 301 rows are three A blocks (workers share B's panels);
+// 200 rows are two, where each worker packs its own panels
+// (gemmOwnPanels), except on 7 threads, more than 100 columns' 4 panels,
+// which take the shared path: so the two paths must agree as well. Both
+// storage orders of b, since each packs them differently.
 func TestGemmThreadIndependent(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	M, N, K := 301, 517, 700
-	a, b := randSlice(r, M*K), randSlice(r, K*N)
-	var ref []float32
-	for _, th := range []int{1, 2, 3, 7} {
-		c := make([]float32, M*N)
-		New(th).gemm(false, true, M, N, K, a, K, b, K, c, N, false)
-		if ref == nil {
-			ref = c
-			continue
-		}
-		for i := range c {
-			if math.Float32bits(c[i]) != math.Float32bits(ref[i]) {
-				t.Fatalf("threads=%d: c[%d] = %v differs from 1 thread's %v", th, i, c[i], ref[i])
+	for _, sh := range [][3]int{{301, 517, 700}, {200, 100, 700}} {
+		M, N, K := sh[0], sh[1], sh[2]
+		a, b := randSlice(r, M*K), randSlice(r, K*N)
+		for _, transB := range []bool{true, false} {
+			ldb := K
+			if !transB {
+				ldb = N
+			}
+			var ref []float32
+			for _, th := range []int{1, 2, 3, 7} {
+				c := make([]float32, M*N)
+				New(th).gemm(false, transB, M, N, K, a, K, b, ldb, c, N, false)
+				if ref == nil {
+					ref = c
+					continue
+				}
+				for i := range c {
+					if math.Float32bits(c[i]) != math.Float32bits(ref[i]) {
+						t.Fatalf("%dx%dx%d transB %v, threads=%d: c[%d] = %v differs from 1 thread's %v", M, N, K, transB, th, i, c[i], ref[i])
+					}
+				}
 			}
 		}
 	}
