@@ -457,3 +457,15 @@ func layerNormRowVec(dst, x, w, b []float32, m, r float32) int {
 	layerNormRowAVX512(&dst[0], &x[0], &w[0], &b[0], m, r, n)
 	return n
 }
+
+//go:noescape
+func streamLines(p *float32, lines int)
+
+// streamRows reads the 64-byte lines of x[:n] in order before a kernel
+// reads them in its own order (see streamBytes); it changes nothing.
+func streamRows(x []float32, n int) {
+	if n >= 16 {
+		_ = x[n-1]
+		streamLines(&x[0], n/16)
+	}
+}

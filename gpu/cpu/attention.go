@@ -40,9 +40,10 @@ func (be *Backend) AttentionForward(out, att, q, k, v gpu.Buffer, s gpu.AttnShap
 		// together, each cache row read once front to back for all of
 		// them (not once per head at the row stride), with the bits of
 		// one head at a time.
+		stream := s.B*s.Tk*CKV*8 >= streamBytes
 		be.parallelWorkers(s.B, func(_, lo, hi int) {
 			for b := lo; b < hi; b++ {
-				attendRowsAllHeads(o[b*s.Tq*C:], a[b*s.NH*s.Tq*s.Tk:][:s.NH*s.Tq*s.Tk], qd[b*s.Tq*C:], kd[b*s.Tcap*CKV:], vd[b*s.Tcap*CKV:], s, s.Keys(b), C, CKV, scale)
+				attendRowsAllHeads(o[b*s.Tq*C:], a[b*s.NH*s.Tq*s.Tk:][:s.NH*s.Tq*s.Tk], qd[b*s.Tq*C:], kd[b*s.Tcap*CKV:], vd[b*s.Tcap*CKV:], s, s.Keys(b), C, CKV, scale, stream)
 			}
 		})
 		return
@@ -140,13 +141,26 @@ func attendRows(out, p, q, k, v []float32, s gpu.AttnShape, tk, C, CKV int, scal
 	}
 }
 
+// streamBytes is the size of a decoding step's key and value rows (the
+// whole batch's, one layer's) from which attention first reads a row's
+// keys, then its values, front to back before the kernels read them a
+// head at a time: rows that large come from memory, where the kernels'
+// order (sixteen rows apart, then four chunks of a row 256 bytes apart)
+// streams at 10-12 GB/s on a core and a plain front-to-back read at about
+// twice that. Under it the rows are mostly in cache, where the extra read
+// costs more than it saves.
+const streamBytes = 2 << 20
+
 // attendRowsAllHeads is attendRows for every head of one batch row at
 // once (p holds its NH heads' (Tq, Tk) probabilities back to back); each
-// head gets attendRows's bits.
-func attendRowsAllHeads(out, p, q, k, v []float32, s gpu.AttnShape, tk, C, CKV int, scale float32) {
+// head gets attendRows's bits. stream reads the rows first (streamBytes).
+func attendRowsAllHeads(out, p, q, k, v []float32, s gpu.AttnShape, tk, C, CKV int, scale float32, stream bool) {
 	group, ps := s.NH/s.NKV, s.Tq*s.Tk
 	for tq := 0; tq < s.Tq; tq++ {
 		n := tk - s.Tq + tq + 1 // keys this query sees
+		if stream && tq == 0 {
+			streamRows(k, tk*CKV)
+		}
 		attnRowScores(p[tq*s.Tk:], q[tq*C:], k, ps, CKV, s.HS, s.NKV, group, n)
 		for h := 0; h < s.NH; h++ {
 			row := p[h*ps+tq*s.Tk:][:s.Tk]
@@ -155,6 +169,9 @@ func attendRowsAllHeads(out, p, q, k, v []float32, s gpu.AttnShape, tk, C, CKV i
 		}
 		ov := out[tq*C:][:C]
 		clear(ov)
+		if stream && tq == 0 {
+			streamRows(v, tk*CKV)
+		}
 		attnRowMix(ov, p[tq*s.Tk:], v, ps, CKV, s.HS, s.NKV, group, n)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/corl-project/corl/gpu"
 )
 
 // BenchmarkGemm reports GFLOP/s of the blocked GEMM at shapes the models use.
@@ -96,5 +98,39 @@ func BenchmarkPackB(b *testing.B) {
 			}
 			b.ReportMetric(4*kc*N*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 		})
+	}
+}
+
+// BenchmarkDecodeAttention is one decoding step's attention for one layer
+// of the llama 6 x 256 (4 heads of 64, 96 keys a row), the rows read in
+// the kernels' order ("cached") or front to back first ("streamed"), over
+// one sequence's rows (in L2 after the first pass) and over 1,536
+// sequences' (144 MB, from memory).
+func BenchmarkDecodeAttention(b *testing.B) {
+	const hs, nh, tk, tcap = 64, 4, 96, 128
+	const C = nh * hs
+	for _, seqs := range []int{1, 1536} {
+		for _, stream := range []bool{false, true} {
+			name := fmt.Sprintf("seqs=%d/cached", seqs)
+			if stream {
+				name = fmt.Sprintf("seqs=%d/streamed", seqs)
+			}
+			b.Run(name, func(b *testing.B) {
+				if !attnRows(hs) {
+					b.Skip("no all-heads attention kernel on this CPU")
+				}
+				r := rand.New(rand.NewPCG(1, 2))
+				s := gpu.AttnShape{B: 1, Tq: 1, Tk: tcap, Tcap: tcap, NH: nh, NKV: nh, HS: hs}
+				k, v := randSlice(r, seqs*tcap*C), randSlice(r, seqs*tcap*C)
+				q, out, p := randSlice(r, C), make([]float32, C), make([]float32, nh*tcap)
+				b.SetBytes(int64(seqs * tk * C * 4 * 2))
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					for sq := 0; sq < seqs; sq++ {
+						attendRowsAllHeads(out, p, q, k[sq*tcap*C:], v[sq*tcap*C:], s, tk, C, C, 0.125, stream)
+					}
+				}
+			})
+		}
 	}
 }

@@ -407,7 +407,8 @@ func TestLogSumExpKernelsMatchFloat64(t *testing.T) {
 // each cache row; every output and probability has the bits of attendRows
 // run head by head, for head sizes with and without a 4-float tail, one to
 // four query heads per key/value head, one to three query rows, and rows at
-// different lengths.
+// different lengths; and for a batch whose rows are read front to back
+// first (streamBytes).
 func TestAllHeadsDecodeAttentionMatchesOneHeadAtATime(t *testing.T) {
 	if !attnRows(16) {
 		t.Skip("no all-heads attention kernel on this CPU")
@@ -416,32 +417,47 @@ func TestAllHeadsDecodeAttentionMatchesOneHeadAtATime(t *testing.T) {
 	for _, hs := range []int{4, 12, 16, 24, 64} {
 		for _, heads := range [][2]int{{1, 1}, {4, 4}, {4, 2}, {8, 2}, {3, 1}} {
 			for tq := 1; tq < decodeRows; tq++ {
-				s := gpu.AttnShape{B: 3, Tq: tq, Tk: 40, Tcap: 44, NH: heads[0], NKV: heads[1], HS: hs, KLen: []int32{40, 17, int32(tq)}}
-				C, CKV := s.NH*s.HS, s.NKV*s.HS
-				q, k, v := randSlice(r, s.B*s.Tq*C), randSlice(r, s.B*s.Tcap*CKV), randSlice(r, s.B*s.Tcap*CKV)
-				be := New(2)
-				out, att := be.Alloc(s.B*s.Tq*C), be.Alloc(s.B*s.NH*s.Tq*s.Tk)
-				Data(att)[len(Data(att))-1] = 7 // a stale probability past the keys must be cleared
-				be.AttentionForward(out, att, &Buffer{q}, &Buffer{k}, &Buffer{v}, s)
-				wantOut, wantAtt := make([]float32, s.B*s.Tq*C), make([]float32, s.B*s.NH*s.Tq*s.Tk)
-				scale := float32(1 / math.Sqrt(float64(s.HS)))
-				for b := 0; b < s.B; b++ {
-					for h := 0; h < s.NH; h++ {
-						qo, kvo := b*s.Tq*C+h*s.HS, b*s.Tcap*CKV+(h/(s.NH/s.NKV))*s.HS
-						attendRows(wantOut[qo:], wantAtt[(b*s.NH+h)*s.Tq*s.Tk:][:s.Tq*s.Tk], q[qo:], k[kvo:], v[kvo:], s, s.Keys(b), C, CKV, scale)
-					}
-				}
-				for i, x := range Data(out) {
-					if math.Float32bits(x) != math.Float32bits(wantOut[i]) {
-						t.Fatalf("hs %d heads %v tq %d: output %d is %v, head by head %v", hs, heads, tq, i, x, wantOut[i])
-					}
-				}
-				for i, x := range Data(att) {
-					if math.Float32bits(x) != math.Float32bits(wantAtt[i]) {
-						t.Fatalf("hs %d heads %v tq %d: probability %d is %v, head by head %v", hs, heads, tq, i, x, wantAtt[i])
-					}
-				}
+				checkAllHeadsDecode(t, r, gpu.AttnShape{B: 3, Tq: tq, Tk: 40, Tcap: 44, NH: heads[0], NKV: heads[1], HS: hs, KLen: []int32{40, 17, int32(tq)}})
 			}
+		}
+	}
+	s := gpu.AttnShape{B: 40, Tq: 1, Tk: 100, Tcap: 103, NH: 4, NKV: 4, HS: 64}
+	if s.B*s.Tk*s.NKV*s.HS*8 < streamBytes {
+		t.Fatal("the streamed shape is under streamBytes")
+	}
+	for b := 0; b < s.B; b++ {
+		s.KLen = append(s.KLen, int32(1+b*99/(s.B-1)))
+	}
+	checkAllHeadsDecode(t, r, s)
+}
+
+// checkAllHeadsDecode runs AttentionForward on random q, k, v of shape s
+// (on two threads) and compares every output and probability bit for bit
+// with attendRows run a head at a time.
+func checkAllHeadsDecode(t *testing.T, r *rand.Rand, s gpu.AttnShape) {
+	t.Helper()
+	C, CKV := s.NH*s.HS, s.NKV*s.HS
+	q, k, v := randSlice(r, s.B*s.Tq*C), randSlice(r, s.B*s.Tcap*CKV), randSlice(r, s.B*s.Tcap*CKV)
+	be := New(2)
+	out, att := be.Alloc(s.B*s.Tq*C), be.Alloc(s.B*s.NH*s.Tq*s.Tk)
+	Data(att)[len(Data(att))-1] = 7 // a stale probability past the keys must be cleared
+	be.AttentionForward(out, att, &Buffer{q}, &Buffer{k}, &Buffer{v}, s)
+	wantOut, wantAtt := make([]float32, s.B*s.Tq*C), make([]float32, s.B*s.NH*s.Tq*s.Tk)
+	scale := float32(1 / math.Sqrt(float64(s.HS)))
+	for b := 0; b < s.B; b++ {
+		for h := 0; h < s.NH; h++ {
+			qo, kvo := b*s.Tq*C+h*s.HS, b*s.Tcap*CKV+(h/(s.NH/s.NKV))*s.HS
+			attendRows(wantOut[qo:], wantAtt[(b*s.NH+h)*s.Tq*s.Tk:][:s.Tq*s.Tk], q[qo:], k[kvo:], v[kvo:], s, s.Keys(b), C, CKV, scale)
+		}
+	}
+	for i, x := range Data(out) {
+		if math.Float32bits(x) != math.Float32bits(wantOut[i]) {
+			t.Fatalf("hs %d heads %d/%d tq %d batch %d: output %d is %v, head by head %v", s.HS, s.NH, s.NKV, s.Tq, s.B, i, x, wantOut[i])
+		}
+	}
+	for i, x := range Data(att) {
+		if math.Float32bits(x) != math.Float32bits(wantAtt[i]) {
+			t.Fatalf("hs %d heads %d/%d tq %d batch %d: probability %d is %v, head by head %v", s.HS, s.NH, s.NKV, s.Tq, s.B, i, x, wantAtt[i])
 		}
 	}
 }

@@ -704,3 +704,32 @@ m4j:
 	JNZ  m4c
 	VZEROUPPER
 	RET
+
+// func streamLines(p *float32, lines int)
+// Loads one word of each of the lines 64-byte lines from p on, front to
+// back, four lines an iteration, and keeps nothing: what is read stays in
+// cache (see streamRows).
+TEXT ·streamLines(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), DI
+	MOVQ lines+8(FP), CX
+	MOVQ CX, DX
+	SHRQ $2, CX
+	JZ   sl1
+sl4:
+	MOVQ (DI), AX
+	MOVQ 64(DI), AX
+	MOVQ 128(DI), AX
+	MOVQ 192(DI), AX
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  sl4
+sl1:
+	ANDQ $3, DX
+	JZ   sldone
+sl1loop:
+	MOVQ (DI), AX
+	ADDQ $64, DI
+	DECQ DX
+	JNZ  sl1loop
+sldone:
+	RET

@@ -25,7 +25,8 @@ func softmaxRowVec(row []float32, scale float32) bool { return false }
 func rowLSEVec(row []float32) (maxv float32, lse float64, ok bool)     { return 0, 0, false }
 func expScaleVec(dst, row []float32, maxv, logsum, scale float32) bool { return false }
 
-func attnRows(hs int) bool { return false }
+func attnRows(hs int) bool          { return false }
+func streamRows(x []float32, n int) {}
 func attnRowScores(p, q, k []float32, pstride, kstride, hs, nkv, group, n int) {
 	panic("cpu: no all-heads attention kernel")
 }
