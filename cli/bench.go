@@ -208,6 +208,13 @@ func newBenchGenerateCmd(stdio IO, getenv func(string) string) *cobra.Command {
 			if noCache {
 				run = g.RunWithoutCache
 			}
+			// Where each timed run's time went; its decoding steps are
+			// rated alone as well (not without a cache, which has no
+			// prefill).
+			var ph *generate.Phases
+			if !noCache {
+				ph = &generate.Phases{}
+			}
 			cache := "none (recomputed)"
 			if !noCache {
 				cache = string(kv)
@@ -220,12 +227,13 @@ func newBenchGenerateCmd(stdio IO, getenv func(string) string) *cobra.Command {
 					return err
 				}
 			}
+			g.Phases = ph
 			peaks, err := newPeakMeter(be, ref, bf.Threads, stdio)
 			if err != nil {
 				return err
 			}
 			defer peaks.close()
-			return timeDecode(stdio, peaks, m, run, reqs, prompt, reps)
+			return timeDecode(stdio, peaks, m, run, ph, reqs, prompt, reps)
 		},
 	}
 	mf.register(cmd)
@@ -252,7 +260,9 @@ the generated ones alone) against a 1024^3 matmul on the same backend,
 measured after every repetition: each repetition's share is taken against its
 own peak and the median is printed, with the range; with --reference, also
 against that program's 1024^3 matmul (OpenBLAS's sgemm, on as many threads)
-timed after every repetition. --kv-cache f16 keeps the
+timed after every repetition. The generated tokens' FLOPs are also rated
+over the decoding steps' time alone, the time spent starting requests
+(prefilling the prompts) set apart. --kv-cache f16 keeps the
 cache in IEEE binary16 (the CPU backend), half the bytes decoding reads;
 --weights bf16 runs the matmuls over the weights rounded to bfloat16, half
 the bytes a step of a few sequences reads.
@@ -262,9 +272,11 @@ Example, the small config at batch 64:
 
 // timeDecode times reps runs of the requests, each followed by the 1024^3
 // matmul peaks, and prints tokens/s and each repetition's share of its own
-// peaks (the median, with the range).
-func timeDecode(stdio IO, peaks *peakMeter, m *model.Model, run func([]generate.Request) ([]generate.Output, error), reqs []generate.Request, prompt, reps int) error {
-	var total time.Duration
+// peaks (the median, with the range). With ph (which run adds its phases
+// to), the generated tokens' FLOPs are also rated over the decoding steps'
+// time alone.
+func timeDecode(stdio IO, peaks *peakMeter, m *model.Model, run func([]generate.Request) ([]generate.Output, error), ph *generate.Phases, reqs []generate.Request, prompt, reps int) error {
+	var total, decoding time.Duration
 	tokens := 0
 	var flops, genFlops float64 // forward FLOPs of every position; of generated ones
 	// The peaks are measured after every repetition and each
@@ -272,6 +284,10 @@ func timeDecode(stdio IO, peaks *peakMeter, m *model.Model, run func([]generate.
 	// speed can drift by a fifth within a run, which one
 	// measurement at the end would charge to the repetitions.
 	for r := 0; r < reps; r++ {
+		var before generate.Phases
+		if ph != nil {
+			before = *ph
+		}
 		start := time.Now()
 		outs, err := run(reqs)
 		if err != nil {
@@ -287,7 +303,13 @@ func timeDecode(stdio IO, peaks *peakMeter, m *model.Model, run func([]generate.
 			gf += all - prompt
 		}
 		flops, genFlops = flops+f, genFlops+gf
-		if err := peaks.after(f/el.Seconds()/1e9, gf/el.Seconds()/1e9); err != nil {
+		rates := []float64{f / el.Seconds() / 1e9, gf / el.Seconds() / 1e9}
+		if ph != nil {
+			dec := ph.Decode - before.Decode
+			decoding += dec
+			rates = append(rates, gf/dec.Seconds()/1e9)
+		}
+		if err := peaks.after(rates...); err != nil {
 			return err
 		}
 	}
@@ -298,6 +320,14 @@ func timeDecode(stdio IO, peaks *peakMeter, m *model.Model, run func([]generate.
 	if peaks.ref != nil {
 		fmt.Fprintf(stdio.Out, "share of the reference's 1024^3 matmul: %s over prompts and completions, %s generated tokens alone\n",
 			peaks.refShare(0), peaks.refShare(1))
+	}
+	if ph != nil {
+		fmt.Fprintf(stdio.Out, "decoding steps alone (%.2fs of the %.2fs; the rest starts requests: prefill): generated tokens %.1f GFLOP/s (%.2f of the matmul peak",
+			decoding.Seconds(), sec, genFlops/decoding.Seconds()/1e9, median(peaks.shares[2]))
+		if peaks.ref != nil {
+			fmt.Fprintf(stdio.Out, ", %s of the reference's", peaks.refShare(2))
+		}
+		fmt.Fprintln(stdio.Out, ")")
 	}
 	fmt.Fprintf(stdio.Out, "peak: 1024^3 matmul after each repetition, %s; shares are the median of the repetitions' against their own, generated alone %s\n",
 		peaks.ranges(), peaks.shareRanges(1))

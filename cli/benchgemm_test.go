@@ -105,7 +105,7 @@ func TestBenchTrainAndGenerateAgainstAReference(t *testing.T) {
 	}
 	code, out, errs = run(t, "bench", "generate", "--family", "llama", "--layers", "1", "--dim", "32", "--heads", "2",
 		"--batch", "2", "--prompt-tokens", "4", "--new", "4", "--reps", "1", "--warmup", "0", "--reference", ref)
-	if code != 0 || !strings.Contains(out, "share of the reference's 1024^3 matmul") || !strings.Contains(out, "(reference 0.5-0.5)") {
+	if code != 0 || !strings.Contains(out, "share of the reference's 1024^3 matmul") || !strings.Contains(out, "of the reference's)") || !strings.Contains(out, "(reference 0.5-0.5)") {
 		t.Fatalf("generate: exit %d, output:\n%s%s", code, out, errs)
 	}
 	wrong := filepath.Join(dir, "wrong")

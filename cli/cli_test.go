@@ -39,7 +39,8 @@ func TestBenchTrainPrintsSpeed(t *testing.T) {
 }
 
 // TestBenchGenerateKVCache: bench generate on either cache type prints
-// its speed, the cache it used and the peak measured after each
+// its speed, the cache it used, the decoding steps' rate apart from the
+// prefill (not without a cache) and the peak measured after each
 // repetition; an unknown type or no repetitions is refused, naming the
 // flag.
 func TestBenchGenerateKVCache(t *testing.T) {
@@ -49,11 +50,16 @@ func TestBenchGenerateKVCache(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("--kv-cache %s: exit %d: %s", kv, code, errs)
 		}
-		for _, want := range []string{"kv cache " + kv, "generated tokens/s", "generated tokens alone", "peak: 1024^3 matmul after each repetition"} {
+		for _, want := range []string{"kv cache " + kv, "generated tokens/s", "generated tokens alone", "decoding steps alone", "peak: 1024^3 matmul after each repetition"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("--kv-cache %s: output lacks %q:\n%s", kv, want, out)
 			}
 		}
+	}
+	// Without a cache there is no prefill to set apart.
+	code, out, errs := run(t, "bench", "generate", "--layers", "1", "--dim", "32", "--heads", "2", "--batch", "2", "--prompt-tokens", "4", "--new", "2", "--reps", "1", "--warmup", "0", "--no-cache")
+	if code != 0 || !strings.Contains(out, "generated tokens alone") || strings.Contains(out, "decoding steps alone") {
+		t.Errorf("--no-cache: exit %d, stderr %q, output:\n%s\nwant no decoding-steps line", code, errs, out)
 	}
 	for _, args := range [][]string{{"--kv-cache", "bf16"}, {"--reps", "0"}} {
 		flag := args[0]

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/tokenizer"
@@ -47,6 +48,15 @@ type Generator struct {
 	// Ctx, if set, is checked at every decoding step: cancelling it (Ctrl-C,
 	// SIGTERM) ends Run with its error within one step.
 	Ctx context.Context
+	// Phases, if set, has Run's time in each phase added to it.
+	Phases *Phases
+}
+
+// Phases is where Run's time went: starting requests (the prompts'
+// prefill, cache rows copied for a repeated prompt, the first token
+// sampled) and decoding steps (a token for every busy slot, sampled).
+type Phases struct {
+	Prefill, Decode time.Duration
 }
 
 type slotState struct {
@@ -94,6 +104,11 @@ func (g *Generator) Run(reqs []Request) ([]Output, error) {
 	for s := range all {
 		all[s] = s
 	}
+	var ph Phases
+	if g.Phases != nil {
+		defer func() { g.Phases.Prefill, g.Phases.Decode = g.Phases.Prefill+ph.Prefill, g.Phases.Decode+ph.Decode }()
+	}
+	t := time.Now()
 	if err := r.start(all); err != nil {
 		return nil, err
 	}
@@ -101,14 +116,19 @@ func (g *Generator) Run(reqs []Request) ([]Output, error) {
 		if g.Ctx != nil && g.Ctx.Err() != nil {
 			return nil, fmt.Errorf("generate: %w after %d of %d requests", g.Ctx.Err(), r.done, len(reqs))
 		}
+		t1 := time.Now()
+		ph.Prefill += t1.Sub(t)
 		free, err := r.step()
 		if err != nil {
 			return nil, err
 		}
+		t = time.Now()
+		ph.Decode += t.Sub(t1)
 		if err := r.start(free); err != nil {
 			return nil, err
 		}
 	}
+	ph.Prefill += time.Since(t)
 	return r.outs, nil
 }
 

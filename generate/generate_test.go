@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/corl-project/corl/gpu/cpu"
 	"github.com/corl-project/corl/model"
@@ -159,6 +160,49 @@ func TestFinishReasons(t *testing.T) {
 	}
 	if _, err := g.Run([]Request{{Prompt: prompt, Params: Params{MaxNewTokens: 40}}}); err == nil {
 		t.Error("a request longer than the model's positions was accepted")
+	}
+}
+
+// TestPhasesAddUp: Run adds its time to Phases, split between starting
+// requests and decoding steps, no more than the call took and on top of
+// what is there; a run whose requests all end at their first token has no
+// decoding time; and keeping the account changes no output.
+func TestPhasesAddUp(t *testing.T) {
+	tok := tokenizer.NewBytes()
+	m := tinyModel(t, model.Llama)
+	want, err := (&Generator{Model: m, Tok: tok}).Run(requests(tok, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph := &Phases{}
+	g := &Generator{Model: m, Tok: tok, Phases: ph}
+	var took time.Duration
+	for i := 1; i <= 2; i++ {
+		before := *ph
+		start := time.Now()
+		got, err := g.Run(requests(tok, 1))
+		took += time.Since(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("run %d: outputs with Phases set differ from those without", i)
+		}
+		if ph.Prefill <= before.Prefill || ph.Decode <= before.Decode {
+			t.Errorf("run %d: phases %+v after %+v; want both to grow", i, *ph, before)
+		}
+		if ph.Prefill+ph.Decode > took {
+			t.Errorf("run %d: phases %+v add to more than the %v the runs took", i, *ph, took)
+		}
+	}
+	prompt, _ := tok.Encode("go")
+	ph = &Phases{}
+	g = &Generator{Model: constModel(t, int(tok.EOS())), Tok: tok, Phases: ph}
+	if _, err := g.Run([]Request{{Prompt: prompt, Params: Params{MaxNewTokens: 5}}, {Prompt: prompt, Params: Params{MaxNewTokens: 5}}}); err != nil {
+		t.Fatal(err)
+	}
+	if ph.Decode != 0 || ph.Prefill <= 0 {
+		t.Errorf("requests ended by their first token: phases %+v; want prefill time and no decoding", *ph)
 	}
 }
 
