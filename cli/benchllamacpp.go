@@ -42,7 +42,8 @@ there either way). Then, for every --threads and --batch, both engines sample
 sequence a KV cache: --warmup untimed runs, then --reps timed ones, the
 engines alternating run by run. The table shows generated tokens per second
 (the prompts' prefill included in the time), the median of the repetitions,
-and corl's over llama.cpp's.
+and corl's over llama.cpp's. Each engine loads its model once: corl packs
+its weights for its kernels in the first run and keeps them packed.
 
 Examples:
   make bench-llamacpp
@@ -185,6 +186,9 @@ func (o *llamaCppBench) startOn(m *model.Model, tok *tokenizer.BPE, stderr io.Wr
 func (o *llamaCppBench) timeBoth(ref *llamaCpp, m *model.Model, tok *tokenizer.BPE, b, t int) (ours, theirs float64, err error) {
 	prompts := benchPrompts(b, o.prompt, o.mf.vocab)
 	g := &generate.Generator{Model: m, Tok: untilLength{tok}, Slots: b, KV: o.kv, Weights: o.weights}
+	// The weights packed once (in the first untimed run) for every run, as
+	// llama.cpp loads its model once.
+	defer m.HoldWeights(o.weights)()
 	var us, them []float64
 	for r := range o.reps {
 		w := 0

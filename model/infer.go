@@ -178,15 +178,21 @@ func (m *Model) NewCacheWith(slots, capacity int, typ KVType, w WeightType) (*Ca
 
 // freeze promises the backend that the weights stay unwritten while kc is
 // in use: nothing trains a model while it generates.
-func (m *Model) freeze(kc *Cache) {
-	kc.release = func() {}
-	if f, ok := m.be.(gpu.BF16Freezer); ok && kc.Weights == WeightBF16 {
-		kc.release = f.FreezeWeightsBF16(m.params)
-		return
+func (m *Model) freeze(kc *Cache) { kc.release = m.HoldWeights(kc.Weights) }
+
+// HoldWeights promises the backend that the weights stay unwritten until
+// release is called, as decoding them as w reads them. On the CPU backend
+// every generation inside the hold shares one packing of the weights
+// (gpu/cpu's nested freezes) where each would pack its own: a benchmark
+// times decoding as another engine does, its model loaded once.
+func (m *Model) HoldWeights(w WeightType) (release func()) {
+	if f, ok := m.be.(gpu.BF16Freezer); ok && w == WeightBF16 {
+		return f.FreezeWeightsBF16(m.params)
 	}
 	if f, ok := m.be.(gpu.WeightFreezer); ok {
-		kc.release = f.FreezeWeights(m.params)
+		return f.FreezeWeights(m.params)
 	}
+	return func() {}
 }
 
 // FreeCache ends kc's use. The model keeps it for the next NewCache of the

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // TestBF16RoundNearestEven: rounding keeps the top 16 bits, to nearest,
@@ -114,4 +115,65 @@ func TestBF16PanelsOnEveryKernel(t *testing.T) {
 			t.Fatalf("avx2: element %d is %v; avx512's bfloat16 panels give %v", i, got[i], want[i])
 		}
 	}
+}
+
+// TestNestedFreezeSharesPacking: a freeze of the same weights inside one
+// still held packs nothing again (the inner freezes find the outer one's
+// packing, and keep it for the next), gives the float32 bits; a bf16 freeze
+// in between decides until it is released, and the outer freeze's
+// packing is gone with it: a weight changed after it is seen.
+func TestNestedFreezeSharesPacking(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	N, C, OC := 3, 96, 40
+	params, x := randSlice(rng, OC*C), randSlice(rng, N*C)
+	pb := Wrap(params)
+	matmul := func(be *Backend) []float32 {
+		got := make([]float32, N*OC)
+		be.MatMulForward(Wrap(got), Wrap(x), pb, nil, N, C, OC)
+		return got
+	}
+	same := func(what string, got, want []float32) {
+		t.Helper()
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s: element %d is %v, want %v", what, i, got[i], want[i])
+			}
+		}
+	}
+	be := New(2)
+	full := matmul(be)
+	outer := be.FreezeWeights(pb)
+	matmul(be)
+	if len(be.frozen) != 1 || len(be.frozen[0].packs) != 1 {
+		t.Fatalf("after the outer freeze's first matmul: %d regions, want 1 holding 1 packing", len(be.frozen))
+	}
+	packed := be.frozen[0].packs[packKey{uintptr(unsafe.Pointer(&params[0])), C, OC}]
+	for run := 0; run < 2; run++ {
+		inner := be.FreezeWeights(pb)
+		same("inside a nested freeze", matmul(be), full)
+		if top := be.frozen[len(be.frozen)-1]; top.packs[packKey{uintptr(unsafe.Pointer(&params[0])), C, OC}] != packed {
+			t.Fatalf("run %d: the nested freeze packed the weight again", run)
+		}
+		inner()
+		if len(be.frozen) != 1 || be.frozen[0].packs[packKey{uintptr(unsafe.Pointer(&params[0])), C, OC}] != packed {
+			t.Fatalf("run %d: the nested freeze took the outer one's packing with it", run)
+		}
+	}
+	rounded := make([]float32, len(params))
+	for i, v := range params {
+		rounded[i] = bf16Widen(bf16Round(v))
+	}
+	want := make([]float32, N*OC)
+	New(1).MatMulForward(Wrap(want), Wrap(x), Wrap(rounded), nil, N, C, OC)
+	bf := be.FreezeWeightsBF16(pb)
+	inner := be.FreezeWeights(pb)
+	same("float32 freeze inside the bf16 one", matmul(be), full)
+	inner()
+	same("the bf16 freeze after the float32 one inside it ended", matmul(be), want)
+	bf()
+	same("the outer float32 freeze again", matmul(be), full)
+	outer()
+	params[0] += 1
+	fresh := New(1)
+	same("after every release, a changed weight", matmul(be), matmul(fresh))
 }

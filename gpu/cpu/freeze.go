@@ -34,17 +34,35 @@ func (be *Backend) FreezeWeights(w gpu.Buffer) (release func()) { return be.free
 // bfloat16 (bf16.go), packed once at half the bytes.
 func (be *Backend) FreezeWeightsBF16(w gpu.Buffer) (release func()) { return be.freeze(w, true) }
 
+// A freeze of the same memory, of the same kind, inside one still held
+// shares that one's packing: the outer freeze's promise covers the inner
+// one's time, so a benchmark that freezes a model's weights once around
+// many generations (each of which freezes them again) packs them once, as
+// another engine loads its model once. The region is listed again, on top,
+// so it decides over any region frozen between the two.
 func (be *Backend) freeze(w gpu.Buffer, bf16 bool) (release func()) {
 	d := Data(w)
 	if len(d) == 0 {
 		return func() {}
 	}
 	lo := uintptr(unsafe.Pointer(&d[0]))
-	f := &frozen{lo: lo, hi: lo + uintptr(len(d))*4, bf16: bf16, packs: map[packKey]*packedMat{}}
+	hi := lo + uintptr(len(d))*4
+	var f *frozen
+	for _, g := range be.frozen {
+		if g.lo == lo && g.hi == hi && g.bf16 == bf16 {
+			f = g
+			break
+		}
+	}
+	if f == nil {
+		f = &frozen{lo: lo, hi: hi, bf16: bf16, packs: map[packKey]*packedMat{}}
+	}
 	be.frozen = append(be.frozen, f)
 	return func() {
-		for i, g := range be.frozen {
-			if g == f {
+		// The newest listing: an outer freeze of the same region keeps
+		// its place under the regions frozen after it.
+		for i := len(be.frozen) - 1; i >= 0; i-- {
+			if be.frozen[i] == f {
 				be.frozen = append(be.frozen[:i], be.frozen[i+1:]...)
 				return
 			}
