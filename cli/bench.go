@@ -277,10 +277,10 @@ Example, the small config at batch 64:
 // timeDecode times reps runs of the requests, each followed by the 1024^3
 // matmul peaks, and prints tokens/s and each repetition's share of its own
 // peaks (the median, with the range). With ph (which run adds its phases
-// to), the generated tokens' FLOPs are also rated over the decoding steps'
-// time alone.
+// to, and which holds nothing before the first timed run), the generated
+// tokens' FLOPs are also rated over the decoding steps' time alone.
 func timeDecode(stdio IO, peaks *peakMeter, m *model.Model, run func([]generate.Request) ([]generate.Output, error), ph *generate.Phases, reqs []generate.Request, prompt, reps int) error {
-	var total, decoding time.Duration
+	var total time.Duration
 	tokens := 0
 	var flops, genFlops float64 // forward FLOPs of every position; of generated ones
 	// The peaks are measured after every repetition and each
@@ -288,9 +288,9 @@ func timeDecode(stdio IO, peaks *peakMeter, m *model.Model, run func([]generate.
 	// speed can drift by a fifth within a run, which one
 	// measurement at the end would charge to the repetitions.
 	for r := 0; r < reps; r++ {
-		var before generate.Phases
+		var decoded time.Duration // before this run
 		if ph != nil {
-			before = *ph
+			decoded = ph.Decode
 		}
 		start := time.Now()
 		outs, err := run(reqs)
@@ -309,9 +309,7 @@ func timeDecode(stdio IO, peaks *peakMeter, m *model.Model, run func([]generate.
 		flops, genFlops = flops+f, genFlops+gf
 		rates := []float64{f / el.Seconds() / 1e9, gf / el.Seconds() / 1e9}
 		if ph != nil {
-			dec := ph.Decode - before.Decode
-			decoding += dec
-			rates = append(rates, gf/dec.Seconds()/1e9)
+			rates = append(rates, gf/(ph.Decode-decoded).Seconds()/1e9)
 		}
 		if err := peaks.after(rates...); err != nil {
 			return err
@@ -327,7 +325,7 @@ func timeDecode(stdio IO, peaks *peakMeter, m *model.Model, run func([]generate.
 	}
 	if ph != nil {
 		fmt.Fprintf(stdio.Out, "decoding steps alone (%.2fs of the %.2fs; the rest starts requests: prefill): generated tokens %.1f GFLOP/s (%.2f of the matmul peak",
-			decoding.Seconds(), sec, genFlops/decoding.Seconds()/1e9, median(peaks.shares[2]))
+			ph.Decode.Seconds(), sec, genFlops/ph.Decode.Seconds()/1e9, median(peaks.shares[2]))
 		if peaks.ref != nil {
 			fmt.Fprintf(stdio.Out, ", %s of the reference's", peaks.refShare(2))
 		}

@@ -147,15 +147,16 @@ func TestNestedFreezeSharesPacking(t *testing.T) {
 	if len(be.frozen) != 1 || len(be.frozen[0].packs) != 1 {
 		t.Fatalf("after the outer freeze's first matmul: %d regions, want 1 holding 1 packing", len(be.frozen))
 	}
-	packed := be.frozen[0].packs[packKey{uintptr(unsafe.Pointer(&params[0])), C, OC}]
+	key := packKey{uintptr(unsafe.Pointer(&params[0])), C, OC}
+	packed := be.frozen[0].packs[key]
 	for run := 0; run < 2; run++ {
 		inner := be.FreezeWeights(pb)
 		same("inside a nested freeze", matmul(be), full)
-		if top := be.frozen[len(be.frozen)-1]; top.packs[packKey{uintptr(unsafe.Pointer(&params[0])), C, OC}] != packed {
+		if top := be.frozen[len(be.frozen)-1]; top.packs[key] != packed {
 			t.Fatalf("run %d: the nested freeze packed the weight again", run)
 		}
 		inner()
-		if len(be.frozen) != 1 || be.frozen[0].packs[packKey{uintptr(unsafe.Pointer(&params[0])), C, OC}] != packed {
+		if len(be.frozen) != 1 || be.frozen[0].packs[key] != packed {
 			t.Fatalf("run %d: the nested freeze took the outer one's packing with it", run)
 		}
 	}

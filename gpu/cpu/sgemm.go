@@ -144,7 +144,7 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 	}
 	icBlocks, mcb := rowBlocks(M)
 	if pre == nil && icBlocks <= ownBlocks && (min(N, nc)+nr-1)/nr >= threads {
-		gemmOwnPanels(par, s, pb, transA, transB, M, N, K, a, lda, b, ldb, c, ldc, zero, icBlocks, mcb)
+		gemmOwnPanels(par, s, pb, transA, transB, M, N, K, a, lda, b, ldb, c, ldc, zero, mcb)
 		return
 	}
 	for jc := 0; jc < N; jc += nc {
@@ -170,9 +170,7 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 					ic := ib * mcb
 					mb := min(mcb, M-ic)
 					if packed != ib {
-						for ip := 0; ip*mr < mb; ip++ {
-							packA(transA, a, lda, ic+ip*mr, min(mr, mb-ip*mr), pc, kb, pa[ip*mr*kb:(ip+1)*mr*kb])
-						}
+						packABlock(transA, a, lda, ic, mb, pc, kb, pa)
 						packed = ib
 					}
 					jp, jend := rg*panels/ranges, (rg+1)*panels/ranges
@@ -214,7 +212,7 @@ const ownChunk = 32
 // gemmOn's, so the bits are too.
 func gemmOwnPanels(par func(n int, fn func(worker, lo, hi int)), s *gemmScratch, pb []float32,
 	transA, transB bool, M, N, K int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int,
-	zero bool, icBlocks, mcb int) {
+	zero bool, mcb int) {
 	for jc := 0; jc < N; jc += nc {
 		nb := min(nc, N-jc)
 		panels := (nb + nr - 1) / nr
@@ -223,24 +221,26 @@ func gemmOwnPanels(par func(n int, fn func(worker, lo, hi int)), s *gemmScratch,
 			bp := bpanels{f: pb, kb: kb}
 			par(panels, func(w, lo, hi int) {
 				pa := s.a[w]
-				for ib := 0; ib < icBlocks; ib++ {
-					ic := ib * mcb
-					mb := min(mcb, M-ic)
-					for ip := 0; ip*mr < mb; ip++ {
-						off := (ib*mcb + ip*mr) * kb
-						packA(transA, a, lda, ic+ip*mr, min(mr, mb-ip*mr), pc, kb, pa[off:off+mr*kb])
-					}
+				for ic := 0; ic < M; ic += mcb {
+					packABlock(transA, a, lda, ic, min(mcb, M-ic), pc, kb, pa[ic*kb:])
 				}
 				for cs := lo; cs < hi; cs += ownChunk {
 					ce := min(cs+ownChunk, hi)
 					packPanels(transB, b, ldb, pc, kb, jc, nb, cs, ce, pb)
-					for ib := 0; ib < icBlocks; ib++ {
-						ic := ib * mcb
+					for ic := 0; ic < M; ic += mcb {
 						panelsOn(bp, pa[ic*kb:], cs, ce, ic, min(mcb, M-ic), jc, nb, pc, zero, c, ldc)
 					}
 				}
 			})
 		}
+	}
+}
+
+// packABlock packs rows [ic, ic+mb) of op(a), K block (pc, kb), into dst
+// as panels of mr rows, one after another (the last zero-padded).
+func packABlock(transA bool, a []float32, lda, ic, mb, pc, kb int, dst []float32) {
+	for ip := 0; ip*mr < mb; ip++ {
+		packA(transA, a, lda, ic+ip*mr, min(mr, mb-ip*mr), pc, kb, dst[ip*mr*kb:(ip+1)*mr*kb])
 	}
 }
 
