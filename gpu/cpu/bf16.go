@@ -66,14 +66,14 @@ func (p bpanels) tile(jp int, a, c []float32, ldc int, set bool) {
 	kern12x32(p.kb, a, p.f[jp*n:(jp+1)*n], c, ldc, set)
 }
 
-// edge is kernEdge on panel jp.
-func (p bpanels) edge(jp, mh int, a []float32, tile *[mr * nr]float32) {
+// edge is kernEdge on panel jp, of nw real columns.
+func (p bpanels) edge(jp, mh, nw int, a []float32, tile *[mr * nr]float32) {
 	n := nr * p.kb
 	if p.h != nil {
 		kernEdgeH(p.kb, mh, a, p.h[jp*n:(jp+1)*n], tile)
 		return
 	}
-	kernEdge(p.kb, mh, a, p.f[jp*n:(jp+1)*n], tile)
+	kernEdge(p.kb, mh, nw, a, p.f[jp*n:(jp+1)*n], tile)
 }
 
 // row4 is kern1x128 on panels jp to jp+3.

@@ -275,11 +275,14 @@ func panelsOn(bp bpanels, pa []float32, jp, jend, ic, mb, jc, nb, pc int, zero b
 				bp.tile(jp, ap, c[i0*ldc+j0:], ldc, first)
 				continue
 			}
+			if mh == mr && bp.h == nil && kernNarrow(kb, nw, ap, bp.f[jp*nr*kb:(jp+1)*nr*kb], c[i0*ldc+j0:], ldc, first) {
+				continue
+			}
 			if first {
 				clearRows(c[i0*ldc+j0:], ldc, mh, nw)
 			}
 			clear(tile[:])
-			bp.edge(jp, mh, ap, &tile)
+			bp.edge(jp, mh, nw, ap, &tile)
 			for i := 0; i < mh; i++ {
 				row, t := c[(i0+i)*ldc+j0:][:nw], tile[i*nr:][:nw]
 				for j := addVec(row, row, t); j < nw; j++ {

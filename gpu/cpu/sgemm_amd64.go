@@ -105,11 +105,12 @@ func kern1x128(kb int, a, b, c []float32) {
 	kern1x128AVX512(kb, &a[0], &b[0], nr*kb*4, &c[0])
 }
 
-// kernEdge is kern12x32 for an edge panel whose first mh rows are real
-// (the rest zero padding) into the mr x nr tile: only the row groups
-// holding real rows run (four rows at a time with AVX-512, six with AVX2),
-// each row with the bits the whole kernel gives it.
-func kernEdge(kb, mh int, a, b []float32, tile *[mr * nr]float32) {
+// kernEdge is kern12x32 for an edge panel whose first mh rows and nw
+// columns are real (the rest zero padding) into the mr x nr tile: only the
+// row groups holding real rows run (four rows at a time with AVX-512, six
+// with AVX2, whose right sixteen columns run only when real), each row
+// with the bits the whole kernel gives it.
+func kernEdge(kb, mh, nw int, a, b []float32, tile *[mr * nr]float32) {
 	_ = a[kb*mr-1]
 	_ = b[kb*nr-1]
 	switch {
@@ -120,7 +121,9 @@ func kernEdge(kb, mh int, a, b []float32, tile *[mr * nr]float32) {
 	case useAVX2:
 		for i := 0; i < mh; i += 6 {
 			kern6x16AVX2(kb, &a[i], &b[0], &tile[i*nr], nr, false)
-			kern6x16AVX2(kb, &a[i], &b[16], &tile[i*nr+16], nr, false)
+			if nw > 16 {
+				kern6x16AVX2(kb, &a[i], &b[16], &tile[i*nr+16], nr, false)
+			}
 		}
 	default:
 		kern12x32Go(kb, a, b, tile[:], nr)
@@ -192,4 +195,30 @@ func kernEdgeH(kb, mh int, a []float32, b []uint16, tile *[mr * nr]float32) {
 	for i := 0; i < mh; i += 4 {
 		kern4x32BF16AVX512(kb, &a[i], &b[0], &tile[i*nr], nr)
 	}
+}
+
+//go:noescape
+func kern12x16mAVX512(kb int, a, b, c *float32, ldc int, set bool, nw int)
+
+//go:noescape
+func kern12x32mAVX512(kb int, a, b, c *float32, ldc int, set bool, nw int)
+
+// kernNarrow computes an edge panel of twelve real rows and nw < nr real
+// columns (attention's heads of 16 or 24, a vocabulary's last panel)
+// straight into c (row stride ldc), with the bits the edge path, kernEdge
+// into a cleared tile then added to c, writes there; it reports whether
+// it could (AVX-512 only).
+func kernNarrow(kb, nw int, a, b, c []float32, ldc int, set bool) bool {
+	if !useAVX512 {
+		return false
+	}
+	_ = a[kb*mr-1]
+	_ = b[kb*nr-1]
+	_ = c[(mr-1)*ldc+nw-1]
+	if nw <= 16 {
+		kern12x16mAVX512(kb, &a[0], &b[0], &c[0], ldc, set, nw)
+	} else {
+		kern12x32mAVX512(kb, &a[0], &b[0], &c[0], ldc, set, nw)
+	}
+	return true
 }

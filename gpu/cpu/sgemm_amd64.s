@@ -183,3 +183,149 @@ loop1:
 	ROW128
 	VZEROUPPER
 	RET
+
+// FMABC adds A's element at byte off, broadcast, times the B vector Z24
+// to accumulator acc: the FMA of FMAROW's first half, with the broadcast
+// read as part of it.
+#define FMABC(off, acc) \
+	VFMADD231PS.BCST off(AX), Z24, acc
+
+// EDGESET1 and EDGEADD1 end a row of a narrow tile as the edge path does: acc + 0,
+// then set into or added to C's first columns at DX through mask K1.
+#define EDGESET1(acc) \
+	VADDPS Z30, acc, acc; \
+	VMOVUPS acc, K1, (DX)
+
+#define EDGEADD1(acc) \
+	VADDPS Z30, acc, acc; \
+	VMOVUPS.Z (DX), K1, Z31; \
+	VADDPS Z31, acc, acc; \
+	VMOVUPS acc, K1, (DX)
+
+// EDGESET2 and EDGEADD2 end a row of two vectors: the first sixteen
+// columns whole, the rest through K1 (C's columns from 64(DX)).
+#define EDGESET2(lo, hi) \
+	VADDPS Z30, lo, lo; \
+	VADDPS Z30, hi, hi; \
+	VMOVUPS lo, (DX); \
+	VMOVUPS hi, K1, 64(DX)
+
+#define EDGEADD2(lo, hi) \
+	VADDPS Z30, lo, lo; \
+	VADDPS Z30, hi, hi; \
+	VADDPS (DX), lo, lo; \
+	VMOVUPS lo, (DX); \
+	VMOVUPS.Z 64(DX), K1, Z31; \
+	VADDPS Z31, hi, hi; \
+	VMOVUPS hi, K1, 64(DX)
+
+// ROWS12N(OP) applies a one-vector OP to Z0-Z11, C's rows R8 bytes apart.
+#define ROWS12N(OP) \
+	OP(Z0); ADDQ R8, DX; OP(Z1); ADDQ R8, DX; OP(Z2); ADDQ R8, DX; \
+	OP(Z3); ADDQ R8, DX; OP(Z4); ADDQ R8, DX; OP(Z5); ADDQ R8, DX; \
+	OP(Z6); ADDQ R8, DX; OP(Z7); ADDQ R8, DX; OP(Z8); ADDQ R8, DX; \
+	OP(Z9); ADDQ R8, DX; OP(Z10); ADDQ R8, DX; OP(Z11)
+
+// func kern12x16mAVX512(kb int, a, b, c *float32, ldc int, set bool, nw int)
+//
+// An edge panel of twelve real rows and nw <= 16 real columns (the panel's
+// other columns zero padding) straight into C's twelve rows, nw values
+// each: what the edge path (kernEdge into a cleared tile, then added to C,
+// C cleared first with set) writes there, bit for bit. Each element is the
+// chain of FMAs over k in order that every kernel gives it; the sums then
+// go to C as the edge path takes them from its tile, c + (acc + 0) (with
+// set, c = +0). Only the panel's first vector is multiplied: half the FMAs
+// of the four-row kernels over the whole panel, and no tile.
+TEXT ·kern12x16mAVX512(SB), NOSPLIT, $0-56
+	MOVQ nw+48(FP), CX
+	MOVL $1, R10
+	SHLL CX, R10
+	DECL R10
+	KMOVW R10, K1
+	MOVQ kb+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ b+16(FP), BX
+	MOVQ c+24(FP), DX
+	MOVQ ldc+32(FP), R8
+	SHLQ $2, R8
+	ZERO8
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+loop16m:
+	VMOVUPS (BX), Z24
+	FMABC(0, Z0)
+	FMABC(4, Z1)
+	FMABC(8, Z2)
+	FMABC(12, Z3)
+	FMABC(16, Z4)
+	FMABC(20, Z5)
+	FMABC(24, Z6)
+	FMABC(28, Z7)
+	FMABC(32, Z8)
+	FMABC(36, Z9)
+	FMABC(40, Z10)
+	FMABC(44, Z11)
+	ADDQ $48, AX
+	ADDQ $128, BX
+	DECQ CX
+	JNZ  loop16m
+	VPXORD Z30, Z30, Z30
+	CMPB set+40(FP), $0
+	JNE  store16m
+	ROWS12N(EDGEADD1)
+	VZEROUPPER
+	RET
+store16m:
+	ROWS12N(EDGESET1)
+	VZEROUPPER
+	RET
+
+// func kern12x32mAVX512(kb int, a, b, c *float32, ldc int, set bool, nw int)
+//
+// kern12x16mAVX512 for 16 < nw < 32 real columns: kern12x32AVX512's loop,
+// then the edge path's ending, the last nw-16 columns through a mask.
+TEXT ·kern12x32mAVX512(SB), NOSPLIT, $0-56
+	MOVQ nw+48(FP), CX
+	SUBQ $16, CX
+	MOVL $1, R10
+	SHLL CX, R10
+	DECL R10
+	KMOVW R10, K1
+	MOVQ kb+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ b+16(FP), BX
+	MOVQ c+24(FP), DX
+	MOVQ ldc+32(FP), R8
+	SHLQ $2, R8
+	ZERO24
+loop32m:
+	VMOVUPS (BX), Z24
+	VMOVUPS 64(BX), Z25
+	FMAROW(0, Z26, Z0, Z1)
+	FMAROW(4, Z27, Z2, Z3)
+	FMAROW(8, Z28, Z4, Z5)
+	FMAROW(12, Z29, Z6, Z7)
+	FMAROW(16, Z30, Z8, Z9)
+	FMAROW(20, Z31, Z10, Z11)
+	FMAROW(24, Z26, Z12, Z13)
+	FMAROW(28, Z27, Z14, Z15)
+	FMAROW(32, Z28, Z16, Z17)
+	FMAROW(36, Z29, Z18, Z19)
+	FMAROW(40, Z30, Z20, Z21)
+	FMAROW(44, Z31, Z22, Z23)
+	ADDQ $48, AX
+	ADDQ $128, BX
+	DECQ CX
+	JNZ  loop32m
+	VPXORD Z30, Z30, Z30
+	CMPB set+40(FP), $0
+	JNE  store32m
+	ROWS12(EDGEADD2)
+	VZEROUPPER
+	RET
+store32m:
+	ROWS12(EDGESET2)
+	VZEROUPPER
+	RET

@@ -53,10 +53,11 @@ func kern12x32(kb int, a, b, c []float32, ldc int, set bool) {
 	kern6x16NEON(kb, &a[6], &b[16], &c[6*ldc+16], ldc)
 }
 
-// kernEdge is kern12x32 for an edge panel whose first mh rows are real
-// (the rest zero padding) into the mr x nr tile: only the six-row halves
-// holding real rows run, each row with the bits the whole kernel gives it.
-func kernEdge(kb, mh int, a, b []float32, tile *[mr * nr]float32) {
+// kernEdge is kern12x32 for an edge panel whose first mh rows and nw
+// columns are real (the rest zero padding) into the mr x nr tile: only the
+// six-row halves holding real rows run, their right sixteen columns only
+// when real, each row with the bits the whole kernel gives it.
+func kernEdge(kb, mh, nw int, a, b []float32, tile *[mr * nr]float32) {
 	if !useNEON {
 		kern12x32Go(kb, a, b, tile[:], nr)
 		return
@@ -65,7 +66,9 @@ func kernEdge(kb, mh int, a, b []float32, tile *[mr * nr]float32) {
 	_ = b[kb*nr-1]
 	for i := 0; i < mh; i += 6 {
 		kern6x16NEON(kb, &a[i], &b[0], &tile[i*nr], nr)
-		kern6x16NEON(kb, &a[i], &b[16], &tile[i*nr+16], nr)
+		if nw > 16 {
+			kern6x16NEON(kb, &a[i], &b[16], &tile[i*nr+16], nr)
+		}
 	}
 }
 

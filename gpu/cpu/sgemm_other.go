@@ -24,7 +24,7 @@ func SetKernel(name string) error {
 
 // kernEdge is kern12x32 for an edge panel (the portable kernel computes
 // every row).
-func kernEdge(kb, mh int, a, b []float32, tile *[mr * nr]float32) {
+func kernEdge(kb, mh, nw int, a, b []float32, tile *[mr * nr]float32) {
 	kern12x32Go(kb, a, b, tile[:], nr)
 }
 

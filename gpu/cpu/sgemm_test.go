@@ -666,3 +666,44 @@ func TestPacksMatchTheirDefinition(t *testing.T) {
 		}
 	}
 }
+
+// TestNarrowPanelsMatchTheEdgePath: kernNarrow writes into C, for every
+// width under a panel's, set or added, what the edge path writes there
+// (kernEdge into a cleared tile, then added to C, cleared first when
+// set), bit for bit, and leaves C's other columns alone.
+func TestNarrowPanelsMatchTheEdgePath(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	const ldc = nr + 5
+	for _, kb := range []int{1, 7, 16, 256} {
+		a := randSlice(r, kb*mr)
+		for nw := 1; nw < nr; nw++ {
+			b := randSlice(r, kb*nr)
+			for p := 0; p < kb; p++ {
+				clear(b[p*nr+nw : (p+1)*nr]) // packB's zero padding
+			}
+			for _, set := range []bool{false, true} {
+				c0 := randSlice(r, mr*ldc)
+				got := append([]float32(nil), c0...)
+				if !kernNarrow(kb, nw, a, b, got, ldc, set) {
+					t.Skip("no narrow-panel kernel on this CPU")
+				}
+				want := append([]float32(nil), c0...)
+				if set {
+					clearRows(want, ldc, mr, nw)
+				}
+				var tile [mr * nr]float32
+				kernEdge(kb, mr, nr, a, b, &tile)
+				for i := 0; i < mr; i++ {
+					for j := 0; j < nw; j++ {
+						want[i*ldc+j] += tile[i*nr+j]
+					}
+				}
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("kb %d nw %d set %v: C[%d][%d] = %v, the edge path gives %v", kb, nw, set, i/ldc, i%ldc, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
