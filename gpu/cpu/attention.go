@@ -23,9 +23,13 @@ func checkAttn(s gpu.AttnShape) {
 }
 
 // Attention runs per (batch, head) as small GEMMs on one goroutine each:
-// scores = q k^T, probabilities in place, out = p v; backward likewise. Keys past
-// a query's position get probability exactly 0, so the full-width products
-// are equal to the causal ones.
+// scores = q k^T, probabilities in place, out = p v; backward likewise.
+// Each product runs in strips of twelve queries (or keys), each only as
+// far as causality makes it nonzero: a strip's scores up to the last key
+// its last query sees, its mix over those keys, a key strip's gradients
+// over the queries that see it (causalPack.strip). Keys past a query's
+// position get probability exactly 0, so these give the whole-width
+// products' bits (attentionSquare in the tests) at about half their work.
 
 // AttentionForward implements gpu.Backend.
 // q (B, Tq, NH*HS), k, v (B, Tcap, NKV*HS) -> out (B, Tq, NH*HS), att (B, NH, Tq, Tk).
@@ -48,6 +52,18 @@ func (be *Backend) AttentionForward(out, att, q, k, v gpu.Buffer, s gpu.AttnShap
 		})
 		return
 	}
+	if s.Tq < decodeRows {
+		be.parallelWorkers(s.B*s.NH, func(_, lo, hi int) {
+			for bh := lo; bh < hi; bh++ {
+				b, h := bh/s.NH, bh%s.NH
+				qo, kvo := b*s.Tq*C+h*s.HS, b*s.Tcap*CKV+(h/group)*s.HS
+				p := a[(b*s.NH+h)*s.Tq*s.Tk:][:s.Tq*s.Tk]
+				attendRows(o[qo:], p, qd[qo:], kd[kvo:], vd[kvo:], s, s.Keys(b), C, CKV, scale)
+			}
+		})
+		return
+	}
+	hp := (s.HS + nr - 1) / nr // panels of a head's values
 	be.parallelWorkers(s.B*s.NH, func(w, lo, hi int) {
 		scr := be.workerScratch(w)
 		for bh := lo; bh < hi; bh++ {
@@ -55,18 +71,22 @@ func (be *Backend) AttentionForward(out, att, q, k, v gpu.Buffer, s gpu.AttnShap
 			qo, kvo := b*s.Tq*C+h*s.HS, b*s.Tcap*CKV+(h/group)*s.HS
 			p := a[(b*s.NH+h)*s.Tq*s.Tk:][:s.Tq*s.Tk]
 			tk := s.Keys(b) // keys past tk are never read: a cache may hold anything there
-			if s.Tq < decodeRows {
-				attendRows(o[qo:], p, qd[qo:], kd[kvo:], vd[kvo:], s, tk, C, CKV, scale)
-				continue
+			kt := packCausal(&scr.packs[0], true, kd[kvo:], CKV, s.HS, tk)
+			vs := packCausal(&scr.packs[1], false, vd[kvo:], CKV, tk, s.HS)
+			// Twelve queries at a time, each strip's scores only as far
+			// as its last query sees and its mix over those keys alone.
+			for r0 := 0; r0 < s.Tq; r0 += mr {
+				mh := min(mr, s.Tq-r0)
+				kend := tk - s.Tq + r0 + mh
+				kt.strip(scr.a[0], false, qd[qo:], C, r0, mh, 0, s.HS, (kend+nr-1)/nr, p, s.Tk, false)
+				for tq := r0; tq < r0+mh; tq++ {
+					pos := tk - s.Tq + tq
+					row := p[tq*s.Tk : (tq+1)*s.Tk]
+					softmaxRow(row[:pos+1], scale)
+					clear(row[pos+1:])
+				}
+				vs.strip(scr.a[0], false, p, s.Tk, r0, mh, 0, kend, hp, o[qo:], C, false)
 			}
-			gemmSerial(scr, false, true, s.Tq, tk, s.HS, qd[qo:], C, kd[kvo:], CKV, p, s.Tk, false)
-			for tq := 0; tq < s.Tq; tq++ {
-				pos := tk - s.Tq + tq
-				row := p[tq*s.Tk : (tq+1)*s.Tk]
-				softmaxRow(row[:pos+1], scale)
-				clear(row[pos+1:])
-			}
-			gemmSerial(scr, false, false, s.Tq, s.HS, tk, p, s.Tk, vd[kvo:], CKV, o[qo:], C, false)
 		}
 	})
 }
@@ -78,6 +98,7 @@ func (be *Backend) AttentionBackward(dq, dk, dv, dout, att, q, k, v gpu.Buffer, 
 	dqd, dkd, dvd, d, a, qd, kd, vd := Data(dq), Data(dk), Data(dv), Data(dout), Data(att), Data(q), Data(k), Data(v)
 	C, CKV, group := s.NH*s.HS, s.NKV*s.HS, s.NH/s.NKV
 	scale := float32(1 / math.Sqrt(float64(s.HS)))
+	hp := (s.HS + nr - 1) / nr // panels of a head's rows
 	be.parallelWorkers(s.B*s.NKV, func(w, lo, hi int) {
 		scr := be.workerScratch(w)
 		if len(scr.rows) < s.Tq*s.Tk {
@@ -86,27 +107,46 @@ func (be *Backend) AttentionBackward(dq, dk, dv, dout, att, q, k, v gpu.Buffer, 
 		// Every row's first tk entries are written before they are read;
 		// the rest are never read.
 		dp := scr.rows[:s.Tq*s.Tk]
+		pa := scr.a[0]
 		for bk := lo; bk < hi; bk++ {
 			b, kvh := bk/s.NKV, bk%s.NKV
 			kvo := b*s.Tcap*CKV + kvh*s.HS
 			tk := s.Keys(b)
+			vt := packCausal(&scr.packs[0], true, vd[kvo:], CKV, s.HS, tk)
+			ks := packCausal(&scr.packs[1], false, kd[kvo:], CKV, tk, s.HS)
 			for h := kvh * group; h < (kvh+1)*group; h++ {
 				qo := b*s.Tq*C + h*s.HS
 				p := a[(b*s.NH+h)*s.Tq*s.Tk:][:s.Tq*s.Tk]
-				// dp = dout v^T; dv += p^T dout
-				gemmSerial(scr, false, true, s.Tq, tk, s.HS, d[qo:], C, vd[kvo:], CKV, dp, s.Tk, false)
-				gemmSerial(scr, true, false, tk, s.HS, s.Tq, p, s.Tk, d[qo:], C, dvd[kvo:], CKV, true)
-				// ds = p * (dp - sum(p*dp)) * scale, in place in dp
-				for tq := 0; tq < s.Tq; tq++ {
-					pr, dr := p[tq*s.Tk:tq*s.Tk+tk], dp[tq*s.Tk:tq*s.Tk+tk]
-					sum := dot(pr, dr)
-					for j := range dr {
-						dr[j] = pr[j] * (dr[j] - sum) * scale
+				// dp = dout v^T, twelve queries at a time as far as the
+				// last of them sees (the rest of a row cleared, where p is
+				// 0); ds = p * (dp - sum(p*dp)) * scale, in place in dp.
+				for r0 := 0; r0 < s.Tq; r0 += mr {
+					mh := min(mr, s.Tq-r0)
+					jend := (tk - s.Tq + r0 + mh + nr - 1) / nr
+					vt.strip(pa, false, d[qo:], C, r0, mh, 0, s.HS, jend, dp, s.Tk, false)
+					for tq := r0; tq < r0+mh; tq++ {
+						pr, dr := p[tq*s.Tk:tq*s.Tk+tk], dp[tq*s.Tk:tq*s.Tk+tk]
+						clear(dr[min(jend*nr, tk):])
+						sum := dot(pr, dr)
+						for j := range dr {
+							dr[j] = pr[j] * (dr[j] - sum) * scale
+						}
 					}
 				}
-				// dq += ds k; dk += ds^T q
-				gemmSerial(scr, false, false, s.Tq, s.HS, tk, dp, s.Tk, kd[kvo:], CKV, dqd[qo:], C, true)
-				gemmSerial(scr, true, false, tk, s.HS, s.Tq, dp, s.Tk, qd[qo:], C, dkd[kvo:], CKV, true)
+				// dv += p^T dout, dk += ds^T q: twelve keys at a time, over
+				// the queries that see them.
+				dos := packCausal(&scr.packs[2], false, d[qo:], C, s.Tq, s.HS)
+				qs := packCausal(&scr.packs[3], false, qd[qo:], C, s.Tq, s.HS)
+				for j0 := 0; j0 < tk; j0 += mr {
+					mh, q0 := min(mr, tk-j0), max(0, j0-(tk-s.Tq))
+					dos.strip(pa, true, p, s.Tk, j0, mh, q0, s.Tq, hp, dvd[kvo:], CKV, true)
+					qs.strip(pa, true, dp, s.Tk, j0, mh, q0, s.Tq, hp, dkd[kvo:], CKV, true)
+				}
+				// dq += ds k: twelve queries at a time, over the keys they see.
+				for r0 := 0; r0 < s.Tq; r0 += mr {
+					mh := min(mr, s.Tq-r0)
+					ks.strip(pa, false, dp, s.Tk, r0, mh, 0, tk-s.Tq+r0+mh, hp, dqd[qo:], C, true)
+				}
 			}
 		}
 	})

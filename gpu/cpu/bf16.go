@@ -49,39 +49,54 @@ func roundBF16(p []float32) {
 
 // bpanels is one K block of packed B: float32 panels, or, for a weight
 // frozen as bfloat16 where the kernels read it (bf16Panels), bfloat16
-// ones. Its methods run the micro-kernels on panel jp onwards.
+// ones. Its methods run the micro-kernels on panel jp onwards, over kb
+// rows of each panel; a panel starts ps values after the one before
+// (nr*kb, unless the kernels run a part of a deeper block: causalPack).
 type bpanels struct {
 	f  []float32
 	h  []uint16
 	kb int
+	ps int
+}
+
+// blockPanels is a whole packed K block of kb rows.
+func blockPanels(f []float32, h []uint16, kb int) bpanels {
+	return bpanels{f: f, h: h, kb: kb, ps: nr * kb}
 }
 
 // tile is kern12x32 on panel jp.
 func (p bpanels) tile(jp int, a, c []float32, ldc int, set bool) {
-	n := nr * p.kb
+	o, n := jp*p.ps, nr*p.kb
 	if p.h != nil {
-		kern12x32H(p.kb, a, p.h[jp*n:(jp+1)*n], c, ldc, set)
+		kern12x32H(p.kb, a, p.h[o:o+n], c, ldc, set)
 		return
 	}
-	kern12x32(p.kb, a, p.f[jp*n:(jp+1)*n], c, ldc, set)
+	kern12x32(p.kb, a, p.f[o:o+n], c, ldc, set)
 }
 
 // edge is kernEdge on panel jp, of nw real columns.
 func (p bpanels) edge(jp, mh, nw int, a []float32, tile *[mr * nr]float32) {
-	n := nr * p.kb
+	o, n := jp*p.ps, nr*p.kb
 	if p.h != nil {
-		kernEdgeH(p.kb, mh, a, p.h[jp*n:(jp+1)*n], tile)
+		kernEdgeH(p.kb, mh, a, p.h[o:o+n], tile)
 		return
 	}
-	kernEdge(p.kb, mh, nw, a, p.f[jp*n:(jp+1)*n], tile)
+	kernEdge(p.kb, mh, nw, a, p.f[o:o+n], tile)
+}
+
+// narrow is kernNarrow on panel jp, of nw real columns, where there is
+// one for float32 panels.
+func (p bpanels) narrow(jp, nw int, a, c []float32, ldc int, set bool) bool {
+	o := jp * p.ps
+	return p.h == nil && kernNarrow(p.kb, nw, a, p.f[o:o+nr*p.kb], c, ldc, set)
 }
 
 // row4 is kern1x128 on panels jp to jp+3.
 func (p bpanels) row4(jp int, a, c []float32) {
-	n := nr * p.kb
+	o, n := jp*p.ps, 3*p.ps+nr*p.kb
 	if p.h != nil {
-		kern1x128H(p.kb, a, p.h[jp*n:(jp+4)*n], c)
+		kern1x128H(p.kb, a, p.h[o:o+n], p.ps, c)
 		return
 	}
-	kern1x128(p.kb, a, p.f[jp*n:(jp+4)*n], c)
+	kern1x128(p.kb, a, p.f[o:o+n], p.ps, c)
 }

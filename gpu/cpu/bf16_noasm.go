@@ -11,7 +11,7 @@ func kern12x32H(kb int, a []float32, b []uint16, c []float32, ldc int, set bool)
 	panic("cpu: bfloat16 panels without AVX-512")
 }
 
-func kern1x128H(kb int, a []float32, b []uint16, c []float32) {
+func kern1x128H(kb int, a []float32, b []uint16, ps int, c []float32) {
 	panic("cpu: bfloat16 panels without AVX-512")
 }
 

@@ -24,6 +24,8 @@ type gemmScratch struct {
 	// rows is attention backward's (Tq, Tk) score gradient, kept for the
 	// next call instead of allocated per call.
 	rows []float32
+	// packs hold attention's operands packed for its causal strips.
+	packs [4][]float32
 }
 
 func newGemmScratch(threads int) *gemmScratch {
@@ -64,9 +66,9 @@ type packedMat struct {
 func (p *packedMat) block(jc, pc int) bpanels {
 	i := (jc/nc)*p.kBlocks + pc/kc
 	if p.half != nil {
-		return bpanels{h: p.half[i], kb: min(kc, p.K-pc)}
+		return blockPanels(nil, p.half[i], min(kc, p.K-pc))
 	}
-	return bpanels{f: p.blocks[i], kb: min(kc, p.K-pc)}
+	return blockPanels(p.blocks[i], nil, min(kc, p.K-pc))
 }
 
 // packMat packs all of op(b) on the backend's threads; with bf16 its
@@ -112,6 +114,52 @@ func gemmSerial(s *gemmScratch, transA, transB bool, M, N, K int, a []float32, l
 	gemmOn(serial, 1, s, nil, transA, transB, M, N, K, a, lda, b, ldb, c, ldc, accumulate)
 }
 
+// causalPack is op(b) (K x N) packed once for the many strips of a
+// product whose rows each need a part of it (causal attention): gemmOn's
+// K blocks, kc deep, one after another, each a row of N's panels.
+type causalPack struct {
+	buf  []float32
+	K, N int
+}
+
+// packCausal packs op(b) into *buf, grown as needed.
+func packCausal(buf *[]float32, trans bool, b []float32, ldb, K, N int) causalPack {
+	np := (N + nr - 1) / nr
+	if need := np * nr * K; len(*buf) < need {
+		*buf = make([]float32, need)
+	}
+	for pc := 0; pc < K; pc += kc {
+		packPanels(trans, b, ldb, pc, min(kc, K-pc), 0, N, 0, np, (*buf)[np*nr*pc:])
+	}
+	return causalPack{buf: *buf, K: K, N: N}
+}
+
+// strip computes rows [i0, i0+mh) of c = (or +=, with accumulate) op(a)
+// times the pack, over the pack's first jend panels and over k in [k0,
+// k1) only, on the calling goroutine (pa: an A panel's scratch). Each
+// element it writes has the bits gemmOn gives it when op(a)'s row is
+// zero outside [k0, k1): the K blocks are gemmOn's, and a block's sum
+// starts at +0 whether the zeros before k0 are added or not, a zero
+// product leaves a sum that is not -0 as it is, and a block of zeros
+// adds +0. Columns from jend*nr on are not written.
+func (p causalPack) strip(pa []float32, transA bool, a []float32, lda, i0, mh, k0, k1, jend int, c []float32, ldc int, accumulate bool) {
+	np := (p.N + nr - 1) / nr
+	first := !accumulate
+	if k0 >= k1 {
+		if first {
+			clearRows(c[i0*ldc:], ldc, mh, min(jend*nr, p.N))
+		}
+		return
+	}
+	for pc := k0 / kc * kc; pc < k1; pc += kc {
+		ks, ke := max(pc, k0), min(pc+kc, k1)
+		packABlock(transA, a, lda, i0, mh, ks, ke-ks, pa)
+		bp := bpanels{f: p.buf[np*nr*pc+(ks-pc)*nr:], kb: ke - ks, ps: nr * min(kc, p.K-pc)}
+		panelsOn(bp, pa, 0, jend, i0, mh, 0, p.N, first, c, ldc)
+		first = false
+	}
+}
+
 func serial(n int, fn func(worker, lo, hi int)) {
 	if n > 0 {
 		fn(0, 0, n)
@@ -154,7 +202,7 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 		ranges := min(panels, max(1, (2*threads+icBlocks-1)/icBlocks))
 		for pc := 0; pc < K; pc += kc {
 			kb := min(kc, K-pc)
-			bp := bpanels{f: pb, kb: kb}
+			bp := blockPanels(pb, nil, kb)
 			if pre != nil {
 				bp = pre.block(jc, pc)
 			} else {
@@ -174,7 +222,7 @@ func gemmOn(par func(n int, fn func(worker, lo, hi int)), threads int, s *gemmSc
 						packed = ib
 					}
 					jp, jend := rg*panels/ranges, (rg+1)*panels/ranges
-					panelsOn(bp, pa, jp, jend, ic, mb, jc, nb, pc, zero, c, ldc)
+					panelsOn(bp, pa, jp, jend, ic, mb, jc, nb, zero && pc == 0, c, ldc)
 				}
 			})
 		}
@@ -218,7 +266,7 @@ func gemmOwnPanels(par func(n int, fn func(worker, lo, hi int)), s *gemmScratch,
 		panels := (nb + nr - 1) / nr
 		for pc := 0; pc < K; pc += kc {
 			kb := min(kc, K-pc)
-			bp := bpanels{f: pb, kb: kb}
+			bp := blockPanels(pb, nil, kb)
 			par(panels, func(w, lo, hi int) {
 				pa := s.a[w]
 				for ic := 0; ic < M; ic += mcb {
@@ -228,7 +276,7 @@ func gemmOwnPanels(par func(n int, fn func(worker, lo, hi int)), s *gemmScratch,
 					ce := min(cs+ownChunk, hi)
 					packPanels(transB, b, ldb, pc, kb, jc, nb, cs, ce, pb)
 					for ic := 0; ic < M; ic += mcb {
-						panelsOn(bp, pa[ic*kb:], cs, ce, ic, min(mcb, M-ic), jc, nb, pc, zero, c, ldc)
+						panelsOn(bp, pa[ic*kb:], cs, ce, ic, min(mcb, M-ic), jc, nb, zero && pc == 0, c, ldc)
 					}
 				}
 			})
@@ -244,10 +292,11 @@ func packABlock(transA bool, a []float32, lda, ic, mb, pc, kb int, dst []float32
 	}
 }
 
-// panelsOn computes B panels [jp, jend) of the block at (jc, pc) against
-// the packed A block pa of rows [ic, ic+mb): C's tiles there, set by the
-// first K block unless accumulating, added to by the rest.
-func panelsOn(bp bpanels, pa []float32, jp, jend, ic, mb, jc, nb, pc int, zero bool, c []float32, ldc int) {
+// panelsOn computes B panels [jp, jend) of the block at column jc (nb
+// columns wide) against the packed A block pa of rows [ic, ic+mb): C's
+// tiles there, set by the product when first (the first K block, unless
+// accumulating), added to otherwise.
+func panelsOn(bp bpanels, pa []float32, jp, jend, ic, mb, jc, nb int, first bool, c []float32, ldc int) {
 	kb := bp.kb
 	if mb < 4 && rowKernel() {
 		// Under four rows (decoding a few sequences): each real row
@@ -256,7 +305,7 @@ func panelsOn(bp bpanels, pa []float32, jp, jend, ic, mb, jc, nb, pc int, zero b
 			j0 := jc + jp*nr
 			for i := 0; i < mb; i++ {
 				row := c[(ic+i)*ldc+j0 : (ic+i)*ldc+j0+4*nr]
-				if zero && pc == 0 {
+				if first {
 					clear(row)
 				}
 				bp.row4(jp, pa[i:], row)
@@ -269,13 +318,12 @@ func panelsOn(bp bpanels, pa []float32, jp, jend, ic, mb, jc, nb, pc int, zero b
 		for ip := 0; ip*mr < mb; ip++ {
 			ap := pa[ip*mr*kb : (ip+1)*mr*kb]
 			i0, mh := ic+ip*mr, min(mr, mb-ip*mr)
-			first := zero && pc == 0
 			if mh == mr && nw == nr {
 				// The first K block sets the tile, the rest add to it.
 				bp.tile(jp, ap, c[i0*ldc+j0:], ldc, first)
 				continue
 			}
-			if mh == mr && bp.h == nil && kernNarrow(kb, nw, ap, bp.f[jp*nr*kb:(jp+1)*nr*kb], c[i0*ldc+j0:], ldc, first) {
+			if mh == mr && bp.narrow(jp, nw, ap, c[i0*ldc+j0:], ldc, first) {
 				continue
 			}
 			if first {

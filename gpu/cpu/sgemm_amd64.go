@@ -96,13 +96,13 @@ func kern1x128AVX512(kb int, a, b *float32, pstride int, c *float32)
 func rowKernel() bool { return useAVX512 }
 
 // kern1x128 adds one packed A row (a[p*mr]) times the four packed B panels
-// from b (each nr x kb, consecutive) to c's 4*nr values, with the bits
+// from b (each nr x kb, ps values apart) to c's 4*nr values, with the bits
 // kernEdge gives the row: for A blocks of fewer than four rows.
-func kern1x128(kb int, a, b, c []float32) {
+func kern1x128(kb int, a, b []float32, ps int, c []float32) {
 	_ = a[(kb-1)*mr]
-	_ = b[4*nr*kb-1]
+	_ = b[3*ps+nr*kb-1]
 	_ = c[4*nr-1]
-	kern1x128AVX512(kb, &a[0], &b[0], nr*kb*4, &c[0])
+	kern1x128AVX512(kb, &a[0], &b[0], ps*4, &c[0])
 }
 
 // kernEdge is kern12x32 for an edge panel whose first mh rows and nw
@@ -181,11 +181,11 @@ func kern12x32H(kb int, a []float32, b []uint16, c []float32, ldc int, set bool)
 }
 
 // kern1x128H is kern1x128 over four bfloat16 B panels.
-func kern1x128H(kb int, a []float32, b []uint16, c []float32) {
+func kern1x128H(kb int, a []float32, b []uint16, ps int, c []float32) {
 	_ = a[(kb-1)*mr]
-	_ = b[4*nr*kb-1]
+	_ = b[3*ps+nr*kb-1]
 	_ = c[4*nr-1]
-	kern1x128BF16AVX512(kb, &a[0], &b[0], nr*kb*2, &c[0])
+	kern1x128BF16AVX512(kb, &a[0], &b[0], ps*2, &c[0])
 }
 
 // kernEdgeH is kernEdge over a bfloat16 B panel.

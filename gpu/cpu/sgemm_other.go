@@ -34,4 +34,4 @@ func packRowsVec(a []float32, lda, kb, rows int, dst []float32, ldd int) int { r
 // rowKernel: no one-row kernel on this build (kernEdge does every row).
 func rowKernel() bool { return false }
 
-func kern1x128(kb int, a, b, c []float32) { panic("cpu: kern1x128 without AVX-512") }
+func kern1x128(kb int, a, b []float32, ps int, c []float32) { panic("cpu: kern1x128 without AVX-512") }
