@@ -440,9 +440,14 @@ func packB(trans bool, b []float32, ldb, p0, kb, j0, nw int, dst []float32) {
 			}
 			return
 		}
-		for p := 0; p < kb; p++ { // under 32 values a row: a loop, not a memmove call
+		for p := 0; p < kb; p++ { // under 32 values a row: moves, not a memmove call
 			d, s := dst[p*nr:p*nr+nw], b[(p0+p)*ldb+j0:(p0+p)*ldb+j0+nw]
-			for j := range d {
+			j := 0
+			if nw >= 16 { // a narrow head's row (16 or 24 values)
+				*(*[16]float32)(d) = *(*[16]float32)(s)
+				j = 16
+			}
+			for ; j < nw; j++ {
 				d[j] = s[j]
 			}
 		}
