@@ -35,7 +35,9 @@ corl train --local does, writing nothing), then one evaluation and one
 checkpoint, and prints where the time went: seconds per round for each
 stage, its share of the round, and for generation and update the model
 GFLOP/s and their share of the peak, the GFLOP/s of a 1024^3 matmul measured
-on the same backend in the same run.
+on the same backend in the same run. On the CPU it also prints the FLOPs of
+the projections' matmuls the rounds ran and the time they alone would take
+at that peak: a floor under the round that no overhead saved can pass.
 
 Example:
   corl bench round -f examples/local.yaml --rounds 3`,
@@ -67,10 +69,12 @@ Example:
 					return err
 				}
 			}
+			mm0 := matmulWork(be)
 			sum, genF, updF, wall, err := timeRounds(cmd.Context(), stdio.Err, members, data, s, rounds)
 			if err != nil {
 				return err
 			}
+			mm := matmulWork(be) - mm0
 			fmt.Fprintf(stdio.Err, "\r%-60s\r", "")
 			if len(data.Eval) > 0 {
 				t0 := time.Now()
@@ -93,7 +97,15 @@ Example:
 			sum.Checkpoint = time.Since(t0).Seconds()
 			fmt.Fprintf(stdio.Out, "spec %s: %d members, %d prompts x %d samples, backend %s\n", s.Name, len(members),
 				s.PromptsPerRound, s.Generation.NumGenerations, be.Name())
-			return printStages(stdio.Out, sum, rounds, wall, genF, updF, peak)
+			if err := printStages(stdio.Out, sum, rounds, wall, genF, updF, peak); err != nil {
+				return err
+			}
+			if mm > 0 {
+				n := float64(rounds)
+				fmt.Fprintf(stdio.Out, "\nmatmuls run (projections, forward and backward): %.1f GFLOP a round; at the peak they alone take %.2f s, %.0f%% of the round\n",
+					mm/n/1e9, mm/n/1e9/peak, 100*mm/1e9/peak/wall)
+			}
+			return nil
 		},
 	}
 	fl := cmd.Flags()
@@ -160,6 +172,15 @@ func printStages(out io.Writer, sum record.Stages, rounds int, wall, genF, updF,
 	fmt.Fprintf(w, "evaluate (once)\t%.2f\t\t\t\t\n", sum.Evaluate)
 	fmt.Fprintf(w, "checkpoint (once)\t%.2f\t\t\t\t\n", sum.Checkpoint)
 	return w.Flush()
+}
+
+// matmulWork is the FLOPs of the matmuls be has run, where it counts them
+// (the CPU backend), else 0.
+func matmulWork(be gpu.Backend) float64 {
+	if c, ok := be.(interface{ MatMulFLOPs() float64 }); ok {
+		return c.MatMulFLOPs()
+	}
+	return 0
 }
 
 // matmulPeak is the GFLOP/s of a 1024^3 matmul on be (best of three).

@@ -299,7 +299,8 @@ func TestEvalCompare(t *testing.T) {
 }
 
 // TestBenchRoundPrintsStages: corl bench round runs a spec's rounds and
-// prints a row per stage with the round's share and the matmul peak.
+// prints a row per stage with the round's share and the matmul peak, and
+// the matmul work the rounds ran.
 func TestBenchRoundPrintsStages(t *testing.T) {
 	dir := t.TempDir()
 	if code, out, errs := run(t, "pretrain", "--family", "llama", "--layers", "1", "--dim", "32", "--heads", "2", "--tasks", "mod",
@@ -316,7 +317,7 @@ func TestBenchRoundPrintsStages(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"matmul peak", "generate", "logprob recompute", "grade", "update", "evaluate (once)", "checkpoint (once)", "share of peak"} {
+	for _, want := range []string{"matmul peak", "generate", "logprob recompute", "grade", "update", "evaluate (once)", "checkpoint (once)", "share of peak", "matmuls run"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

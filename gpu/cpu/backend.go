@@ -22,6 +22,7 @@ package cpu
 import (
 	"fmt"
 	"runtime"
+	"sync/atomic"
 
 	"github.com/corl-project/corl/gpu"
 )
@@ -70,7 +71,15 @@ type Backend struct {
 	parts         []*Backend // Split's one-thread views, kept for their scratch
 	owner         *Backend   // a Split part's backend, whose frozen weights it reads
 	team          *team      // helpers for parallel regions (threads > 1)
+	// matmulFLOPs counts the FLOPs of the matmuls run (MatMulFLOPs),
+	// shared with the Split parts.
+	matmulFLOPs *atomic.Int64
 }
+
+// MatMulFLOPs is the FLOPs of the MatMulForward and MatMulBackward
+// products this backend and its Split parts have run: what a benchmark
+// divides by a matmul peak for the time that work alone would take.
+func (be *Backend) MatMulFLOPs() float64 { return float64(be.matmulFLOPs.Load()) }
 
 // Split implements gpu.Splitter: n one-thread backends over the same
 // memory, each with its own GEMM scratch, that see the weights frozen here
@@ -81,7 +90,7 @@ type Backend struct {
 func (be *Backend) Split(n int) []gpu.Backend {
 	for len(be.parts) < n {
 		be.parts = append(be.parts, &Backend{threads: 1, pool: newGemmScratch(1),
-			serialScratch: []*gemmScratch{newGemmScratch(1)}, rope: map[ropeKey]ropeTab{}, owner: be})
+			serialScratch: []*gemmScratch{newGemmScratch(1)}, rope: map[ropeKey]ropeTab{}, owner: be, matmulFLOPs: be.matmulFLOPs})
 	}
 	out := make([]gpu.Backend, n)
 	for i, p := range be.parts[:n] {
@@ -96,7 +105,7 @@ func New(threads int) *Backend {
 		threads = runtime.GOMAXPROCS(0)
 	}
 	be := &Backend{threads: threads, pool: newGemmScratch(threads), serialScratch: make([]*gemmScratch, threads),
-		rope: map[ropeKey]ropeTab{}}
+		rope: map[ropeKey]ropeTab{}, matmulFLOPs: new(atomic.Int64)}
 	for i := range be.serialScratch {
 		be.serialScratch[i] = newGemmScratch(1)
 	}

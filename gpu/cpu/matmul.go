@@ -9,6 +9,7 @@ func (be *Backend) MatMulForward(out, inp, w, bias gpu.Buffer, N, C, OC int) {
 	checkLen(o, N*OC, "matmul out")
 	checkLen(x, N*C, "matmul inp")
 	checkLen(wd, OC*C, "matmul w")
+	be.matmulFLOPs.Add(2 * int64(N) * int64(C) * int64(OC))
 	if pre := be.frozenPack(wd, C, OC); pre != nil {
 		gemmOn(be.parallelWorkers, be.threads, be.pool, pre, false, true, N, OC, C, x, C, wd, C, o, OC, false)
 	} else {
@@ -33,9 +34,11 @@ func (be *Backend) MatMulBackward(dinp, dw, dbias, dout, inp, w gpu.Buffer, N, C
 	d := Data(dout)
 	checkLen(d, N*OC, "matmul dout")
 	if dinp != nil {
+		be.matmulFLOPs.Add(2 * int64(N) * int64(C) * int64(OC))
 		be.gemm(false, false, N, C, OC, d, OC, Data(w), C, Data(dinp), C, true)
 	}
 	if dw != nil {
+		be.matmulFLOPs.Add(2 * int64(N) * int64(C) * int64(OC))
 		be.gemm(true, false, OC, C, N, d, OC, Data(inp), C, Data(dw), C, true)
 	}
 	if dbias != nil {

@@ -707,3 +707,19 @@ func TestNarrowPanelsMatchTheEdgePath(t *testing.T) {
 		}
 	}
 }
+
+// TestMatMulFLOPsCounted: every MatMulForward and MatMulBackward product
+// adds its 2*N*C*OC FLOPs to the count, a Split part's to its backend's.
+func TestMatMulFLOPsCounted(t *testing.T) {
+	const N, C, OC = 5, 7, 3
+	be := New(2)
+	x, w, out := Wrap(make([]float32, N*C)), Wrap(make([]float32, OC*C)), Wrap(make([]float32, N*OC))
+	dx, dw := Wrap(make([]float32, N*C)), Wrap(make([]float32, OC*C))
+	be.MatMulForward(out, x, w, nil, N, C, OC)
+	be.MatMulBackward(dx, dw, nil, out, x, w, N, C, OC)
+	be.MatMulBackward(nil, dw, nil, out, x, w, N, C, OC)
+	be.Split(2)[1].MatMulForward(out, x, w, nil, N, C, OC)
+	if got, want := be.MatMulFLOPs(), float64(5*2*N*C*OC); got != want {
+		t.Errorf("counted %v FLOPs, want %v", got, want)
+	}
+}
