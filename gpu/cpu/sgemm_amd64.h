@@ -10,6 +10,22 @@
 	VFMADD231PS Z24, bc, lo; \
 	VFMADD231PS Z25, bc, hi
 
+// FMA12ROWS is a k step's FMAs for all twelve tile rows (A at AX, the B
+// vectors in Z24 and Z25), their broadcasts through Z26-Z31 in turn.
+#define FMA12ROWS \
+	FMAROW(0, Z26, Z0, Z1); \
+	FMAROW(4, Z27, Z2, Z3); \
+	FMAROW(8, Z28, Z4, Z5); \
+	FMAROW(12, Z29, Z6, Z7); \
+	FMAROW(16, Z30, Z8, Z9); \
+	FMAROW(20, Z31, Z10, Z11); \
+	FMAROW(24, Z26, Z12, Z13); \
+	FMAROW(28, Z27, Z14, Z15); \
+	FMAROW(32, Z28, Z16, Z17); \
+	FMAROW(36, Z29, Z18, Z19); \
+	FMAROW(40, Z30, Z20, Z21); \
+	FMAROW(44, Z31, Z22, Z23)
+
 // ADDROW adds a tile row's accumulators lo and hi to C's row at DX.
 #define ADDROW(lo, hi) \
 	VADDPS (DX), lo, lo; \
