@@ -198,10 +198,10 @@ func kernEdgeH(kb, mh int, a []float32, b []uint16, tile *[mr * nr]float32) {
 }
 
 //go:noescape
-func kern12x16mAVX512(kb int, a, b, c *float32, ldc int, set bool, nw int)
+func kern12x16mAVX512(kb int, a, b, c *float32, ldc int, set bool, mask uint16)
 
 //go:noescape
-func kern12x32mAVX512(kb int, a, b, c *float32, ldc int, set bool, nw int)
+func kern12x32mAVX512(kb int, a, b, c *float32, ldc int, set bool, mask uint16)
 
 // kernNarrow computes an edge panel of twelve real rows and nw < nr real
 // columns (attention's heads of 16 or 24, a vocabulary's last panel)
@@ -216,9 +216,9 @@ func kernNarrow(kb, nw int, a, b, c []float32, ldc int, set bool) bool {
 	_ = b[kb*nr-1]
 	_ = c[(mr-1)*ldc+nw-1]
 	if nw <= 16 {
-		kern12x16mAVX512(kb, &a[0], &b[0], &c[0], ldc, set, nw)
+		kern12x16mAVX512(kb, &a[0], &b[0], &c[0], ldc, set, uint16(1<<nw-1))
 	} else {
-		kern12x32mAVX512(kb, &a[0], &b[0], &c[0], ldc, set, nw)
+		kern12x32mAVX512(kb, &a[0], &b[0], &c[0], ldc, set, uint16(1<<(nw-16)-1))
 	}
 	return true
 }

@@ -215,22 +215,18 @@ loop1:
 	OP(Z6); ADDQ R8, DX; OP(Z7); ADDQ R8, DX; OP(Z8); ADDQ R8, DX; \
 	OP(Z9); ADDQ R8, DX; OP(Z10); ADDQ R8, DX; OP(Z11)
 
-// func kern12x16mAVX512(kb int, a, b, c *float32, ldc int, set bool, nw int)
+// func kern12x16mAVX512(kb int, a, b, c *float32, ldc int, set bool, mask uint16)
 //
 // An edge panel of twelve real rows and nw <= 16 real columns (the panel's
-// other columns zero padding) straight into C's twelve rows, nw values
-// each: what the edge path (kernEdge into a cleared tile, then added to C,
+// other columns zero padding; mask has their nw low bits) straight into
+// C's twelve rows, nw values each: what the edge path (kernEdge into a cleared tile, then added to C,
 // C cleared first with set) writes there, bit for bit. Each element is the
 // chain of FMAs over k in order that every kernel gives it; the sums then
 // go to C as the edge path takes them from its tile, c + (acc + 0) (with
 // set, c = +0). Only the panel's first vector is multiplied: half the FMAs
 // of the four-row kernels over the whole panel, and no tile.
-TEXT ·kern12x16mAVX512(SB), NOSPLIT, $0-56
-	MOVQ nw+48(FP), CX
-	MOVL $1, R10
-	SHLL CX, R10
-	DECL R10
-	KMOVW R10, K1
+TEXT ·kern12x16mAVX512(SB), NOSPLIT, $0-44
+	KMOVW mask+42(FP), K1
 	MOVQ kb+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -271,17 +267,12 @@ store16m:
 	VZEROUPPER
 	RET
 
-// func kern12x32mAVX512(kb int, a, b, c *float32, ldc int, set bool, nw int)
+// func kern12x32mAVX512(kb int, a, b, c *float32, ldc int, set bool, mask uint16)
 //
 // kern12x16mAVX512 for 16 < nw < 32 real columns: kern12x32AVX512's loop,
-// then the edge path's ending, the last nw-16 columns through a mask.
-TEXT ·kern12x32mAVX512(SB), NOSPLIT, $0-56
-	MOVQ nw+48(FP), CX
-	SUBQ $16, CX
-	MOVL $1, R10
-	SHLL CX, R10
-	DECL R10
-	KMOVW R10, K1
+// then the edge path's ending, the last nw-16 columns through mask.
+TEXT ·kern12x32mAVX512(SB), NOSPLIT, $0-44
+	KMOVW mask+42(FP), K1
 	MOVQ kb+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
