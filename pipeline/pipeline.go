@@ -8,9 +8,7 @@
 package pipeline
 
 import (
-	"github.com/corl-project/corl/evaluate"
 	"github.com/corl-project/corl/record"
-	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/stats"
 )
@@ -149,9 +147,9 @@ type GradeOutput struct {
 
 // UpdateOutput reports a member's policy update.
 type UpdateOutput struct {
-	Stats   rl.UpdateStats `json:"stats"`
-	Seconds float64        `json:"seconds"`
-	FLOPs   float64        `json:"flops"`
+	Stats   record.UpdateStats `json:"stats"`
+	Seconds float64            `json:"seconds"`
+	FLOPs   float64            `json:"flops"`
 }
 
 // ReplayInput re-applies the updates of rounds [From, To) from stored
@@ -186,9 +184,9 @@ type EvalOutput struct {
 	// The rest of the evaluation's record, so that the report rebuilds it
 	// as the local runner writes it (histories recorded before these
 	// fields lack them).
-	NoAnswer      float64          `json:"no_answer_rate"`
-	SampleCorrect []int            `json:"sample_correct,omitempty"`
-	OwnView       *evaluate.Result `json:"own_view_result,omitempty"` // view != 0: the whole result on the member's own view
+	NoAnswer      float64        `json:"no_answer_rate"`
+	SampleCorrect []int          `json:"sample_correct,omitempty"`
+	OwnView       *record.Result `json:"own_view_result,omitempty"` // view != 0: the whole result on the member's own view
 	// Predict is the member on the predictor problems (round 0 with
 	// eval.predictor_split), for the pair predictors there.
 	Predict *PredictOutput `json:"predict,omitempty"`
@@ -205,7 +203,7 @@ type PredictOutput struct {
 
 // NewEvalOutput is a member's evaluation (res on the original wording, own
 // on its view) as the activity returns it, with the labels truth.
-func NewEvalOutput(res, own evaluate.Result, view int, truth []string) EvalOutput {
+func NewEvalOutput(res, own record.Result, view int, truth []string) EvalOutput {
 	o := EvalOutput{PassAt1: res.PassAt1, ByTask: res.ByTask, Correct: res.Correct, Answers: res.Answers,
 		View: view, PassAt1OwnView: own.PassAt1, SampledPassAt1: res.SampledPassAt1, MajAtK: res.MajAtK,
 		SampledByTask: res.SampledByTask, PassAt1CI: res.PassAt1CI, SampledCI: res.SampledCI,
@@ -218,8 +216,8 @@ func NewEvalOutput(res, own evaluate.Result, view int, truth []string) EvalOutpu
 
 // Result is the evaluation on the original wording, as evaluate.Run gave
 // it (samples: the run's eval.samples), for the run's record.
-func (o EvalOutput) Result(samples int) evaluate.Result {
-	res := evaluate.Result{N: len(o.Correct), PassAt1: o.PassAt1, NoAnswer: o.NoAnswer, ByTask: o.ByTask, Correct: o.Correct, Answers: o.Answers,
+func (o EvalOutput) Result(samples int) record.Result {
+	res := record.Result{N: len(o.Correct), PassAt1: o.PassAt1, NoAnswer: o.NoAnswer, ByTask: o.ByTask, Correct: o.Correct, Answers: o.Answers,
 		SampledPassAt1: o.SampledPassAt1, MajAtK: o.MajAtK, SampledByTask: o.SampledByTask, SampleCorrect: o.SampleCorrect,
 		PassAt1CI: o.PassAt1CI, SampledCI: o.SampledCI}
 	if o.SampledCI != nil {

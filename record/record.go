@@ -12,7 +12,6 @@ package record
 
 import (
 	"github.com/corl-project/corl/datasets"
-	"github.com/corl-project/corl/evaluate"
 )
 
 // Eval is a held-out evaluation of the cohort.
@@ -20,11 +19,11 @@ type Eval struct {
 	Round int `json:"round"`
 	// Members is each member on the original wording; OwnView, for members
 	// that train on another view, on that view.
-	Members map[string]evaluate.Result `json:"members"`
-	OwnView map[string]evaluate.Result `json:"members_own_view,omitempty"`
-	Cohort  CohortResult               `json:"cohort_vote"`     // plurality of the members' pooled answers (samples when eval.samples > 0), original wording
-	Kappa   map[string]float64         `json:"kappa,omitempty"` // per member pair, of per-problem correctness
-	Compl   map[string]float64         `json:"complementarity,omitempty"`
+	Members map[string]Result  `json:"members"`
+	OwnView map[string]Result  `json:"members_own_view,omitempty"`
+	Cohort  CohortResult       `json:"cohort_vote"`     // plurality of the members' pooled answers (samples when eval.samples > 0), original wording
+	Kappa   map[string]float64 `json:"kappa,omitempty"` // per member pair, of per-problem correctness
+	Compl   map[string]float64 `json:"complementarity,omitempty"`
 	// Pairs holds, per member pair "a/b", what each can teach the other
 	// (rescue rates, shared errors, vote accuracy): at round 0, the
 	// cohort's predictors.
@@ -58,8 +57,8 @@ func rightBy(truth []string) func(p int, a string) bool {
 
 // NewEval is the evaluation at round of the members (in names' order)
 // with their answer pools: the cohort vote and every pair's numbers.
-func NewEval(round int, names []string, members []evaluate.Result, pools [][][]string, truth []string) Eval {
-	e := Eval{Round: round, Members: map[string]evaluate.Result{}, Kappa: map[string]float64{}, Compl: map[string]float64{}}
+func NewEval(round int, names []string, members []Result, pools [][][]string, truth []string) Eval {
+	e := Eval{Round: round, Members: map[string]Result{}, Kappa: map[string]float64{}, Compl: map[string]float64{}}
 	for i, n := range names {
 		e.Members[n] = members[i]
 	}
@@ -73,7 +72,7 @@ func NewEval(round int, names []string, members []evaluate.Result, pools [][][]s
 
 // PairsOf is every member pair's predictors ("a/b", in names' order) from
 // the members' results and answer pools on problems labelled truth.
-func PairsOf(names []string, members []evaluate.Result, pools [][][]string, truth []string) map[string]PairPredictors {
+func PairsOf(names []string, members []Result, pools [][][]string, truth []string) map[string]PairPredictors {
 	right := rightBy(truth)
 	out := map[string]PairPredictors{}
 	for i := range names {

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/corl-project/corl/datasets"
-	"github.com/corl-project/corl/evaluate"
 )
 
 // TestNewEvalScoresTheCohort: two members on four problems, by
@@ -16,9 +15,9 @@ func TestNewEvalScoresTheCohort(t *testing.T) {
 	truth := []string{"1", "2", "3", "4"}
 	a := [][]string{{"1", "1"}, {"9", "9"}, {"3", "8"}, {"7", "7"}}
 	b := [][]string{{"1", "5"}, {"2", "2"}, {"8", "8"}, {"7", "7"}}
-	ra := evaluate.Result{N: 4, Correct: []bool{true, false, true, false}}
-	rb := evaluate.Result{N: 4, Correct: []bool{true, true, false, false}}
-	e := NewEval(3, []string{"a", "b"}, []evaluate.Result{ra, rb}, [][][]string{a, b}, truth)
+	ra := Result{N: 4, Correct: []bool{true, false, true, false}}
+	rb := Result{N: 4, Correct: []bool{true, true, false, false}}
+	e := NewEval(3, []string{"a", "b"}, []Result{ra, rb}, [][][]string{a, b}, truth)
 	// Pools: p0 1,1,1,5 right; p1 9,9,2,2 tie; p2 3,8,8,8 wrong; p3 all 7 wrong.
 	if e.Round != 3 || math.Abs(e.Cohort.Correct-0.25) > 1e-12 || math.Abs(e.Cohort.Tie-0.25) > 1e-12 {
 		t.Fatalf("cohort %+v, want right 0.25 and tie 0.25", e.Cohort)

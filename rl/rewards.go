@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/corl-project/corl/datasets"
+	"github.com/corl-project/corl/spec"
 )
 
 // Sample is one completion as the reward strategies see it.
@@ -75,19 +76,20 @@ type Strategy interface {
 	Reward(in Input) (Output, error)
 }
 
-// Names of the strategies, as written in run configs.
+// Names of the strategies, as written in run configs (the spec's reward
+// modes).
 const (
-	PeerRing      = "peer-ring"
-	PeerMajority  = "peer-majority"
-	PeerJudge     = "peer-judge"
-	GroundTruthRL = "ground-truth"
-	SelfVote      = "self-vote"
-	SelfCertainty = "self-certainty"
-	Entropy       = "entropy"
+	PeerRing      = spec.PeerRing
+	PeerMajority  = spec.PeerMajority
+	PeerJudge     = spec.PeerJudge
+	GroundTruthRL = spec.GroundTruthRL
+	SelfVote      = spec.SelfVote
+	SelfCertainty = spec.SelfCertainty
+	Entropy       = spec.Entropy
 )
 
 // StrategyNames lists every strategy.
-var StrategyNames = []string{PeerRing, PeerMajority, PeerJudge, GroundTruthRL, SelfVote, SelfCertainty, Entropy}
+var StrategyNames = spec.RewardModes
 
 // NewStrategy returns a label-free strategy by name. Ground truth needs the
 // labels and is built with NewGroundTruth.

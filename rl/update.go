@@ -162,22 +162,9 @@ func JudgeScores(judge *Member, prompts []Prompt, ro Rollout, micro int) (_ [][]
 	return scores, ForwardFLOPs(judge.Model, cs), nil
 }
 
-// UpdateStats reports one member's policy update.
-type UpdateStats struct {
-	Loss, KL, ClipFrac, GradNorm, LR float64
-	Tokens                           int     // completion tokens run through forward and backward (all epochs)
-	LogPMismatch                     float64 // mean |sampling - recomputed| log-prob, when computed
-	Steps                            int
-	// RecomputeSeconds is the time spent recomputing old (and reference)
-	// log-probs before the steps.
-	RecomputeSeconds float64
-}
-
-// Record puts the update's numbers into the member's round record, as
-// both drivers record them.
-func (s UpdateStats) Record(m *record.ModelRound) {
-	m.Loss, m.KL, m.ClipFrac, m.GradNorm, m.LR, m.LogPMismatch = s.Loss, s.KL, s.ClipFrac, s.GradNorm, s.LR, s.LogPMismatch
-}
+// UpdateStats reports one member's policy update (its type lives with
+// the records).
+type UpdateStats = record.UpdateStats
 
 // SamplingTemp is the temperature completions were drawn at (greedy: 1).
 func SamplingTemp(c Config) float32 {

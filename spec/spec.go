@@ -76,6 +76,20 @@ type Checker struct {
 	Processes int `json:"processes,omitempty" mapstructure:"processes"`
 }
 
+// Names of the reward modes, as written in run specs.
+const (
+	PeerRing      = "peer-ring"
+	PeerMajority  = "peer-majority"
+	PeerJudge     = "peer-judge"
+	GroundTruthRL = "ground-truth"
+	SelfVote      = "self-vote"
+	SelfCertainty = "self-certainty"
+	Entropy       = "entropy"
+)
+
+// RewardModes lists every reward mode.
+var RewardModes = []string{PeerRing, PeerMajority, PeerJudge, GroundTruthRL, SelfVote, SelfCertainty, Entropy}
+
 // Reward selects the strategy.
 type Reward struct {
 	Mode      string  `json:"mode" mapstructure:"mode"`

@@ -141,7 +141,7 @@ func newEnv(t *testing.T, f *fake) *testsuite.TestWorkflowEnvironment {
 		return pipeline.GradeOutput{Key: fmt.Sprintf("g%d", in.Round), Diag: d, JudgeFLOPs: f.judgeFLOPs}, nil
 	})
 	env.OnActivity(a.Update, mock.Anything, mock.Anything).Return(func(_ context.Context, ref pipeline.MemberRef) (pipeline.UpdateOutput, error) {
-		return pipeline.UpdateOutput{Stats: rl.UpdateStats{Loss: 0.5}, Seconds: 1, FLOPs: 5}, f.note("Update", ref)
+		return pipeline.UpdateOutput{Stats: record.UpdateStats{Loss: 0.5}, Seconds: 1, FLOPs: 5}, f.note("Update", ref)
 	})
 	env.OnActivity(a.Checkpoint, mock.Anything, mock.Anything).Return(func(_ context.Context, ref pipeline.MemberRef) (string, error) {
 		return fmt.Sprintf("ckpt/%d/%d", ref.Round, ref.Member), f.note("Checkpoint", ref)

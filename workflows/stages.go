@@ -9,7 +9,7 @@ import (
 
 	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/record"
-	"github.com/corl-project/corl/rl"
+	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/stats"
 )
 
@@ -49,7 +49,7 @@ func (r *cohortRun) runRound() (bool, error) {
 	compute += criticalPath(st.Queue, secs)
 	lap("generate")
 	var judgeKeys []string
-	if s.Reward.Mode == rl.PeerJudge {
+	if s.Reward.Mode == spec.PeerJudge {
 		st.Stage = fmt.Sprintf("round %d: judge", st.Round+1)
 		judgeKeys = make([]string, n)
 		for i := 0; i < n; i++ {
