@@ -1,0 +1,148 @@
+# corl's research campaigns: the zoos of small bases, the studies' sweeps
+# and their analyses (docs/research.md; each study's page is
+# results/<study>/study.md). Included by the Makefile, so `make composition`
+# runs from the repository root; each campaign takes hours and resumes
+# where it stopped. None of them is part of `make test`.
+
+.PHONY: paper-table zoo zoo-natural zoo-own composition-tune composition-tune-rerun composition composition-anchors collapse composition-analysis own-task-tune own-task own-task-analysis
+
+# The comparison table (examples/paper-table.yaml: every reward, five
+# seeds, the test split) from nothing to results/paper-table/: about four
+# hours on 2 cores; stopped, it resumes where it stopped when run again.
+paper-table: build
+	scripts/paper-table.sh
+
+# The zoo: bases with room for RL to improve them (briefly pretrained on
+# levels 1-2), not embedded in the binary; about three hours on 2 cores. Each
+# directory's pretrain.json records its recipe and held-out pass@1.
+#   llama-l12, llama-l12-s2  the same recipe from two seeds (same family, same size)
+#   llama-l12-reph           pretrained on the rephrased wording only
+#   gpt2-l12                 the other family, trained to comparable pass@1
+#   llama-odd, llama-even,   blind-spot bases (corl pretrain --blind-spot): each
+#   gpt2-even                errs systematically on one parity class of problems
+#   *-3k                     the blind-spot bases pretrained 3,000 steps (pass@1 0.40-0.52)
+#   llama-odd-small,         the second size of each family (llama 4 x 64, gpt2 3 x 96),
+#   gpt2-even-small          blind-spot recipe, 3,000 steps (pass@1 0.43, 0.41)
+ZOO_LLAMA := --family llama --layers 6 --dim 96 --heads 4 --kv-heads 2 --hidden 256 --max-level 2 --per-task 6000 --lr 0.003 --eval 100
+ZOO_GPT2 := --family gpt2 --layers 4 --dim 128 --heads 4 --max-level 2 --per-task 6000 --lr 0.003 --eval 100
+zoo: build
+	bin/corl pretrain $(ZOO_LLAMA) --tasks arith,linear,mod --views 2 --steps 600 --eval-every 150 --out examples/zoo/llama-l12
+	bin/corl pretrain $(ZOO_LLAMA) --tasks arith,linear,mod --views 2 --steps 600 --eval-every 150 --seed 2 --out examples/zoo/llama-l12-s2
+	bin/corl pretrain $(ZOO_LLAMA) --tasks arith,linear,mod --views 1 --first-view 1 --steps 600 --eval-every 150 --out examples/zoo/llama-l12-reph
+	bin/corl pretrain $(ZOO_GPT2) --tasks arith,linear,mod --views 2 --steps 1500 --eval-every 150 --target-pass 0.14 --out examples/zoo/gpt2-l12
+	bin/corl pretrain $(ZOO_LLAMA) --tasks linear,mod --views 2 --steps 600 --eval-every 200 --blind-spot odd --blind-rate 0.6 --seed 1 --out examples/zoo/llama-odd
+	bin/corl pretrain $(ZOO_LLAMA) --tasks linear,mod --views 2 --steps 600 --eval-every 200 --blind-spot even --blind-rate 0.6 --seed 2 --out examples/zoo/llama-even
+	bin/corl pretrain $(ZOO_GPT2) --tasks linear,mod --views 2 --steps 1000 --eval-every 200 --blind-spot even --blind-rate 0.6 --seed 3 --out examples/zoo/gpt2-even
+	bin/corl pretrain $(ZOO_LLAMA) --tasks linear,mod --views 2 --steps 3000 --eval-every 300 --blind-spot odd --blind-rate 0.6 --seed 1 --out examples/zoo/llama-odd-3k
+	bin/corl pretrain $(ZOO_LLAMA) --tasks linear,mod --views 2 --steps 3000 --eval-every 300 --blind-spot even --blind-rate 0.6 --seed 2 --out examples/zoo/llama-even-3k
+	bin/corl pretrain $(ZOO_GPT2) --tasks linear,mod --views 2 --steps 3000 --eval-every 300 --blind-spot even --blind-rate 0.6 --seed 3 --out examples/zoo/gpt2-even-3k
+	bin/corl pretrain $(ZOO_LLAMA) --layers 4 --dim 64 --hidden 192 --tasks linear,mod --views 2 --steps 3000 --eval-every 500 --blind-spot odd --blind-rate 0.6 --seed 4 --out examples/zoo/llama-odd-small
+	bin/corl pretrain $(ZOO_GPT2) --layers 3 --dim 96 --tasks linear,mod --views 2 --steps 3000 --eval-every 500 --blind-spot even --blind-rate 0.6 --seed 5 --out examples/zoo/gpt2-even-small
+
+# The natural zoo (results/composition/study.md): bases pretrained without
+# designed errors on linear and mod, differing only in what a cohort
+# question varies, each stopped at held-out pass@1 0.3 (reached between
+# 1,050 and 1,650 steps; 2-5 minutes each on one thread):
+#   nat-llama         M: llama 6 x 96, seed 11, the original wording only
+#   nat-llama-init2   another initialisation (--seed 12), M's data order
+#   nat-llama-order2  M's initialisation, another data order (--order-seed 13)
+#   nat-llama-small   llama 4 x 64 (a third of the parameters)
+#   nat-gpt2          the other family, gpt2 4 x 128
+#   nat-llama-reph    the rephrased wording only (--first-view 1)
+#   llama-odd-3k-s2   the anchor: llama-odd-3k's blind spot from another seed
+ZOO_NAT := --tasks linear,mod --max-level 2 --per-task 6000 --lr 0.003 --eval 100 --views 1 --steps 3000 --eval-every 150 --target-pass 0.3 --threads 1
+ZOO_NAT_LLAMA := --family llama --layers 6 --dim 96 --heads 4 --kv-heads 2 --hidden 256
+zoo-natural: build
+	bin/corl pretrain $(ZOO_NAT_LLAMA) $(ZOO_NAT) --seed 11 --out examples/zoo/nat-llama
+	bin/corl pretrain $(ZOO_NAT_LLAMA) $(ZOO_NAT) --seed 12 --order-seed 11 --out examples/zoo/nat-llama-init2
+	bin/corl pretrain --family gpt2 --layers 4 --dim 128 --heads 4 $(ZOO_NAT) --seed 11 --out examples/zoo/nat-gpt2
+	bin/corl pretrain $(ZOO_NAT_LLAMA) $(ZOO_NAT) --seed 11 --order-seed 13 --out examples/zoo/nat-llama-order2
+	bin/corl pretrain $(ZOO_NAT_LLAMA) --layers 4 --dim 64 --hidden 192 $(ZOO_NAT) --seed 11 --out examples/zoo/nat-llama-small
+	bin/corl pretrain $(ZOO_NAT_LLAMA) $(ZOO_NAT) --first-view 1 --seed 11 --out examples/zoo/nat-llama-reph
+	bin/corl pretrain $(ZOO_LLAMA) --tasks linear,mod --views 2 --steps 3000 --eval-every 300 --blind-spot odd --blind-rate 0.6 --seed 7 --threads 1 --out examples/zoo/llama-odd-3k-s2
+
+# The own-task zoo (results/own-task/study.md): bases
+# pretrained with `corl pretrain --file` on examples/own-task/rows.jsonl
+# (make_rows.py: five kinds of word and number questions corl does not ship),
+# differing from M in one way each, stopped at held-out pass@1 0.4; built
+# two at a time (make -j2), one thread each:
+#   own-llama         M: llama 6 x 96, seed 21
+#   own-llama-init2   another initialisation (--seed 22), M's data order
+#   own-llama-small   llama 4 x 64
+#   own-gpt2          the other family, gpt2 4 x 128
+OWN_ROWS := examples/own-task/rows.jsonl
+OWN := --file $(OWN_ROWS) --prompt-field q --answer-field a --lr 0.003 --eval 100 --steps 2000 --eval-every 50 --target-pass 0.4 --threads 1
+OWN_LLAMA := --family llama --layers 6 --dim 96 --heads 4 --kv-heads 2 --hidden 256
+OWN_ZOO := own-llama own-llama-init2 own-llama-small own-gpt2
+$(OWN_ROWS): examples/own-task/make_rows.py
+	python3 examples/own-task/make_rows.py > $@
+zoo-own: build $(OWN_ROWS)
+	$(MAKE) -j2 $(addprefix examples/zoo/,$(addsuffix /pretrain.json,$(OWN_ZOO)))
+examples/zoo/own-llama/pretrain.json:
+	bin/corl pretrain $(OWN_LLAMA) $(OWN) --seed 21 --out $(@D)
+examples/zoo/own-llama-init2/pretrain.json:
+	bin/corl pretrain $(OWN_LLAMA) $(OWN) --seed 22 --order-seed 21 --out $(@D)
+examples/zoo/own-llama-small/pretrain.json:
+	bin/corl pretrain $(OWN_LLAMA) --layers 4 --dim 64 --hidden 192 $(OWN) --seed 21 --out $(@D)
+examples/zoo/own-gpt2/pretrain.json:
+	bin/corl pretrain --family gpt2 --layers 4 --dim 128 --heads 4 $(OWN) --seed 21 --out $(@D)
+
+# The composition study (results/composition/study.md), each step resumable
+# (stopped, it goes on where it stopped; cells committed in its results
+# directory are not run again): the learning rates on validation, then
+# every arm and the anchors on test, five seeds.
+COMPOSITION = CORL_PAPER_DIR=corl-data/composition CORL_PAPER_PORT=7253
+composition-tune: build
+	$(COMPOSITION) CORL_PAPER_SWEEP=examples/composition/tune.yaml CORL_PAPER_OUT=results/composition-tune CORL_PAPER_MEMBER=nat-llama scripts/paper-table.sh
+# The tuning sweep again from a fresh store with today's generator (its
+# first run predates a generator fix; results/composition/study.md).
+composition-tune-rerun: build
+	CORL_PAPER_DIR=corl-data/composition-tune-rerun CORL_PAPER_PORT=7273 CORL_PAPER_SWEEP=examples/composition/tune.yaml CORL_PAPER_OUT=results/composition-tune-rerun CORL_PAPER_MEMBER=nat-llama scripts/paper-table.sh
+composition: build
+	$(COMPOSITION) CORL_PAPER_SWEEP=examples/composition/test.yaml CORL_PAPER_OUT=results/composition CORL_PAPER_MEMBER=nat-llama scripts/paper-table.sh
+composition-anchors: build
+	$(COMPOSITION) CORL_PAPER_SWEEP=examples/composition/anchors.yaml CORL_PAPER_OUT=results/composition-anchors CORL_PAPER_MEMBER=llama-odd scripts/paper-table.sh
+collapse: build
+	$(COMPOSITION) CORL_PAPER_SWEEP=examples/composition/collapse.yaml CORL_PAPER_OUT=results/composition-collapse CORL_PAPER_MEMBER=nat-llama scripts/paper-table.sh
+
+# The composition study's analysis, as results/composition/study.md plans it, from the
+# committed records alone: the planned contrasts, and the dose-response over
+# the natural two-member cohorts and again with the anchors.
+COMPOSITION_CONTRASTS = \
+	--contrast "init seed - identical copy|nat-llama-init2|nat-llama-copy" \
+	--contrast "data order - identical copy|nat-llama-order2|nat-llama-copy" \
+	--contrast "smaller - identical copy|nat-llama-small|nat-llama-copy" \
+	--contrast "other family - identical copy|members nat-llama + nat-gpt2|nat-llama-copy" \
+	--contrast "rephrased - identical copy|rephrased (peer-ring)|nat-llama-copy" \
+	--contrast "three, peer-majority - identical copy|peer-majority)|nat-llama-copy" \
+	--contrast "three, peer-ring - identical copy|nat-llama-init2 + nat-gpt2|nat-llama-copy" \
+	--contrast "identical copy - self-vote|nat-llama-copy|Self-vote (TTRL)" \
+	--contrast "other family - frozen other family|members nat-llama + nat-gpt2|(frozen)" \
+	--contrast "other family - self-vote matched by rounds|members nat-llama + nat-gpt2|rounds 60" \
+	--contrast "other family - self-vote matched by 16 samples|members nat-llama + nat-gpt2|generations 16, rounds 20"
+composition-analysis: build
+	mkdir -p results/composition-analysis
+	bin/corl report results/composition --member nat-llama -o "" $(COMPOSITION_CONTRASTS) --contrasts-md results/composition-analysis/contrasts.md >/dev/null
+	bin/corl report results/composition-anchors --member llama-odd -o "" --contrast "opposite - same blind spot|llama-odd + llama-even|llama-odd + llama-odd-s2" --contrasts-md results/composition-analysis/anchors.md >/dev/null
+	bin/corl report results/composition --member nat-llama --where 'members=^nat-llama \+ [^+]+$$' -o results/composition-analysis/natural-pairs.html --md results/composition-analysis/natural-pairs.md --json results/composition-analysis/natural-pairs.json
+	bin/corl report results/composition results/composition-anchors --member nat-llama,llama-odd --where 'members=^(nat-llama|llama-odd) \+ [^+]+$$' -o results/composition-analysis/with-anchors.html --md results/composition-analysis/with-anchors.md --json results/composition-analysis/with-anchors.json
+
+OWN_TASK_CONTRASTS = \
+	--contrast "init seed - identical copy|own-llama-init2|own-llama-copy" \
+	--contrast "smaller - identical copy|own-llama-small|own-llama-copy" \
+	--contrast "other family - identical copy|members own-llama + own-gpt2|own-llama-copy" \
+	--contrast "identical copy - self-vote|own-llama-copy|Self-vote (TTRL)" \
+	--contrast "other family - frozen other family|members own-llama + own-gpt2|(frozen)" \
+	--contrast "other family - self-vote matched by rounds|members own-llama + own-gpt2|compute-matched"
+own-task-analysis: build
+	mkdir -p results/own-task-analysis
+	bin/corl report results/own-task --member own-llama -o "" $(OWN_TASK_CONTRASTS) --contrasts-md results/own-task-analysis/contrasts.md >/dev/null
+	bin/corl report results/own-task --member own-llama --where 'members=^own-llama \+ [^+]+$$' -o results/own-task-analysis/pairs.html --md results/own-task-analysis/pairs.md --json results/own-task-analysis/pairs.json
+
+# The own-task study (results/own-task/study.md): make
+# zoo-own, then the learning rates on validation, then every arm on test.
+OWN_TASK = CORL_PAPER_DIR=corl-data/own-task CORL_PAPER_PORT=7263 CORL_PAPER_MEMBER=own-llama
+own-task-tune: build $(OWN_ROWS)
+	$(OWN_TASK) CORL_PAPER_SWEEP=examples/own-task/study/tune.yaml CORL_PAPER_OUT=results/own-task-tune scripts/paper-table.sh
+own-task: build $(OWN_ROWS)
+	$(OWN_TASK) CORL_PAPER_SWEEP=examples/own-task/study/test.yaml CORL_PAPER_OUT=results/own-task scripts/paper-table.sh
