@@ -82,8 +82,8 @@ what the numbers mean:
                (the "ties" share), so it reads low: it is a diagnostic, not a model.
   kappa, compl how alike the members' right and wrong answers are beyond chance (1: the same problems), and the
                share of problems exactly one of them solves: what each can teach the other.
-why it can work here: the two bases were pretrained with opposite designed blind spots (README: Base zoo), so
+why it can work here: the two bases were pretrained with opposite designed blind spots (docs/zoo.md), so
 they err on different problems and each one's vote corrects some of the other's errors. Bases whose errors
-overlap teach each other their mistakes; README: Research status says where peer reward gains and where it does not.
+overlap teach each other their mistakes; docs/research.md says where peer reward gains and where it does not.
 `, "\n"))
 }

@@ -8,17 +8,22 @@ import (
 	"testing"
 )
 
-// TestREADMEStudyTablesMatchTheirResults: the README's tables of the
-// composition and own-task studies are the committed results: each method
+// TestREADMEStudyTablesMatchTheirResults: the study pages' tables
+// (results/<study>/study.md, once the README's research section) of the
+// composition, own-task and blind-spot studies are the committed results: each method
 // row's sampled pass@1 and paired gain, as results.json holds them, stand
-// on one line of the README, and each planned-contrast line that `make
+// on one line of the pages, and each planned-contrast line that `make
 // composition-analysis` / `make own-task-analysis` wrote stands in it as
-// written. A rerun that changes a number, or a README edited by hand,
+// written. A rerun that changes a number, or a page edited by hand,
 // fails here.
 func TestREADMEStudyTablesMatchTheirResults(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
+	var readme []byte
+	for _, study := range []string{"composition", "own-task", "paper-table"} {
+		b, err := os.ReadFile("../results/" + study + "/study.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		readme = append(readme, b...)
 	}
 	lines := strings.Split(string(readme), "\n")
 	prose := strings.Join(strings.Fields(string(readme)), " ") // lines wrapped anywhere
@@ -45,7 +50,7 @@ func TestREADMEStudyTablesMatchTheirResults(t *testing.T) {
 				}
 			}
 			if !found {
-				t.Errorf("results/%s: row %q (%s gain %s) is not in the README", dir, r.Method, level, gain)
+				t.Errorf("results/%s: row %q (%s gain %s) is not in its study page", dir, r.Method, level, gain)
 			}
 		}
 	}
@@ -62,7 +67,7 @@ func TestREADMEStudyTablesMatchTheirResults(t *testing.T) {
 				want = strings.TrimSpace(strings.Split(l, "|")[2])
 			}
 			if !strings.Contains(prose, strings.Join(strings.Fields(want), " ")) {
-				t.Errorf("results/%s: %q is not in the README", f, want)
+				t.Errorf("results/%s: %q is not in its study page", f, want)
 			}
 		}
 	}
@@ -82,7 +87,7 @@ func TestREADMEStudyTablesMatchTheirResults(t *testing.T) {
 			}
 			want := fmt.Sprintf("%+.3f [%+.3f, %+.3f]", d.Fit.Slope, d.Fit.CI.Lo, d.Fit.CI.Hi)
 			if !strings.Contains(prose, want) {
-				t.Errorf("results/%s: %s slope %s is not in the README", f, d.Predictor, want)
+				t.Errorf("results/%s: %s slope %s is not in its study page", f, d.Predictor, want)
 			}
 		}
 	}

@@ -326,7 +326,7 @@ func TestAnswerEntropyIsOrderFree(t *testing.T) {
 	}
 }
 
-// TestReadmeWorkedExample is the README's worked example of the vote rules
+// TestReadmeWorkedExample is docs/rewards.md's worked example of the vote rules
 // (G = 8, threshold 0.5); "-" there is a sample with no answer.
 func TestReadmeWorkedExample(t *testing.T) {
 	A := g("7", "7", "7", "7", "7", "12", "", "")
