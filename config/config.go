@@ -11,7 +11,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -29,30 +28,12 @@ type RunSpec = spec.RunSpec
 
 // defaults are spec.Default() as dotted viper keys: one table of embedded
 // settings for specs from files, the environment, flags and plain JSON.
-var defaults = flatten(reflect.ValueOf(spec.Default()), "")
-
-// flatten maps a spec value to its dotted mapstructure keys.
-func flatten(v reflect.Value, prefix string) map[string]any {
-	out := map[string]any{}
-	for i := 0; i < v.NumField(); i++ {
-		tag := strings.Split(v.Type().Field(i).Tag.Get("mapstructure"), ",")[0]
-		if tag == "" || tag == "-" {
-			continue
-		}
-		f := v.Field(i)
-		switch {
-		case f.Kind() == reflect.Struct:
-			for k, x := range flatten(f, prefix+tag+".") {
-				out[k] = x
-			}
-		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Struct:
-			out[prefix+tag] = []any{} // members: listed in full by the spec
-		default:
-			out[prefix+tag] = f.Interface()
-		}
-	}
-	return out
-}
+// Members, listed in full by a spec, default to an empty list of mappings.
+var defaults = func() map[string]any {
+	d := spec.Flatten(spec.Default())
+	d["members"] = []any{}
+	return d
+}()
 
 // Load reads the spec from file (may be empty: defaults only), the CORL_*
 // environment (CORL_GRPO_BETA=0.04 sets grpo.beta) and overrides (dotted
@@ -86,14 +67,9 @@ func Load(file string, getenv func(string) string, overrides map[string]any) (*R
 	if err := integerRanges(v); err != nil {
 		return nil, where(err)
 	}
-	var rs RunSpec
-	dec := func(c *mapstructure.DecoderConfig) {
-		c.ErrorUnused = true
-		c.WeaklyTypedInput = true
-		c.TagName = "mapstructure"
-	}
-	if err := v.Unmarshal(&rs, dec); err != nil {
-		return nil, where(decodeError(err))
+	rs, err := decode(v)
+	if err != nil {
+		return nil, where(err)
 	}
 	if len(rs.Data.Checker.Command) == 1 {
 		rs.Data.Checker.Command = strings.Fields(rs.Data.Checker.Command[0])
@@ -107,6 +83,21 @@ func Load(file string, getenv func(string) string, overrides map[string]any) (*R
 		return nil, err
 	}
 	return &rs, nil
+}
+
+// decode reads v's settings into a spec by the spec's json tags, the one
+// spelling of its keys.
+func decode(v *viper.Viper) (RunSpec, error) {
+	var rs RunSpec
+	dec := func(c *mapstructure.DecoderConfig) {
+		c.ErrorUnused = true
+		c.WeaklyTypedInput = true
+		c.TagName = "json"
+	}
+	if err := v.Unmarshal(&rs, dec); err != nil {
+		return rs, decodeError(err)
+	}
+	return rs, nil
 }
 
 // decodeError rewrites the decoder's "decoding failed due to the following
@@ -126,7 +117,7 @@ func decodeError(err error) error {
 }
 
 // memberKeys are the keys of a member, sorted.
-var memberKeys = []string{"base", "frozen", "name", "view"}
+var memberKeys = spec.MemberKeys()
 
 // memberShapes checks that members is a list of mappings of known keys.
 func memberShapes(v any) error {
@@ -199,15 +190,23 @@ func jsonSyntax(file string) error {
 	return nil
 }
 
-// Integer keys of the spec: signed ones and seeds (unsigned). mapstructure
-// would wrap -1 into a huge seed and an overflowing number into a negative
-// one, so the raw values are checked first.
-var (
-	intKeys = []string{"rounds", "prompts_per_round", "micro_batch_size", "data.rl_size", "data.max_level",
-		"generation.num_generations", "generation.top_k", "generation.max_completion_length", "grpo.num_iterations", "grpo.steps_per_generation",
-		"optim.warmup_steps", "eval.every", "eval.size", "eval.samples", "checkpoint.every"}
-	uintKeys = []string{"seed", "data.data_seed"}
-)
+// Integer keys of the spec: signed ones and seeds (unsigned), by their
+// fields' types. mapstructure would wrap -1 into a huge seed and an
+// overflowing number into a negative one, so the raw values are checked
+// first.
+var intKeys, uintKeys = func() (signed, unsigned []string) {
+	for k, v := range defaults {
+		switch v.(type) {
+		case int:
+			signed = append(signed, k)
+		case uint64:
+			unsigned = append(unsigned, k)
+		}
+	}
+	slices.Sort(signed)
+	slices.Sort(unsigned)
+	return signed, unsigned
+}()
 
 func integerRanges(v *viper.Viper) error {
 	for _, set := range []struct {

@@ -2,10 +2,14 @@ package config
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/spf13/viper"
 
 	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/evaluate"
@@ -313,5 +317,66 @@ func TestFrozenPeer(t *testing.T) {
 	all := strings.Replace(body, "{name: a, base: bases/a}", "{name: a, base: bases/a, frozen: true}", 1)
 	if _, err := Load(write(t, all), noEnv, nil); err == nil || !strings.Contains(err.Error(), "every member is frozen") {
 		t.Errorf("all frozen: %v", err)
+	}
+}
+
+// filled is a spec whose every field holds a value of its own, none a
+// default: field i's number is i+1, its string "s<i>".
+func filled() spec.RunSpec {
+	var s spec.RunSpec
+	i := 0
+	var fill func(v reflect.Value)
+	fill = func(v reflect.Value) {
+		for f := 0; f < v.NumField(); f++ {
+			x := v.Field(f)
+			i++
+			switch x.Kind() {
+			case reflect.Struct:
+				fill(x)
+			case reflect.String:
+				x.SetString(fmt.Sprintf("s%d", i))
+			case reflect.Int:
+				x.SetInt(int64(i))
+			case reflect.Uint64:
+				x.SetUint(uint64(i))
+			case reflect.Float32, reflect.Float64:
+				x.SetFloat(float64(i) + 0.5)
+			case reflect.Bool:
+				x.SetBool(true)
+			case reflect.Slice:
+				if x.Type().Elem().Kind() == reflect.String {
+					x.Set(reflect.ValueOf([]string{fmt.Sprintf("s%d", i)}))
+				}
+			}
+		}
+	}
+	fill(reflect.ValueOf(&s).Elem())
+	s.Members = []spec.Member{{Name: "a", Base: "b", View: 1, Frozen: true}}
+	return s
+}
+
+// TestEveryKeyDecodes: each key spec.Flatten names, set through viper as a
+// file, the environment or a flag sets it, reaches its own field of the
+// decoded spec: the decoder and the key table read one set of tags.
+func TestEveryKeyDecodes(t *testing.T) {
+	want := filled()
+	v := viper.New()
+	for k, x := range spec.Flatten(want) {
+		if k == "members" {
+			x = []any{map[string]any{"name": "a", "base": "b", "view": 1, "frozen": true}}
+		}
+		v.Set(k, x)
+	}
+	got, err := decode(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		a, _ := json.Marshal(got)
+		b, _ := json.Marshal(want)
+		t.Errorf("decoded\n%s\nwant\n%s", a, b)
+	}
+	if n := len(spec.Written(want)); n != len(spec.Keys()) {
+		t.Errorf("the filled spec writes %d keys of %d", n, len(spec.Keys()))
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/corl-project/corl/spec"
 )
 
 // labels names each method group by one of its runs (reps[i] stands for
@@ -70,30 +72,13 @@ func settings(r *Run) map[string]string {
 		}
 		names = append(names, n)
 	}
-	s.Members = nil
-	b, _ := json.Marshal(s)
-	var tree map[string]any
-	_ = json.Unmarshal(b, &tree)
 	out := map[string]string{"members": strings.Join(names, " + ")}
-	flatten("", tree, out)
-	return out
-}
-
-func flatten(prefix string, v any, out map[string]string) {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, x := range t {
-			p := k
-			if prefix != "" {
-				p = prefix + "." + k
-			}
-			flatten(p, x, out)
-		}
-	case nil:
-	default:
-		b, _ := json.Marshal(t)
-		out[prefix] = strings.Trim(string(b), `"`)
+	s.Members = nil
+	for k, v := range spec.Written(s) {
+		b, _ := json.Marshal(v)
+		out[k] = strings.Trim(string(b), `"`)
 	}
+	return out
 }
 
 func union(ms []map[string]string) map[string]bool {

@@ -1,11 +1,6 @@
 package spec
 
-import (
-	"encoding/json"
-	"reflect"
-	"sort"
-	"strings"
-)
+import "encoding/json"
 
 // Default is a run spec with every setting at its embedded default and no
 // members: the paper's choices where it made them (G = 8, temperature 1,
@@ -40,28 +35,4 @@ func (s *RunSpec) UnmarshalJSON(b []byte) error {
 	}
 	*s = RunSpec(p)
 	return nil
-}
-
-// Keys lists every dotted key of a run spec as its JSON names it
-// ("optim.learning_rate", "members", ...), sorted: what a sweep's grid may
-// vary.
-func Keys() []string {
-	var keys []string
-	var walk func(t reflect.Type, prefix string)
-	walk = func(t reflect.Type, prefix string) {
-		for i := 0; i < t.NumField(); i++ {
-			name := strings.Split(t.Field(i).Tag.Get("json"), ",")[0]
-			if name == "" || name == "-" {
-				continue
-			}
-			if ft := t.Field(i).Type; ft.Kind() == reflect.Struct {
-				walk(ft, prefix+name+".")
-			} else {
-				keys = append(keys, prefix+name)
-			}
-		}
-	}
-	walk(reflect.TypeOf(RunSpec{}), "")
-	sort.Strings(keys)
-	return keys
 }

@@ -9,56 +9,56 @@ package spec
 // Temporal workflow's input), so it holds no paths that only one machine
 // understands except the members' base checkpoints and the output location.
 type RunSpec struct {
-	Name            string     `json:"name" mapstructure:"name"`
-	Seed            uint64     `json:"seed" mapstructure:"seed"`
-	Rounds          int        `json:"rounds" mapstructure:"rounds"`
-	PromptsPerRound int        `json:"prompts_per_round" mapstructure:"prompts_per_round"`
-	Data            Data       `json:"data" mapstructure:"data"`
-	Reward          Reward     `json:"reward" mapstructure:"reward"`
-	Generation      Generation `json:"generation" mapstructure:"generation"`
-	GRPO            GRPO       `json:"grpo" mapstructure:"grpo"`
-	Optim           Optim      `json:"optim" mapstructure:"optim"`
-	MicroBatchSize  int        `json:"micro_batch_size" mapstructure:"micro_batch_size"`
-	Members         []Member   `json:"members" mapstructure:"members"`
-	Eval            Eval       `json:"eval" mapstructure:"eval"`
-	Checkpoint      Checkpoint `json:"checkpoint" mapstructure:"checkpoint"`
-	OutputDir       string     `json:"output_dir" mapstructure:"output_dir"`
+	Name            string     `json:"name"`
+	Seed            uint64     `json:"seed"`
+	Rounds          int        `json:"rounds"`
+	PromptsPerRound int        `json:"prompts_per_round"`
+	Data            Data       `json:"data"`
+	Reward          Reward     `json:"reward"`
+	Generation      Generation `json:"generation"`
+	GRPO            GRPO       `json:"grpo"`
+	Optim           Optim      `json:"optim"`
+	MicroBatchSize  int        `json:"micro_batch_size"`
+	Members         []Member   `json:"members"`
+	Eval            Eval       `json:"eval"`
+	Checkpoint      Checkpoint `json:"checkpoint"`
+	OutputDir       string     `json:"output_dir"`
 	// MaxFLOPs > 0 ends the run after the round in which its FLOPs
 	// (generation, scoring and updates, summed over members) reach it;
 	// rounds is then an upper bound that still sets the learning-rate
 	// schedule. A compute-matched baseline: one self-rewarding model given
 	// a whole cohort's FLOPs.
-	MaxFLOPs float64 `json:"max_flops,omitempty" mapstructure:"max_flops"`
+	MaxFLOPs float64 `json:"max_flops,omitempty"`
 }
 
 // Data says where prompts come from: built-in tasks (split by data_seed, the
 // same seed the base models were pretrained with) or a user file.
 type Data struct {
-	Tasks       []string `json:"tasks" mapstructure:"tasks"`
-	DataSeed    uint64   `json:"data_seed" mapstructure:"data_seed"`
-	RLSize      int      `json:"rl_size" mapstructure:"rl_size"` // RL prompts per task
-	MaxLevel    int      `json:"max_level" mapstructure:"max_level"`
-	File        string   `json:"file,omitempty" mapstructure:"file"` // JSONL/Parquet prompts instead of tasks
-	PromptField string   `json:"prompt_field,omitempty" mapstructure:"prompt_field"`
-	AnswerField string   `json:"answer_field,omitempty" mapstructure:"answer_field"`
+	Tasks       []string `json:"tasks"`
+	DataSeed    uint64   `json:"data_seed"`
+	RLSize      int      `json:"rl_size"` // RL prompts per task
+	MaxLevel    int      `json:"max_level"`
+	File        string   `json:"file,omitempty"` // JSONL/Parquet prompts instead of tasks
+	PromptField string   `json:"prompt_field,omitempty"`
+	AnswerField string   `json:"answer_field,omitempty"`
 	// LastNumber lets a file's responses without a marked answer ("The
 	// answer is X", \boxed{X}, "#### X") be graded by their last number.
-	LastNumber bool `json:"last_number_fallback,omitempty" mapstructure:"last_number_fallback"`
+	LastNumber bool `json:"last_number_fallback,omitempty"`
 	// AnswerType is how a file's answers are read and compared: number,
 	// text, choice or expression (empty: inferred from the file's labels
 	// when the spec is loaded; built-in tasks are numbers).
-	AnswerType string `json:"answer_type,omitempty" mapstructure:"answer_type"`
+	AnswerType string `json:"answer_type,omitempty"`
 	// FileSplit says which of a file's rows RL uses: "hash" (default) the
 	// rl set of datasets.FileSet (rows a base pretrained on the file with
 	// the same data_seed never saw; evaluation scores its test or
 	// validation rows); "none" every row, with no evaluation.
-	FileSplit string `json:"file_split,omitempty" mapstructure:"file_split"`
+	FileSplit string `json:"file_split,omitempty"`
 	// Checker is the task's own answer checker, a program spoken to over
 	// line-delimited JSON (package checker), that keys answers for votes
 	// and, for the ground-truth reward and evaluation, says which are
 	// right, instead of answer_type's rules. It runs, sandboxed, where
 	// rounds are graded (the CPU pool) and evaluated.
-	Checker Checker `json:"checker,omitzero" mapstructure:"checker"`
+	Checker Checker `json:"checker,omitzero"`
 }
 
 // Checker names a task's answer checker and its limits.
@@ -67,13 +67,13 @@ type Checker struct {
 	// split at spaces); it runs in an empty directory, so a file it reads
 	// is named by an absolute path (a relative one that exists next to
 	// the spec file is made absolute when the spec is loaded).
-	Command []string `json:"command,omitempty" mapstructure:"command"`
+	Command []string `json:"command,omitempty"`
 	// TimeoutSeconds bounds one batch (a round's responses; 0: 60).
-	TimeoutSeconds float64 `json:"timeout_seconds,omitempty" mapstructure:"timeout_seconds"`
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
 	// MemoryMB bounds its address space (0: 1024); Processes the processes
 	// it may run at once (0: 32).
-	MemoryMB  int `json:"memory_mb,omitempty" mapstructure:"memory_mb"`
-	Processes int `json:"processes,omitempty" mapstructure:"processes"`
+	MemoryMB  int `json:"memory_mb,omitempty"`
+	Processes int `json:"processes,omitempty"`
 }
 
 // Names of the reward modes, as written in run specs.
@@ -92,91 +92,91 @@ var RewardModes = []string{PeerRing, PeerMajority, PeerJudge, GroundTruthRL, Sel
 
 // Reward selects the strategy.
 type Reward struct {
-	Mode      string  `json:"mode" mapstructure:"mode"`
-	Threshold float64 `json:"self_consistency_threshold" mapstructure:"self_consistency_threshold"`
+	Mode      string  `json:"mode"`
+	Threshold float64 `json:"self_consistency_threshold"`
 }
 
 // Generation is the sampling setup (TRL names).
 type Generation struct {
-	NumGenerations int     `json:"num_generations" mapstructure:"num_generations"`
-	Temperature    float32 `json:"temperature" mapstructure:"temperature"`
-	TopK           int     `json:"top_k" mapstructure:"top_k"`
-	TopP           float32 `json:"top_p" mapstructure:"top_p"`
-	MaxCompletion  int     `json:"max_completion_length" mapstructure:"max_completion_length"`
+	NumGenerations int     `json:"num_generations"`
+	Temperature    float32 `json:"temperature"`
+	TopK           int     `json:"top_k"`
+	TopP           float32 `json:"top_p"`
+	MaxCompletion  int     `json:"max_completion_length"`
 	// KVCache is how rollouts' key/value cache stores keys and values:
 	// "f32" (the default) or "f16", IEEE binary16, half the bytes that
 	// decoding reads, with each key and value rounded (CPU backend only).
 	// Evaluation always decodes with float32.
-	KVCache string `json:"kv_cache,omitempty" mapstructure:"kv_cache"`
+	KVCache string `json:"kv_cache,omitempty"`
 	// Weights is what rollouts' matmuls read the weights as: "f32" (the
 	// default) or "bf16", each weight rounded to bfloat16 while the round
 	// generates, half the bytes that decoding a few sequences is bound by
 	// (CPU backend only). The update, its log-probabilities and evaluation
 	// always use float32.
-	Weights string `json:"weights,omitempty" mapstructure:"weights"`
+	Weights string `json:"weights,omitempty"`
 }
 
 // Optim is AdamW with warmup and cosine decay (TRL/transformers names).
 type Optim struct {
-	LearningRate float64 `json:"learning_rate" mapstructure:"learning_rate"`
-	WarmupSteps  int     `json:"warmup_steps" mapstructure:"warmup_steps"`
+	LearningRate float64 `json:"learning_rate"`
+	WarmupSteps  int     `json:"warmup_steps"`
 	// WarmupRatio is the share of the run's optimizer steps spent warming
 	// up when WarmupSteps is 0 (TRL's warmup_ratio; 0 for none).
-	WarmupRatio float64 `json:"warmup_ratio" mapstructure:"warmup_ratio"`
-	MinLRRatio  float64 `json:"min_lr_ratio" mapstructure:"min_lr_ratio"`
-	AdamBeta1   float32 `json:"adam_beta1" mapstructure:"adam_beta1"`
-	AdamBeta2   float32 `json:"adam_beta2" mapstructure:"adam_beta2"`
-	AdamEpsilon float32 `json:"adam_epsilon" mapstructure:"adam_epsilon"`
-	WeightDecay float32 `json:"weight_decay" mapstructure:"weight_decay"`
-	MaxGradNorm float32 `json:"max_grad_norm" mapstructure:"max_grad_norm"`
+	WarmupRatio float64 `json:"warmup_ratio"`
+	MinLRRatio  float64 `json:"min_lr_ratio"`
+	AdamBeta1   float32 `json:"adam_beta1"`
+	AdamBeta2   float32 `json:"adam_beta2"`
+	AdamEpsilon float32 `json:"adam_epsilon"`
+	WeightDecay float32 `json:"weight_decay"`
+	MaxGradNorm float32 `json:"max_grad_norm"`
 }
 
 // Member is one model of the cohort.
 type Member struct {
-	Name string `json:"name" mapstructure:"name"`
-	Base string `json:"base" mapstructure:"base"` // checkpoint directory (config.json, model.safetensors, tokenizer.json)
-	View int    `json:"view" mapstructure:"view"` // 0: original prompts, 1: rephrased (the "different data" axis)
+	Name string `json:"name"`
+	Base string `json:"base"` // checkpoint directory (config.json, model.safetensors, tokenizer.json)
+	View int    `json:"view"` // 0: original prompts, 1: rephrased (the "different data" axis)
 	// Frozen members vote and label their peers but are never updated:
 	// the frozen-peer control, which tells learning from a fixed labeller
 	// apart from co-training.
-	Frozen bool `json:"frozen,omitempty" mapstructure:"frozen"`
+	Frozen bool `json:"frozen,omitempty"`
 }
 
 // Eval runs held-out evaluation every Every rounds (0: at the end only).
 type Eval struct {
-	Every int `json:"every" mapstructure:"every"`
-	Size  int `json:"size" mapstructure:"size"` // problems per task
+	Every int `json:"every"`
+	Size  int `json:"size"` // problems per task
 	// Samples > 0 adds that many sampled completions per problem: sampled
 	// pass@1 and maj@k, at Temperature (0: generation.temperature).
-	Samples     int     `json:"samples" mapstructure:"samples"`
-	Temperature float32 `json:"temperature" mapstructure:"temperature"`
+	Samples     int     `json:"samples"`
+	Temperature float32 `json:"temperature"`
 	// Split is the held-out set: test (reported numbers) or validation
 	// (choosing hyperparameters).
-	Split string `json:"split" mapstructure:"split"`
+	Split string `json:"split"`
 	// PredictorSplit "validation" also measures the cohort's round-0 pair
 	// predictors (rescue rates, shared errors, vote accuracy, kappa) on
 	// the validation split, so that an analysis of gains on test does not
 	// choose its predictor on the test problems ("": on the evaluation
 	// split only).
-	PredictorSplit string `json:"predictor_split,omitempty" mapstructure:"predictor_split"`
+	PredictorSplit string `json:"predictor_split,omitempty"`
 }
 
 // Checkpoint saves the cohort every Every rounds (0: at the end only).
 type Checkpoint struct {
-	Every int `json:"every" mapstructure:"every"`
+	Every int `json:"every"`
 }
 
 // GRPO holds the policy-update settings (TRL's GRPOConfig names).
 type GRPO struct {
-	ScaleRewards  string  `json:"scale_rewards" mapstructure:"scale_rewards"`   // group | batch | none
-	LossType      string  `json:"loss_type" mapstructure:"loss_type"`           // token-mean | seq-mean-token-mean | seq-mean-token-sum-norm
-	Epsilon       float64 `json:"epsilon" mapstructure:"epsilon"`               // lower clip
-	EpsilonHigh   float64 `json:"epsilon_high" mapstructure:"epsilon_high"`     // upper clip (clip-higher); 0 means epsilon
-	Beta          float64 `json:"beta" mapstructure:"beta"`                     // KL weight (k3); 0: no reference model
-	NumIterations int     `json:"num_iterations" mapstructure:"num_iterations"` // policy epochs per round
+	ScaleRewards  string  `json:"scale_rewards"`  // group | batch | none
+	LossType      string  `json:"loss_type"`      // token-mean | seq-mean-token-mean | seq-mean-token-sum-norm
+	Epsilon       float64 `json:"epsilon"`        // lower clip
+	EpsilonHigh   float64 `json:"epsilon_high"`   // upper clip (clip-higher); 0 means epsilon
+	Beta          float64 `json:"beta"`           // KL weight (k3); 0: no reference model
+	NumIterations int     `json:"num_iterations"` // policy epochs per round
 	// StepsPerGeneration splits a round's prompts into this many
 	// mini-batches, one optimizer step each (TRL's steps_per_generation).
-	StepsPerGeneration int `json:"steps_per_generation,omitempty" mapstructure:"steps_per_generation"`
+	StepsPerGeneration int `json:"steps_per_generation,omitempty"`
 }
 
 // StepsPerRound is the optimizer steps one round takes: epochs x

@@ -172,20 +172,13 @@ func Cells(in SweepInput) ([]spec.RunSpec, []string, error) {
 			methods[i] = append(methods[i], m)
 		}
 	}
-	base, err := json.Marshal(in.Base)
-	if err != nil {
-		return nil, nil, err
-	}
 	n := 1
 	for _, ax := range in.Grid {
 		n *= len(ax.Values)
 	}
 	specs, labels := make([]spec.RunSpec, n), make([]string, n)
 	for c := 0; c < n; c++ {
-		var tree map[string]any
-		if err := json.Unmarshal(base, &tree); err != nil {
-			return nil, nil, err
-		}
+		var settings []spec.Setting
 		var parts []string
 		rest := c
 		for i := len(in.Grid) - 1; i >= 0; i-- { // the last axis varies fastest
@@ -196,7 +189,7 @@ func Cells(in SweepInput) ([]spec.RunSpec, []string, error) {
 			if ax.Key == MethodAxis {
 				m := methods[i][j]
 				for _, k := range m.keys {
-					setPath(tree, strings.Split(k, "."), m.values[k])
+					settings = append(settings, spec.Setting{Key: k, Value: m.values[k]})
 				}
 				parts = append([]string{ax.Key + "=" + m.name}, parts...)
 				continue
@@ -205,14 +198,11 @@ func Cells(in SweepInput) ([]spec.RunSpec, []string, error) {
 			if err := json.Unmarshal(v, &val); err != nil {
 				return nil, nil, fmt.Errorf("grid %s: value %s: %w", ax.Key, v, err)
 			}
-			setPath(tree, strings.Split(ax.Key, "."), val)
+			settings = append(settings, spec.Setting{Key: ax.Key, Value: val})
 			parts = append([]string{ax.Key + "=" + compact(v)}, parts...)
 		}
-		b, err := json.Marshal(tree) // map keys sorted: deterministic
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := json.Unmarshal(b, &specs[c]); err != nil {
+		specs[c] = in.Base
+		if err := spec.Set(&specs[c], settings...); err != nil {
 			return nil, nil, fmt.Errorf("cell %d (%s): %w", c, strings.Join(parts, ","), err)
 		}
 		labels[c] = strings.Join(parts, ",")
@@ -252,18 +242,6 @@ func methodKeys(v json.RawMessage) (method, error) {
 		m.name = compact(v)
 	}
 	return m, nil
-}
-
-func setPath(tree map[string]any, path []string, val any) {
-	for _, k := range path[:len(path)-1] {
-		sub, ok := tree[k].(map[string]any)
-		if !ok {
-			sub = map[string]any{}
-			tree[k] = sub
-		}
-		tree = sub
-	}
-	tree[path[len(path)-1]] = val
 }
 
 // compact is a value as a label shows it.
