@@ -22,8 +22,7 @@ import (
 // newBenchRoundCmd times the stages of a spec's rounds in this process.
 func newBenchRoundCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var (
-		file   string
-		sets   []string
+		sf     SpecFlags
 		rounds int
 		bf     BackendFlags
 	)
@@ -46,11 +45,7 @@ Example:
 			if rounds < 1 {
 				return fmt.Errorf("--rounds: must be at least 1, got %d", rounds)
 			}
-			over, err := parseSets(sets)
-			if err != nil {
-				return err
-			}
-			s, err := config.Load(file, getenv, over)
+			s, err := sf.Load(getenv)
 			if err != nil {
 				return err
 			}
@@ -109,8 +104,7 @@ Example:
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&file, "file", "f", "", "run spec (YAML or JSON)")
-	fl.StringArrayVar(&sets, "set", nil, "override a spec key: --set optim.learning_rate=1e-4 (repeatable)")
+	sf.Register(fl)
 	fl.IntVar(&rounds, "rounds", 3, "rounds to time")
 	bf.Register(fl, getenv)
 	cmd.MarkFlagRequired("file")

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/corl-project/corl/blob"
+	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/connect"
 	"github.com/corl-project/corl/gpu"
 	"github.com/corl-project/corl/gpu/cpu"
@@ -18,10 +19,37 @@ import (
 	"github.com/corl-project/corl/model"
 )
 
-// The flags several commands share, declared once: the backend and its
-// threads, the KV cache's storage, and a held-out split. Enumerated values
+// The flags several commands share, declared once: the run spec and its
+// overrides, the backend and its threads, the KV cache's storage, and a held-out split. Enumerated values
 // are checked as the flag is parsed, so a bad one is refused naming the
 // flag and what it allows, before any work.
+
+// SpecFlags name a run spec and its overrides: -f/--file and repeated
+// --set key=value. Precedence rises from the spec's defaults through the
+// file and CORL_* variables (CORL_GRPO_BETA for grpo.beta) to --set.
+type SpecFlags struct {
+	File string
+	Sets []string
+}
+
+// Register adds -f/--file and --set to fl.
+func (f *SpecFlags) Register(fl *pflag.FlagSet) {
+	fl.StringVarP(&f.File, "file", "f", "", "run spec (YAML or JSON)")
+	fl.StringArrayVar(&f.Sets, "set", nil, "override a spec key: --set optim.learning_rate=1e-4 (repeatable; the keys: docs/specs.md)")
+}
+
+// Load reads the spec: its file, the environment, then the --set values.
+func (f SpecFlags) Load(getenv func(string) string) (*config.RunSpec, error) {
+	over := map[string]any{}
+	for _, s := range f.Sets {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--set %q: want key=value (e.g. grpo.beta=0.04)", s)
+		}
+		over[k] = v
+	}
+	return config.Load(f.File, getenv, over)
+}
 
 // BackendFlags choose where a command computes: --backend cpu|cuda (default
 // $CORL_BACKEND, else cpu) and --threads for the CPU. Open is called before

@@ -79,15 +79,6 @@ every worker's slots are taken.`,
 	return cmd
 }
 
-// loadRunSpec is the run's spec: its file, environment and --set values.
-func loadRunSpec(rf RunFlags, getenv func(string) string) (*config.RunSpec, error) {
-	over, err := parseSets(rf.Sets)
-	if err != nil {
-		return nil, err
-	}
-	return config.Load(rf.File, getenv, over)
-}
-
 // searchAttributesRegistered reports whether the namespace knows corl's
 // search attributes (the dev server registers them; other clusters need
 // `temporal operator search-attribute create`).
@@ -106,8 +97,7 @@ func searchAttributesRegistered(ctx context.Context, cl client.Client, ns string
 
 // RunFlags say which spec to start and how.
 type RunFlags struct {
-	File            string
-	Sets            []string
+	SpecFlags
 	ID              string
 	Heartbeat       int // seconds
 	ScheduleToStart int // seconds
@@ -115,8 +105,7 @@ type RunFlags struct {
 
 func (f *RunFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVarP(&f.File, "file", "f", "", "run spec (YAML or JSON)")
-	fl.StringArrayVar(&f.Sets, "set", nil, "override a setting: key=value (repeatable)")
+	f.SpecFlags.Register(fl)
 	fl.StringVar(&f.ID, "id", "", "workflow ID (default corl-<name>)")
 	fl.IntVar(&f.Heartbeat, "heartbeat-timeout", 0, "seconds without a heartbeat before an activity's worker counts as lost (default 60)")
 	fl.IntVar(&f.ScheduleToStart, "schedule-to-start-timeout", 0, "seconds a member's queue may go unpolled before the member moves (default 300)")
@@ -127,7 +116,7 @@ func (f *RunFlags) register(cmd *cobra.Command) {
 // an unchanged model is not sent twice) and named by blob reference, so
 // workers on other machines need only the store.
 func StartRun(ctx context.Context, cl client.Client, store blob.Store, ns string, rf RunFlags, getenv func(string) string) (client.WorkflowRun, error) {
-	spec, err := loadRunSpec(rf, getenv)
+	spec, err := rf.Load(getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +191,7 @@ execute it. The same workflow starts from the Temporal CLI with the spec as JSON
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// A bad spec is answered before any connection is tried.
-			spec, err := loadRunSpec(rf, getenv)
+			spec, err := rf.Load(getenv)
 			if err != nil {
 				return err
 			}

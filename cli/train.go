@@ -2,32 +2,16 @@ package cli
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/train"
 )
 
-// parseSets turns repeated --set key=value flags into overrides.
-func parseSets(sets []string) (map[string]any, error) {
-	out := map[string]any{}
-	for _, s := range sets {
-		k, v, ok := strings.Cut(s, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("--set %q: want key=value (e.g. grpo.beta=0.04)", s)
-		}
-		out[k] = v
-	}
-	return out, nil
-}
-
 func newTrainCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var (
-		file          string
+		sf            SpecFlags
 		local, resume bool
-		sets          []string
 		bf            BackendFlags
 		stopAfter     int
 	)
@@ -51,11 +35,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			over, err := parseSets(sets)
-			if err != nil {
-				return err
-			}
-			spec, err := config.Load(file, getenv, over)
+			spec, err := sf.Load(getenv)
 			if err != nil {
 				return err
 			}
@@ -63,10 +43,9 @@ Example:
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&file, "file", "f", "", "run spec (YAML or JSON)")
+	sf.Register(fl)
 	fl.BoolVar(&local, "local", false, "run in this process")
 	fl.BoolVar(&resume, "resume", false, "continue from the run's last checkpoint")
-	fl.StringArrayVar(&sets, "set", nil, "override a setting: key=value (repeatable)")
 	bf.Register(fl, getenv)
 	fl.IntVar(&stopAfter, "stop-after", 0, "stop with a checkpoint after this many rounds (continue later with --resume)")
 	return cmd

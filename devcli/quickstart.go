@@ -68,7 +68,7 @@ build compiles the embedded Temporal server: several minutes).`,
 				return err
 			}
 			defer os.Chdir(wd)
-			rf := cli.RunFlags{File: spec, ID: fmt.Sprintf("corl-quickstart-%d", time.Now().Unix()), Heartbeat: 30, ScheduleToStart: 60}
+			rf := cli.RunFlags{SpecFlags: cli.SpecFlags{File: spec}, ID: fmt.Sprintf("corl-quickstart-%d", time.Now().Unix()), Heartbeat: 30, ScheduleToStart: 60}
 			if rounds > 0 {
 				rf.Sets = append(rf.Sets, fmt.Sprintf("rounds=%d", rounds))
 			}

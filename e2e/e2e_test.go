@@ -236,7 +236,7 @@ func TestPipelineMatchesLocalRun(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-			} else if run, err = cli.StartRun(context.Background(), cl, store, "default", cli.RunFlags{File: file, ID: "e2e-" + name}, noEnv); err != nil {
+			} else if run, err = cli.StartRun(context.Background(), cl, store, "default", cli.RunFlags{SpecFlags: cli.SpecFlags{File: file}, ID: "e2e-" + name}, noEnv); err != nil {
 				t.Fatal(err)
 			}
 			res := awaitResult(t, cl, run.GetID(), 3*time.Minute)
@@ -506,7 +506,7 @@ func workerKilled(t *testing.T, sig syscall.Signal) {
 	defer func() { stop(); <-done }()
 	env := []string{"CORL_STORE_LOCAL_DIR=" + blobs}
 	w1 := spawn(t, env, "worker", "--pool", "gpu", "--address", srv.Addr(), "--threads", "1")
-	run, err := cli.StartRun(context.Background(), cl, nil, "default", cli.RunFlags{File: file, ID: "kill", Heartbeat: 3, ScheduleToStart: 4}, noEnv)
+	run, err := cli.StartRun(context.Background(), cl, nil, "default", cli.RunFlags{SpecFlags: cli.SpecFlags{File: file}, ID: "kill", Heartbeat: 3, ScheduleToStart: 4}, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -546,7 +546,7 @@ func TestDevKilledAndRestarted(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl := dial(t, conn)
-	run, err := cli.StartRun(context.Background(), cl, nil, "default", cli.RunFlags{File: file, ID: "devkill", Heartbeat: 3, ScheduleToStart: 4}, noEnv)
+	run, err := cli.StartRun(context.Background(), cl, nil, "default", cli.RunFlags{SpecFlags: cli.SpecFlags{File: file}, ID: "devkill", Heartbeat: 3, ScheduleToStart: 4}, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -852,7 +852,7 @@ func TestPlacementSpreadsOverWorkers(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	run, err := cli.StartRun(context.Background(), cl, store, "default", cli.RunFlags{File: file, ID: "spread"}, noEnv)
+	run, err := cli.StartRun(context.Background(), cl, store, "default", cli.RunFlags{SpecFlags: cli.SpecFlags{File: file}, ID: "spread"}, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1125,7 +1125,7 @@ func killOnce(t *testing.T, kind, file, id string, delay time.Duration) (*workfl
 		restart = func() { spawn(t, env, "worker", "--pool", "gpu", "--address", addr, "--threads", "2") }
 	}
 	cl := dial(t, conn)
-	_, err = cli.StartRun(context.Background(), cl, nil, "default", cli.RunFlags{File: file, ID: id, Heartbeat: 3, ScheduleToStart: 4}, noEnv)
+	_, err = cli.StartRun(context.Background(), cl, nil, "default", cli.RunFlags{SpecFlags: cli.SpecFlags{File: file}, ID: id, Heartbeat: 3, ScheduleToStart: 4}, noEnv)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -1365,7 +1365,7 @@ func TestWorkerLostDuringCheckpoint(t *testing.T) {
 	addr := cfg["temporal.address"].(string)
 	w1 := spawn(t, env(proxy), "worker", "--pool", "gpu", "--address", addr, "--threads", "1")
 	const hb = 10
-	run, err := cli.StartRun(context.Background(), cl, nil, "default", cli.RunFlags{File: file, ID: "ckptkill", Heartbeat: hb}, noEnv)
+	run, err := cli.StartRun(context.Background(), cl, nil, "default", cli.RunFlags{SpecFlags: cli.SpecFlags{File: file}, ID: "ckptkill", Heartbeat: hb}, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}

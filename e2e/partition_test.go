@@ -282,7 +282,7 @@ func TestPartitions(t *testing.T) {
 			r := startPartitionRun(t, l, storeDir)
 			cl := dial(t, r.conn)
 			defer cl.Close()
-			run, err := cli.StartRun(context.Background(), cl, nil, "default", cli.RunFlags{File: file, ID: "part-" + fault, Heartbeat: hb}, noEnv)
+			run, err := cli.StartRun(context.Background(), cl, nil, "default", cli.RunFlags{SpecFlags: cli.SpecFlags{File: file}, ID: "part-" + fault, Heartbeat: hb}, noEnv)
 			if err != nil {
 				t.Fatal(err)
 			}
