@@ -9,11 +9,8 @@ import (
 	"sync"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/corl-project/corl/blob"
@@ -23,6 +20,7 @@ import (
 	"github.com/corl-project/corl/metrics"
 	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/pipeline"
+	"github.com/corl-project/corl/pipeline/history"
 	"github.com/corl-project/corl/rl"
 	"github.com/corl-project/corl/spec"
 )
@@ -166,7 +164,7 @@ func (a *Activities) RunResult(ctx context.Context, id string, want *spec.RunSpe
 		return nil, errors.New("run result: this worker has no Temporal client")
 	}
 	if want != nil {
-		got, err := a.startedSpec(ctx, id)
+		got, err := history.StartedSpec(ctx, a.Client, id)
 		if err != nil {
 			return nil, err
 		}
@@ -184,37 +182,6 @@ func (a *Activities) RunResult(ctx context.Context, id string, want *spec.RunSpe
 		return nil, fmt.Errorf("run %s: %w", id, err)
 	}
 	return res, nil
-}
-
-// startedSpec is the run spec the workflow id was started with: its first
-// run's first event's input (a run continued as new may carry a spec its
-// workflow changed, a budget's planned rounds).
-func (a *Activities) startedSpec(ctx context.Context, id string) (spec.RunSpec, error) {
-	first := func(runID string) (*historypb.HistoryEvent, error) {
-		it := a.Client.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		if !it.HasNext() {
-			return nil, fmt.Errorf("run %s: no history", id)
-		}
-		e, err := it.Next()
-		if err != nil {
-			return nil, fmt.Errorf("run %s: %w", id, err)
-		}
-		return e, nil
-	}
-	e, err := first("")
-	if err != nil {
-		return spec.RunSpec{}, err
-	}
-	if run := e.GetWorkflowExecutionStartedEventAttributes().GetFirstExecutionRunId(); run != "" {
-		if e, err = first(run); err != nil {
-			return spec.RunSpec{}, err
-		}
-	}
-	var in struct{ spec.RunSpec }
-	if err := converter.GetDefaultDataConverter().FromPayloads(e.GetWorkflowExecutionStartedEventAttributes().GetInput(), &in); err != nil {
-		return spec.RunSpec{}, fmt.Errorf("run %s: its input: %w", id, err)
-	}
-	return in.RunSpec, nil
 }
 
 // namedAs rewrites an error about the model directory dir to name it source

@@ -287,7 +287,7 @@ func idCommand(use, short string, getenv func(string) string, act func(ctx conte
 
 func newStatusCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	return idCommand("status", "Show a run's or a sweep's progress and latest metrics", getenv, func(ctx context.Context, cl client.Client, id string) error {
-		if desc, err := cl.DescribeWorkflowExecution(ctx, id, ""); err == nil && desc.GetWorkflowExecutionInfo().GetType().GetName() == "Sweep" {
+		if desc, err := cl.DescribeWorkflowExecution(ctx, id, ""); err == nil && desc.GetWorkflowExecutionInfo().GetType().GetName() == pipeline.SweepWorkflow {
 			p, _, err := sweepProgress(ctx, cl, id)
 			if err != nil {
 				return err

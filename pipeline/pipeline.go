@@ -30,6 +30,13 @@ const (
 	ValidateSpec = "ValidateSpec"
 )
 
+// Workflows by name, as the workers register them (the functions of
+// package workflows) and the Temporal CLI starts them.
+const (
+	CohortRunWorkflow = "CohortRun"
+	SweepWorkflow     = "Sweep"
+)
+
 // Task queues.
 const (
 	WorkflowQueue = "corl"     // workflows

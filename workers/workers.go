@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/corl-project/corl/activities"
 	"github.com/corl-project/corl/blob"
@@ -117,8 +118,8 @@ func Run(ctx context.Context, o Options) error {
 				return err
 			}
 			if err := start(pipeline.WorkflowQueue, func(w worker.Worker) {
-				w.RegisterWorkflow(workflows.CohortRun)
-				w.RegisterWorkflow(workflows.Sweep)
+				w.RegisterWorkflowWithOptions(workflows.CohortRun, workflow.RegisterOptions{Name: pipeline.CohortRunWorkflow})
+				w.RegisterWorkflowWithOptions(workflows.Sweep, workflow.RegisterOptions{Name: pipeline.SweepWorkflow})
 				// The workflow's first step, a local activity it names.
 				w.RegisterActivityWithOptions(activities.ValidateSpec, activity.RegisterOptions{Name: pipeline.ValidateSpec})
 			}); err != nil {
