@@ -81,3 +81,47 @@ func (s *RunSpec) ApplyPlan(rounds, warmup int) {
 	}
 	s.Rounds, s.Optim.WarmupSteps = rounds, warmup
 }
+
+// Spend is what a run has spent and planned so far, as both drivers keep
+// it in their durable state (the workflow's State, a local run's
+// state.json), so that both ask the schedule the same questions.
+type Spend struct {
+	// Per member, FLOPs of generation, of updates and of scoring passes
+	// (self-certainty, entropy, judging a peer; kept once there are any).
+	GenFLOPs    []float64 `json:"generation_flops"`
+	UpdateFLOPs []float64 `json:"update_flops"`
+	JudgeFLOPs  []float64 `json:"judge_flops,omitempty"`
+	// PlannedRounds and PlannedWarmup are a budgeted run's plan after its
+	// first round (Plan; 0: none), kept across restarts.
+	PlannedRounds int `json:"planned_rounds,omitempty"`
+	PlannedWarmup int `json:"planned_warmup,omitempty"`
+}
+
+// NewSpend is a fresh run's spend, for n members.
+func NewSpend(n int) Spend {
+	return Spend{GenFLOPs: make([]float64, n), UpdateFLOPs: make([]float64, n)}
+}
+
+// Spent is the run's FLOPs so far, as the schedule counts them.
+func (p *Spend) Spent() float64 { return SpentFLOPs(p.GenFLOPs, p.UpdateFLOPs, p.JudgeFLOPs) }
+
+// AddJudge counts f FLOPs of scoring passes to member i of n, growing a
+// spend from before judge FLOPs were kept.
+func (p *Spend) AddJudge(i, n int, f float64) {
+	if f <= 0 {
+		return
+	}
+	if len(p.JudgeFLOPs) < n {
+		p.JudgeFLOPs = append(p.JudgeFLOPs, make([]float64, n-len(p.JudgeFLOPs))...)
+	}
+	p.JudgeFLOPs[i] += f
+}
+
+// Adopt makes rounds and warmup (from Plan) the run's plan and s's.
+func (p *Spend) Adopt(s *RunSpec, rounds, warmup int) {
+	p.PlannedRounds, p.PlannedWarmup = rounds, warmup
+	s.ApplyPlan(rounds, warmup)
+}
+
+// Resume gives s the plan the run made before it stopped, if any.
+func (p *Spend) Resume(s *RunSpec) { s.ApplyPlan(p.PlannedRounds, p.PlannedWarmup) }

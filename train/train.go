@@ -31,20 +31,11 @@ type state struct {
 	Round int     `json:"completed_rounds"`
 	Steps int     `json:"optimizer_steps"`
 	Dir   string  `json:"checkpoint"`
-	FLOPs float64 `json:"flops,omitempty"` // spent so far (the sum of the three below)
-	// Per member, as the workflow keeps them, so that both compare the
-	// same sum with max_flops (spec.SpentFLOPs).
-	GenFLOPs    []float64 `json:"generation_flops,omitempty"`
-	UpdateFLOPs []float64 `json:"update_flops,omitempty"`
-	JudgeFLOPs  []float64 `json:"judge_flops,omitempty"`
-	// PlannedRounds and PlannedWarmup are a budgeted run's plan after its
-	// first round (spec.Plan); 0: none.
-	PlannedRounds int `json:"planned_rounds,omitempty"`
-	PlannedWarmup int `json:"planned_warmup,omitempty"`
+	FLOPs float64 `json:"flops,omitempty"` // spent so far (Spend.Spent, kept for states from before per-member FLOPs)
+	// Per member, and a budget's plan, as the workflow keeps them, so that
+	// both compare the same sum with max_flops.
+	spec.Spend
 }
-
-// spent is the run's FLOPs so far, as the schedule counts them.
-func (st *state) spent() float64 { return spec.SpentFLOPs(st.GenFLOPs, st.UpdateFLOPs, st.JudgeFLOPs) }
 
 // add counts a round's FLOPs, member by member.
 func (st *state) add(met *record.Round) {
@@ -52,15 +43,15 @@ func (st *state) add(met *record.Round) {
 	if len(st.GenFLOPs) < n {
 		// A fresh run, or a state from before per-member FLOPs: its total
 		// stands as the first member's generation.
-		st.GenFLOPs, st.UpdateFLOPs, st.JudgeFLOPs = make([]float64, n), make([]float64, n), make([]float64, n)
+		st.GenFLOPs, st.UpdateFLOPs = make([]float64, n), make([]float64, n)
 		st.GenFLOPs[0] = st.FLOPs
 	}
 	for i, mr := range met.Models {
 		st.GenFLOPs[i] += mr.GenFLOPs
 		st.UpdateFLOPs[i] += mr.UpdateFLOPs
-		st.JudgeFLOPs[i] += mr.JudgeFLOPs
+		st.AddJudge(i, n, mr.JudgeFLOPs)
 	}
-	st.FLOPs = st.spent()
+	st.FLOPs = st.Spent()
 }
 
 // Options control one invocation of Local.
@@ -108,7 +99,7 @@ func Local(ctx context.Context, be gpu.Backend, s *spec.RunSpec, o Options, log 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if s.BudgetSpent(st.spent()) {
+		if s.BudgetSpent(st.Spent()) {
 			break // a resumed run that had spent its budget
 		}
 		prompts := cohort.PromptsForRound(data.RL, s.Seed, r, s.PromptsPerRound)
@@ -128,7 +119,7 @@ func Local(ctx context.Context, be gpu.Backend, s *spec.RunSpec, o Options, log 
 		}
 		rec := map[string]any{"round": met}
 		printRound(log, s, r, met)
-		last := s.LastRound(r+1, st.spent())
+		last := s.LastRound(r+1, st.Spent())
 		if len(data.Eval) > 0 && s.EvaluateAfter(r+1, last) {
 			t0 := time.Now()
 			er, err := cohort.Evaluate(members, data, r+1, evaluate.OptionsFromSpec(s))
@@ -185,7 +176,7 @@ func prepareLocal(be gpu.Backend, s *spec.RunSpec, runDir string, resume bool, l
 	if err := os.WriteFile(filepath.Join(runDir, "spec.json"), js, 0o644); err != nil {
 		return nil, state{}, nil, err
 	}
-	s.ApplyPlan(st.PlannedRounds, st.PlannedWarmup) // a resumed budgeted run goes on as planned (spec.json keeps the spec as given)
+	st.Resume(s) // a resumed budgeted run goes on as planned (spec.json keeps the spec as given)
 	names := make([]string, len(members))
 	for i, m := range members {
 		names[i] = fmt.Sprintf("%s (%s, %.2fM, view %d)", m.Name, m.Model.Cfg.Family, float64(m.Model.NumParams())/1e6, m.View)
@@ -199,20 +190,19 @@ func prepareLocal(be gpu.Backend, s *spec.RunSpec, runDir string, resume bool, l
 // budget pays for at that round's cost (spec.Plan) and the learning rate's
 // schedule over them; 0 when there is nothing to plan.
 func planBudget(s *spec.RunSpec, st *state, given int, log io.Writer) int {
-	n, w := s.Plan(st.spent())
+	n, w := s.Plan(st.Spent())
 	if n <= 0 {
 		return 0
 	}
-	st.PlannedRounds, st.PlannedWarmup = n, w
-	s.ApplyPlan(n, w)
+	st.Adopt(s, n, w)
 	fmt.Fprintf(log, "\nmax_flops %.3g: the first round cost %.3g FLOPs, so the budget pays for %d of the %d rounds; the learning rate anneals over those %d",
-		s.MaxFLOPs, st.spent(), n, given, n)
+		s.MaxFLOPs, st.Spent(), n, given, n)
 	return n
 }
 
 // budgetEnded says why a budgeted run ended before its spec's rounds.
 func budgetEnded(log io.Writer, s *spec.RunSpec, st *state, rounds int) {
-	if s.BudgetSpent(st.spent()) {
+	if s.BudgetSpent(st.Spent()) {
 		fmt.Fprintf(log, "spent max_flops %.3g after round %d (%.3g FLOPs)\n", s.MaxFLOPs, rounds, st.FLOPs)
 		return
 	}

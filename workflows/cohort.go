@@ -97,13 +97,9 @@ type State struct {
 	Waits           []Wait         `json:"waits,omitempty"`       // what the current stage waits for
 	Pool            *PoolView      `json:"pool,omitempty"`        // the pool as last listed while waiting
 	Notes           []string       `json:"notes,omitempty"`       // the latest things that went wrong and were worked around
-	GenFLOPs        []float64      `json:"generation_flops"`
-	UpdateFLOPs     []float64      `json:"update_flops"`
-	JudgeFLOPs      []float64      `json:"judge_flops,omitempty"` // self-certainty and entropy scoring passes
-	// PlannedRounds and PlannedWarmup are a budgeted run's plan after its
-	// first round (spec.Plan; 0: none), kept across continue-as-new.
-	PlannedRounds  int     `json:"planned_rounds,omitempty"`
-	PlannedWarmup  int     `json:"planned_warmup,omitempty"`
+	// FLOPs per member and a budget's plan, kept across continue-as-new
+	// as a local run keeps them.
+	spec.Spend
 	ComputeSeconds float64 `json:"compute_seconds"` // inside activities, summed over the critical path
 	RoundSeconds   float64 `json:"round_seconds"`   // wall time of rounds
 }
@@ -167,11 +163,6 @@ type Result struct {
 }
 
 const keepSummaries = 20
-
-// spentFLOPs is the run's FLOPs so far, as the schedule counts them.
-func (st *State) spentFLOPs() float64 {
-	return spec.SpentFLOPs(st.GenFLOPs, st.UpdateFLOPs, st.JudgeFLOPs)
-}
 
 // noteStage records a stage that followed the last round (checkpoint,
 // evaluation) in its summary.

@@ -143,10 +143,10 @@ func startCohortRun(ctx workflow.Context, in Input) (*cohortRun, error) {
 	r.st = in.State
 	if r.st == nil {
 		r.st = &State{Queue: make([]string, n), Checkpoint: make([]string, n), CheckpointRound: make([]int, n),
-			GenFLOPs: make([]float64, n), UpdateFLOPs: make([]float64, n)}
+			Spend: spec.NewSpend(n)}
 	}
 	st := r.st
-	s.ApplyPlan(st.PlannedRounds, st.PlannedWarmup) // after continue-as-new: as planned
+	st.Resume(s) // after continue-as-new: as planned
 	r.opts.hb = time.Duration(max(in.HeartbeatTimeout, 0)) * time.Second
 	if r.opts.hb == 0 {
 		r.opts.hb = 60 * time.Second
@@ -290,7 +290,7 @@ func (r *cohortRun) onExit(err error) {
 // evaluating and checkpointing on the spec's schedule.
 func (r *cohortRun) rounds() (*Result, error) {
 	s, st, in := &r.s, r.st, r.in
-	for st.Round < s.Rounds && !st.Stopping && !s.BudgetSpent(st.spentFLOPs()) {
+	for st.Round < s.Rounds && !st.Stopping && !s.BudgetSpent(st.Spent()) {
 		if st.Paused {
 			st.Stage = "paused"
 			if err := workflow.Await(r.ctx, func() bool { return !st.Paused || st.Stopping }); err != nil {
@@ -327,14 +327,13 @@ func (r *cohortRun) rounds() (*Result, error) {
 		// learning rate anneals over them (versioned: histories recorded
 		// before ran the spec's schedule).
 		if st.Round == 1 && st.PlannedRounds == 0 && s.MaxFLOPs > 0 {
-			if n, w := s.Plan(st.spentFLOPs()); n > 0 && workflow.GetVersion(r.ctx, "plan-by-budget", workflow.DefaultVersion, 1) == 1 {
-				st.PlannedRounds, st.PlannedWarmup = n, w
-				s.ApplyPlan(n, w)
+			if n, w := s.Plan(st.Spent()); n > 0 && workflow.GetVersion(r.ctx, "plan-by-budget", workflow.DefaultVersion, 1) == 1 {
+				st.Adopt(s, n, w)
 				st.note(fmt.Sprintf("round 1: max_flops %.3g: the first round cost %.3g FLOPs, so the budget pays for %d of the %d rounds; the learning rate anneals over those",
-					s.MaxFLOPs, st.spentFLOPs(), n, in.RunSpec.Rounds))
+					s.MaxFLOPs, st.Spent(), n, in.RunSpec.Rounds))
 			}
 		}
-		last := s.LastRound(st.Round, st.spentFLOPs())
+		last := s.LastRound(st.Round, st.Spent())
 		if s.CheckpointAfter(st.Round, last) || st.Stopping {
 			t0 := workflow.Now(r.ctx)
 			if err := r.checkpointAll(); err != nil {

@@ -44,7 +44,7 @@ func (r *cohortRun) runRound() (bool, error) {
 		keys[i] = g.Key
 		secs[i] = g.Seconds
 		st.GenFLOPs[i] += g.FLOPs
-		st.addJudgeFLOPs(i, n, g.JudgeFLOPs)
+		st.AddJudge(i, n, g.JudgeFLOPs)
 	}
 	compute += criticalPath(st.Queue, secs)
 	lap("generate")
@@ -74,7 +74,7 @@ func (r *cohortRun) runRound() (bool, error) {
 	}
 	compute += grade.Seconds
 	for i, f := range grade.JudgeFLOPs[:min(len(grade.JudgeFLOPs), n)] { // peer-judge: each judge's scoring pass
-		st.addJudgeFLOPs(i, n, f)
+		st.AddJudge(i, n, f)
 	}
 	lap("grade")
 	st.Stage = fmt.Sprintf("round %d: update", st.Round+1)
@@ -224,17 +224,4 @@ func (r *cohortRun) evaluateAll() error {
 	ev.Cohort = record.Vote(pools, outs[0].Truth)
 	st.Evals = append(st.Evals, ev)
 	return nil
-}
-
-// addJudgeFLOPs counts f FLOPs of scoring passes (self-signals, or judging
-// a peer) to member i of n, growing a state from before judge FLOPs were
-// kept.
-func (st *State) addJudgeFLOPs(i, n int, f float64) {
-	if f <= 0 {
-		return
-	}
-	if len(st.JudgeFLOPs) < n {
-		st.JudgeFLOPs = append(st.JudgeFLOPs, make([]float64, n-len(st.JudgeFLOPs))...)
-	}
-	st.JudgeFLOPs[i] += f
 }
