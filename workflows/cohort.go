@@ -1,8 +1,3 @@
-// Package workflows holds corl's deterministic workflows: CohortRun, one per
-// training run. The workflow keeps only small state (round, where each member
-// lives, checkpoint keys, metric summaries); everything large travels through
-// the blob store as keys. It does no I/O, reads no configuration and iterates
-// no maps.
 package workflows
 
 import (

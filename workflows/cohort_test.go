@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -273,13 +274,14 @@ func TestReplayRecordedHistory(t *testing.T) {
 
 // TestEveryVersionBranchIsRecorded: each GetVersion change in the
 // workflow code has a recorded history that took its new branch, so the
-// replay test covers today's code paths, not only old ones. (The e2e
+// replay test covers today's code paths, not only old ones, and a row in
+// doc.go's table of markers (and the table no row the code dropped). (The e2e
 // tests' -update records them: a run, a failed run, one with a FLOPs
 // budget and one without an evaluation set.)
 func TestEveryVersionBranchIsRecorded(t *testing.T) {
 	var changes []string
 	sources, _ := filepath.Glob("*.go")
-	call := regexp.MustCompile(`GetVersion\(ctx, "([a-z0-9-]+)"`)
+	call := regexp.MustCompile(`GetVersion\((?:r\.)?ctx, "([a-z0-9-]+)"`)
 	for _, f := range sources {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
@@ -328,9 +330,26 @@ func TestEveryVersionBranchIsRecorded(t *testing.T) {
 			}
 		}
 	}
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile(`(?m)^//\t([a-z0-9-]+) +\d{4}-\d\d-\d\d `)
+	var listed []string
+	for _, m := range row.FindAllSubmatch(doc, -1) {
+		listed = append(listed, string(m[1]))
+	}
 	for _, c := range changes {
 		if !recorded[c] {
 			t.Errorf("GetVersion %q: no recorded history takes its branch (go test -tags e2e ./e2e -update)", c)
+		}
+		if !slices.Contains(listed, c) {
+			t.Errorf("GetVersion %q: no row in doc.go's table of version markers", c)
+		}
+	}
+	for _, l := range listed {
+		if !slices.Contains(changes, l) {
+			t.Errorf("doc.go lists version marker %q, which the workflow code no longer calls", l)
 		}
 	}
 }
