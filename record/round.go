@@ -71,6 +71,43 @@ type ModelDiag struct {
 	MajAcc         *float64 `json:"maj_accuracy,omitempty"`          // prompts whose plurality is right
 }
 
+// DiagnosticPlot is how the report draws one member diagnostic over
+// rounds (mean over members and seeds): a diagnostic's field above and its
+// row here are all the report needs of it.
+type DiagnosticPlot struct {
+	Title, Caption, Unit string
+	Pick                 func(d ModelDiag) (float64, bool) // false: the record lacks it
+	// WhereRecorded draws the plot only when some record has the
+	// diagnostic: one added after records were written leaves their
+	// reports as they were.
+	WhereRecorded bool
+}
+
+// DiagnosticPlots are the round diagnostics the report plots, in order.
+var DiagnosticPlots = []DiagnosticPlot{
+	{Title: "answer entropy", Caption: "entropy of the answers sampled per prompt: self-reward collapse shows as a fall towards 0", Unit: "nats",
+		Pick: always(func(d ModelDiag) float64 { return d.AnswerEntropy })},
+	{Title: "distinct answers", Caption: "distinct answers among a prompt's samples", Unit: "answers",
+		Pick: always(func(d ModelDiag) float64 { return d.DistinctAnswers })},
+	{Title: "modal answer share (collapse)", Caption: "share of a round's prompts whose vote is the member's most common answer: near 1, collapsed onto one answer across prompts", Unit: "share",
+		Pick: always(func(d ModelDiag) float64 { return d.ModalShare })},
+	{Title: "pseudo-label accuracy", Caption: "how often a member's label was right (a diagnostic: labels never reach label-free rewards)", Unit: "accuracy",
+		Pick: present(func(d ModelDiag) *float64 { return d.PseudoLabelAcc })},
+}
+
+func always(f func(ModelDiag) float64) func(ModelDiag) (float64, bool) {
+	return func(d ModelDiag) (float64, bool) { return f(d), true }
+}
+
+func present(f func(ModelDiag) *float64) func(ModelDiag) (float64, bool) {
+	return func(d ModelDiag) (float64, bool) {
+		if v := f(d); v != nil {
+			return *v, true
+		}
+		return 0, false
+	}
+}
+
 // PairDiag compares two models of the cohort.
 type PairDiag struct {
 	I, J            int      `json:"-"`

@@ -141,27 +141,12 @@ func figures(groups [][]*Run, labels []string, t Table, metric string) ([]string
 			return nil, err
 		}
 	}
-	diag := func(f func(d record.ModelDiag) float64) func(d record.ModelDiag) (float64, bool) {
-		return func(d record.ModelDiag) (float64, bool) { return f(d), true }
-	}
-	for _, p := range []struct {
-		title, caption, yl string
-		pick               func(d record.ModelDiag) (float64, bool)
-	}{
-		{"answer entropy", "entropy of the answers sampled per prompt: self-reward collapse shows as a fall towards 0", "nats",
-			diag(func(d record.ModelDiag) float64 { return d.AnswerEntropy })},
-		{"distinct answers", "distinct answers among a prompt's samples", "answers", diag(func(d record.ModelDiag) float64 { return d.DistinctAnswers })},
-		{"modal answer share (collapse)", "share of a round's prompts whose vote is the member's most common answer: near 1, collapsed onto one answer across prompts", "share",
-			diag(func(d record.ModelDiag) float64 { return d.ModalShare })},
-		{"pseudo-label accuracy", "how often a member's label was right (a diagnostic: labels never reach label-free rewards)", "accuracy",
-			func(d record.ModelDiag) (float64, bool) {
-				if d.PseudoLabelAcc == nil {
-					return 0, false
-				}
-				return *d.PseudoLabelAcc, true
-			}},
-	} {
-		if err := add(p.title, p.caption+"; mean over members and seeds", "round", p.yl, roundSeries(groups, labels, member, p.pick), small, short); err != nil {
+	for _, p := range record.DiagnosticPlots {
+		ss := roundSeries(groups, labels, member, p.Pick)
+		if p.WhereRecorded && !slices.ContainsFunc(ss, func(s series) bool { return len(s.x) > 0 }) {
+			continue
+		}
+		if err := add(p.Title, p.Caption+"; mean over members and seeds", "round", p.Unit, ss, small, short); err != nil {
 			return nil, err
 		}
 	}
