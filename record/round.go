@@ -65,6 +65,11 @@ type ModelDiag struct {
 	// prompts that per-prompt entropy cannot see.
 	ModalAnswer string  `json:"modal_answer,omitempty"`
 	ModalShare  float64 `json:"modal_answer_share"`
+	// VoteShare is the mean over prompts of the plurality answer's share
+	// of the prompt's samples (rl.Vote.Share; TTRL's majority ratio):
+	// how sure the member is of its own vote, right or wrong. Absent from
+	// records written before it.
+	VoteShare *float64 `json:"vote_share,omitempty"`
 	// Against held-out truth, when the prompts have it (diagnostic only).
 	PseudoLabelAcc *float64 `json:"pseudo_label_accuracy,omitempty"` // labeled prompts whose label is right
 	SampleAcc      *float64 `json:"sample_accuracy,omitempty"`       // samples with the right answer
@@ -93,6 +98,8 @@ var DiagnosticPlots = []DiagnosticPlot{
 		Pick: always(func(d ModelDiag) float64 { return d.ModalShare })},
 	{Title: "pseudo-label accuracy", Caption: "how often a member's label was right (a diagnostic: labels never reach label-free rewards)", Unit: "accuracy",
 		Pick: present(func(d ModelDiag) *float64 { return d.PseudoLabelAcc })},
+	{Title: "vote share (self-consistency)", Caption: "share of a prompt's samples that give the member's own plurality answer: towards 1 with flat accuracy, the member grows sure of its errors", Unit: "share",
+		Pick: present(func(d ModelDiag) *float64 { return d.VoteShare }), WhereRecorded: true},
 }
 
 func always(f func(ModelDiag) float64) func(ModelDiag) (float64, bool) {

@@ -18,6 +18,7 @@ func Diagnose(rollouts [][]Group, out Output, truth []string, threshold float64)
 		var md record.ModelDiag
 		var all []float64
 		var labeled, parsed, samples, lengths, pseudoN, pseudoOK, sampleOK, majOK int
+		var voteShare float64
 		for p, g := range m {
 			r := out.Rewards[i][p]
 			all = append(all, r...)
@@ -50,6 +51,7 @@ func Diagnose(rollouts [][]Group, out Output, truth []string, threshold float64)
 			md.DistinctAnswers += float64(distinct)
 			v := Plurality(g, threshold)
 			votes[i] = append(votes[i], v)
+			voteShare += v.Share
 			ok := truth != nil && v.Answer != "" && v.Answer == truth[p]
 			correct[i] = append(correct[i], ok)
 			if ok {
@@ -72,6 +74,8 @@ func Diagnose(rollouts [][]Group, out Output, truth []string, threshold float64)
 			md.LabeledFrac = float64(labeled) / P
 			md.AnswerEntropy /= P
 			md.DistinctAnswers /= P
+			vs := voteShare / P
+			md.VoteShare = &vs
 		}
 		if samples > 0 {
 			md.ParseRate = float64(parsed) / float64(samples)
