@@ -148,6 +148,29 @@ func TestHTMLIsSelfContained(t *testing.T) {
 	}
 }
 
+// TestALaterDiagnosticIsDrawnWhereRecorded: a diagnostic row marked
+// WhereRecorded (vote share) adds no plot to records that lack it, so
+// older studies redraw as they were, and its plot where one record has it.
+func TestALaterDiagnosticIsDrawnWhereRecorded(t *testing.T) {
+	rs := runs(t)
+	page, err := HTML(rs, BuildTable(rs, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(page, "vote share") {
+		t.Error("a vote-share plot for records without vote shares")
+	}
+	share := 0.9
+	rs[0].Rounds[1].Diag.Models[0].VoteShare = &share
+	page, err = HTML(rs, BuildTable(rs, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(page, "<svg"); n != 14 || !strings.Contains(page, "vote share (self-consistency)") {
+		t.Errorf("%d inline plots, want 14 with the vote-share plot", n)
+	}
+}
+
 // TestReportInABrowser renders the report in headless Chromium (CI installs
 // it; skipped without it): the DOM has the table and every plot, and the
 // screenshot is a page with content, not a blank or an error page.

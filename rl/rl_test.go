@@ -241,6 +241,11 @@ func TestDiagnose(t *testing.T) {
 	if math.Abs(m0.AnswerEntropy-h0/2) > 1e-12 || m0.DistinctAnswers != 1.5 {
 		t.Errorf("entropy %v (want %v), distinct %v", m0.AnswerEntropy, h0/2, m0.DistinctAnswers)
 	}
+	// vote share: model 0's votes hold 2/4 and 4/4 of their samples,
+	// model 1's 3/4 and 1/4 (unparsed samples count in the whole)
+	if *m0.VoteShare != 0.75 || *d.Models[1].VoteShare != 0.5 {
+		t.Errorf("vote shares %v and %v, want 0.75 and 0.5", *m0.VoteShare, *d.Models[1].VoteShare)
+	}
 	// maj correctness: model 0 {T, T}, model 1 {F, T}: agreement on prompt 1 only
 	p := d.Pairs[0]
 	if p.Agreement != 0.5 || *p.Complementarity != 0.5 || *d.Models[1].MajAcc != 0.5 {
