@@ -29,9 +29,9 @@ import (
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/gpu"
 	"github.com/corl-project/corl/gpu/cpu"
-	"github.com/corl-project/corl/internal/testmodels"
 	"github.com/corl-project/corl/metrics"
 	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/model/modeltest"
 	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/spec"
 )
@@ -49,7 +49,7 @@ eval: {size: 2}
 members:
   - {name: g, base: %q}
   - {name: l, base: %q}
-`, testmodels.Base(t, model.GPT2, 1), testmodels.Base(t, model.Llama, 2))
+`, modeltest.Base(t, model.GPT2, 1), modeltest.Base(t, model.Llama, 2))
 	if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/corl-project/corl/blob"
-	"github.com/corl-project/corl/internal/testmodels"
 	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/model/modeltest"
 	"github.com/corl-project/corl/stats"
 	"github.com/corl-project/corl/workflows"
 )
@@ -222,7 +222,7 @@ func TestGCDeletesInterruptedCheckpoints(t *testing.T) {
 // model.safetensors changed after corl wrote its checksums is refused by
 // eval and generate, naming the file, rather than scored.
 func TestEvalAndGenerateRefuseCorruptWeights(t *testing.T) {
-	dir := testmodels.Base(t, model.Llama, 1)
+	dir := modeltest.Base(t, model.Llama, 1)
 	if err := model.WriteChecksums(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestEvalAndGenerateRefuseCorruptWeights(t *testing.T) {
 // for a random model that no RL could improve, the warning with what to
 // try; with --compare, each model under the other's vote.
 func TestEvalSignalCheck(t *testing.T) {
-	a, b := testmodels.Base(t, model.Llama, 1), testmodels.Base(t, model.GPT2, 2)
+	a, b := modeltest.Base(t, model.Llama, 1), modeltest.Base(t, model.GPT2, 2)
 	code, out, errs := run(t, "eval", "--model", a, "--tasks", "mod", "--n", "4", "--max-new-tokens", "4", "--samples", "3", "--compare", b)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -272,7 +272,7 @@ func TestEvalSignalCheck(t *testing.T) {
 // every response right scores pass@1 1; a checker that cannot be found is
 // refused before any evaluation.
 func TestEvalWithAChecker(t *testing.T) {
-	a := testmodels.Base(t, model.Llama, 1)
+	a := modeltest.Base(t, model.Llama, 1)
 	dir := t.TempDir()
 	for _, p := range []string{filepath.Dir(dir), dir} {
 		os.Chmod(p, 0o755)

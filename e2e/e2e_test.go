@@ -49,9 +49,9 @@ import (
 	"github.com/corl-project/corl/connect"
 	"github.com/corl-project/corl/devserver"
 	"github.com/corl-project/corl/gpu/cpu"
-	"github.com/corl-project/corl/internal/testmodels"
 	"github.com/corl-project/corl/metrics"
 	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/model/modeltest"
 	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/record"
 	"github.com/corl-project/corl/report"
@@ -84,7 +84,7 @@ func TestMain(m *testing.M) {
 
 // bases writes two tiny random checkpoints of different families.
 func bases(t *testing.T) (string, string) {
-	return testmodels.Base(t, model.GPT2, 1), testmodels.Base(t, model.Llama, 2)
+	return modeltest.Base(t, model.GPT2, 1), modeltest.Base(t, model.Llama, 2)
 }
 
 // specFile writes a run spec whose rewards have signal even for random

@@ -17,8 +17,8 @@ import (
 	"github.com/corl-project/corl/cohort"
 	"github.com/corl-project/corl/config"
 	"github.com/corl-project/corl/gpu/cpu"
-	"github.com/corl-project/corl/internal/testmodels"
 	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/model/modeltest"
 	"github.com/corl-project/corl/record"
 )
 
@@ -63,7 +63,7 @@ func weights(t *testing.T, dir string) []byte {
 // 2 rounds and resumed (on another thread count), bitwise, and writes a
 // metrics line per round.
 func TestLocalRunAndExactResume(t *testing.T) {
-	a, b := testmodels.Base(t, model.GPT2, 1), testmodels.Base(t, model.Llama, 2)
+	a, b := modeltest.Base(t, model.GPT2, 1), modeltest.Base(t, model.Llama, 2)
 	var log bytes.Buffer
 	full := t.TempDir()
 	if err := Local(context.Background(), cpu.New(2), runSpec(t, full, 3, a, b), Options{}, &log); err != nil {
@@ -107,7 +107,7 @@ func TestLocalRunAndExactResume(t *testing.T) {
 // 1-2 and 1-3 a 5-round run ends after round 3, checkpointed and
 // evaluated there, and resuming it runs nothing more.
 func TestMaxFLOPsEndsALocalRun(t *testing.T) {
-	a, b := testmodels.Base(t, model.GPT2, 1), testmodels.Base(t, model.Llama, 2)
+	a, b := modeltest.Base(t, model.GPT2, 1), modeltest.Base(t, model.Llama, 2)
 	var log bytes.Buffer
 	full := t.TempDir()
 	if err := Local(context.Background(), cpu.New(2), runSpec(t, full, 3, a, b), Options{}, &log); err != nil {
@@ -186,7 +186,7 @@ func readRounds(path string) ([]record.Round, error) {
 // loads or any metric is written, naming the key, the member and its
 // config.json; one that fits passes.
 func TestCheckMembersRefusesTooLongCompletions(t *testing.T) {
-	a, b := testmodels.Base(t, model.GPT2, 1), testmodels.Base(t, model.Llama, 2)
+	a, b := modeltest.Base(t, model.GPT2, 1), modeltest.Base(t, model.Llama, 2)
 	out := t.TempDir()
 	s := runSpec(t, out, 1, a, b)
 	data, err := cohort.LoadData(s)

@@ -1,6 +1,6 @@
-// Package testmodels writes tiny random checkpoints for tests that need a
+// Package modeltest writes tiny random checkpoints for tests that need a
 // base model on disk.
-package testmodels
+package modeltest
 
 import (
 	"path/filepath"
