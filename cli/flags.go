@@ -115,14 +115,14 @@ func (f typeFlag[T]) Set(s string) error {
 
 func (f typeFlag[T]) Type() string { return f.names }
 
-// registerKVCache adds --kv-cache, float32 by default.
-func registerKVCache(fl *pflag.FlagSet, kv *model.KVType) {
+// RegisterKVCache adds --kv-cache, float32 by default.
+func RegisterKVCache(fl *pflag.FlagSet, kv *model.KVType) {
 	*kv = model.KVFloat32
 	fl.Var(typeFlag[model.KVType]{kv, model.KVFloat32, model.ParseKVType, "f32|f16"}, "kv-cache", "how the KV cache stores keys and values: f32, or f16 (IEEE binary16, each key and value rounded: half the bytes decoding reads; CPU backend)")
 }
 
-// registerWeights adds --weights, float32 by default.
-func registerWeights(fl *pflag.FlagSet, w *model.WeightType) {
+// RegisterWeights adds --weights, float32 by default.
+func RegisterWeights(fl *pflag.FlagSet, w *model.WeightType) {
 	*w = model.WeightFloat32
 	fl.Var(typeFlag[model.WeightType]{w, model.WeightFloat32, model.ParseWeightType, "f32|bf16"}, "weights", "what decoding's matmuls read the weights as: f32, or bf16 (each weight rounded to bfloat16, activations and sums float32: half the bytes decoding a few sequences reads; CPU backend)")
 }
@@ -217,3 +217,41 @@ func (f *connFlags) load(getenv func(string) string) (*connect.Connection, error
 	}
 	return conn, err
 }
+
+// ModelFlags are the architecture flags shared by commands that build a
+// model (corl pretrain, corl bench).
+type ModelFlags struct {
+	family                              string
+	layers, dim, heads, kvHeads, hidden int
+	vocab, maxSeq                       int
+	tied, qkvBias                       bool
+}
+
+// Register declares the flags on cmd.
+func (f *ModelFlags) Register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.family, "family", "gpt2", "model family: gpt2 or llama")
+	fl.IntVar(&f.layers, "layers", 4, "transformer blocks")
+	fl.IntVar(&f.dim, "dim", 128, "model width (hidden_size)")
+	fl.IntVar(&f.heads, "heads", 4, "attention heads")
+	fl.IntVar(&f.kvHeads, "kv-heads", 0, "key/value heads for grouped-query attention (llama; 0 = heads)")
+	fl.IntVar(&f.hidden, "hidden", 0, "MLP width (0 = family default)")
+	fl.IntVar(&f.vocab, "vocab", 256, "vocabulary size")
+	fl.IntVar(&f.maxSeq, "max-seq", 0, "maximum positions (0 = the sequence length)")
+	fl.BoolVar(&f.tied, "tied", false, "tie input and output embeddings (llama; gpt2 always ties)")
+	fl.BoolVar(&f.qkvBias, "qkv-bias", false, "q/k/v projection bias, as Qwen2 (llama)")
+}
+
+// Config is the model the flags describe, for sequences of seq tokens
+// (its positions, unless --max-seq says otherwise).
+func (f *ModelFlags) Config(seq int) model.Config {
+	maxSeq := f.maxSeq
+	if maxSeq == 0 {
+		maxSeq = seq
+	}
+	return model.Config{Family: f.family, Layers: f.layers, Dim: f.dim, Heads: f.heads, KVHeads: f.kvHeads,
+		Hidden: f.hidden, Vocab: f.vocab, MaxSeq: maxSeq, TiedEmbed: f.tied, QKVBias: f.qkvBias}
+}
+
+// Vocab is the flags' vocabulary size.
+func (f *ModelFlags) Vocab() int { return f.vocab }

@@ -104,8 +104,8 @@ Example:
 	fl.Uint64Var(&p.Seed, "seed", 1, "seed of the first sample (sample i uses seed+i)")
 	fl.IntVar(&n, "n", 1, "number of samples")
 	fl.StringArrayVar(&stop, "stop", nil, "a stop string, any text (a newline too: --stop $'\\n'); repeatable")
-	registerKVCache(fl, &kv)
-	registerWeights(fl, &weights)
+	RegisterKVCache(fl, &kv)
+	RegisterWeights(fl, &weights)
 	bf.Register(fl, getenv)
 	return cmd
 }

@@ -13,7 +13,7 @@ import (
 
 // pretrainFlags are corl pretrain's flags.
 type pretrainFlags struct {
-	mf        modelFlags
+	mf        ModelFlags
 	c         pretrain.Config
 	tasks     string
 	out       string
@@ -60,7 +60,7 @@ func newPretrainCmd(stdio IO, getenv func(string) string) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return f.run(cmd, stdio) },
 	}
-	f.mf.register(cmd)
+	f.mf.Register(cmd)
 	fl := cmd.Flags()
 	fl.Lookup("max-seq").DefValue = "384"
 	fl.Set("max-seq", "384")
@@ -101,7 +101,7 @@ func (f *pretrainFlags) run(cmd *cobra.Command, stdio IO) error {
 	if err != nil {
 		return err
 	}
-	f.c.Model = f.mf.config(f.mf.maxSeq)
+	f.c.Model = f.mf.Config(0)
 	if f.c.File == "" {
 		f.c.Tasks = strings.Split(f.tasks, ",")
 	} else if cmd.Flags().Changed("tasks") {

@@ -9,10 +9,12 @@ import (
 	"syscall"
 
 	"github.com/corl-project/corl/cli"
+	"github.com/corl-project/corl/cli/bench"
 )
 
-// extras are commands compiled in by build tag (the embedded Temporal server's).
-var extras []cli.Extra
+// extras are the commands that live outside package cli: corl bench, and by
+// build tag the embedded Temporal server's.
+var extras = []cli.Extra{bench.Commands}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -1,8 +1,9 @@
-package cli
+package bench
 
 import (
 	"bufio"
 	"fmt"
+	"github.com/corl-project/corl/cli"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -52,7 +53,7 @@ Examples:
 
 // llamaCppBench is what one corl bench llamacpp compares.
 type llamaCppBench struct {
-	mf                                  modelFlags
+	mf                                  cli.ModelFlags
 	batches, threads                    []int
 	prompt, newTok, reps, warmup, check int
 	refPath, keep                       string
@@ -70,7 +71,7 @@ func newBenchLlamaCppCmd(stdio IO, _ func(string) string) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE:  func(*cobra.Command, []string) error { return o.run(stdio) },
 	}
-	o.mf.register(cmd)
+	o.mf.Register(cmd)
 	fl := cmd.Flags()
 	for name, v := range map[string]string{"family": "llama", "layers": "6", "dim": "256", "vocab": "257"} {
 		fl.Lookup(name).DefValue = v
@@ -87,8 +88,8 @@ func newBenchLlamaCppCmd(stdio IO, _ func(string) string) *cobra.Command {
 	fl.StringVar(&o.refPath, "reference", ".tools/llamacpp/llama-ref", "the llama.cpp program (scripts/llamacpp/llama-ref.c; make bench-llamacpp builds it)")
 	fl.StringVar(&o.keep, "gguf", "", "also keep the GGUF file at this path (default: a temporary file, removed)")
 	fl.BoolVar(&o.flash, "flash-attn", false, "llama.cpp's flash attention")
-	registerKVCache(fl, &o.kv)
-	registerWeights(fl, &o.weights)
+	cli.RegisterKVCache(fl, &o.kv)
+	cli.RegisterWeights(fl, &o.weights)
 	return cmd
 }
 
@@ -102,10 +103,10 @@ func (o *llamaCppBench) run(stdio IO) error {
 		}
 	}
 	tok := tokenizer.NewBytes()
-	if o.mf.vocab != tok.VocabSize() {
-		return fmt.Errorf("--vocab: %d; the benchmark runs corl's byte tokenizer, %d tokens", o.mf.vocab, tok.VocabSize())
+	if o.mf.Vocab() != tok.VocabSize() {
+		return fmt.Errorf("--vocab: %d; the benchmark runs corl's byte tokenizer, %d tokens", o.mf.Vocab(), tok.VocabSize())
 	}
-	cfg := o.mf.config(o.prompt + max(o.newTok, o.check))
+	cfg := o.mf.Config(o.prompt + max(o.newTok, o.check))
 	m, err := model.New(cpu.New(1), cfg, 1)
 	if err != nil {
 		return err
@@ -121,7 +122,7 @@ func (o *llamaCppBench) run(stdio IO) error {
 	defer ref.close()
 	fmt.Fprintf(stdio.Out, "model: %s, %d layers, dim %d, %.2fM parameters; llama.cpp: node-llama-cpp's prebuilt CPU library\n",
 		m.Cfg.Family, m.Cfg.Layers, m.Cfg.Dim, float64(m.NumParams())/1e6)
-	if err := checkAgainstLlamaCpp(stdio.Out, ref, m, tok, benchPrompts(4, o.prompt, o.mf.vocab), o.check); err != nil || o.checkOnly {
+	if err := checkAgainstLlamaCpp(stdio.Out, ref, m, tok, benchPrompts(4, o.prompt, o.mf.Vocab()), o.check); err != nil || o.checkOnly {
 		return err
 	}
 	fmt.Fprintf(stdio.Out, "generated tokens/s, median of %d; kv cache %s; corl weights %s, llama.cpp float32; llama.cpp flash attention %v\n",
@@ -184,7 +185,7 @@ func (o *llamaCppBench) startOn(m *model.Model, tok *tokenizer.BPE, stderr io.Wr
 // threads, the engines alternating run by run: this machine's speed drifts
 // within a minute.
 func (o *llamaCppBench) timeBoth(ref *llamaCpp, m *model.Model, tok *tokenizer.BPE, b, t int) (ours, theirs float64, err error) {
-	prompts := benchPrompts(b, o.prompt, o.mf.vocab)
+	prompts := benchPrompts(b, o.prompt, o.mf.Vocab())
 	g := &generate.Generator{Model: m, Tok: untilLength{tok}, Slots: b, KV: o.kv, Weights: o.weights}
 	// The weights packed once (in the first untimed run) for every run, as
 	// llama.cpp loads its model once.

@@ -1,7 +1,8 @@
-package cli
+package bench
 
 import (
 	"fmt"
+	"github.com/corl-project/corl/cli"
 	"math/rand/v2"
 	"os"
 	"runtime/pprof"
@@ -50,43 +51,12 @@ func newBenchCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	return cmd
 }
 
-// modelFlags are the architecture flags shared by commands that build a model.
-type modelFlags struct {
-	family                              string
-	layers, dim, heads, kvHeads, hidden int
-	vocab, maxSeq                       int
-	tied, qkvBias                       bool
-}
-
-func (f *modelFlags) register(cmd *cobra.Command) {
-	fl := cmd.Flags()
-	fl.StringVar(&f.family, "family", "gpt2", "model family: gpt2 or llama")
-	fl.IntVar(&f.layers, "layers", 4, "transformer blocks")
-	fl.IntVar(&f.dim, "dim", 128, "model width (hidden_size)")
-	fl.IntVar(&f.heads, "heads", 4, "attention heads")
-	fl.IntVar(&f.kvHeads, "kv-heads", 0, "key/value heads for grouped-query attention (llama; 0 = heads)")
-	fl.IntVar(&f.hidden, "hidden", 0, "MLP width (0 = family default)")
-	fl.IntVar(&f.vocab, "vocab", 256, "vocabulary size")
-	fl.IntVar(&f.maxSeq, "max-seq", 0, "maximum positions (0 = the sequence length)")
-	fl.BoolVar(&f.tied, "tied", false, "tie input and output embeddings (llama; gpt2 always ties)")
-	fl.BoolVar(&f.qkvBias, "qkv-bias", false, "q/k/v projection bias, as Qwen2 (llama)")
-}
-
-func (f *modelFlags) config(seq int) model.Config {
-	maxSeq := f.maxSeq
-	if maxSeq == 0 {
-		maxSeq = seq
-	}
-	return model.Config{Family: f.family, Layers: f.layers, Dim: f.dim, Heads: f.heads, KVHeads: f.kvHeads,
-		Hidden: f.hidden, Vocab: f.vocab, MaxSeq: maxSeq, TiedEmbed: f.tied, QKVBias: f.qkvBias}
-}
-
 func newBenchTrainCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var (
-		mf                modelFlags
+		mf                cli.ModelFlags
 		batch, seq, steps int
 		warmup            int
-		bf                BackendFlags
+		bf                cli.BackendFlags
 		ref               string
 	)
 	cmd := &cobra.Command{
@@ -111,7 +81,7 @@ Examples, GPT-2 124M:
 			if err != nil {
 				return err
 			}
-			m, err := model.New(be, mf.config(seq), 1)
+			m, err := model.New(be, mf.Config(seq), 1)
 			if err != nil {
 				return err
 			}
@@ -126,7 +96,7 @@ Examples, GPT-2 124M:
 			r := rand.New(rand.NewPCG(1, 2))
 			b := model.Batch{B: batch, T: seq, Inputs: make([]int32, batch*seq), Targets: make([]int32, batch*seq)}
 			for i := range b.Inputs {
-				b.Inputs[i], b.Targets[i] = int32(r.IntN(mf.vocab)), int32(r.IntN(mf.vocab))
+				b.Inputs[i], b.Targets[i] = int32(r.IntN(mf.Vocab())), int32(r.IntN(mf.Vocab()))
 			}
 			opt := model.DefaultOptim(1e-4)
 			fmt.Fprintf(stdio.Out, "model: %s, %d layers, dim %d, %.2fM parameters; backend %s\n",
@@ -161,7 +131,7 @@ Examples, GPT-2 124M:
 			return nil
 		},
 	}
-	mf.register(cmd)
+	mf.Register(cmd)
 	fl := cmd.Flags()
 	fl.IntVar(&batch, "batch", 16, "sequences per step (B)")
 	fl.IntVar(&seq, "seq", 64, "tokens per sequence (T)")
@@ -174,9 +144,9 @@ Examples, GPT-2 124M:
 
 func newBenchGenerateCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var (
-		mf                                  modelFlags
+		mf                                  cli.ModelFlags
 		batch, prompt, newTok, reps, warmup int
-		bf                                  BackendFlags
+		bf                                  cli.BackendFlags
 		kv                                  model.KVType
 		weights                             model.WeightType
 		noCache                             bool
@@ -195,12 +165,12 @@ func newBenchGenerateCmd(stdio IO, getenv func(string) string) *cobra.Command {
 			if reps < 1 {
 				return fmt.Errorf("--reps: %d; want at least 1", reps)
 			}
-			m, err := model.New(be, mf.config(prompt+newTok), 1)
+			m, err := model.New(be, mf.Config(prompt+newTok), 1)
 			if err != nil {
 				return err
 			}
 			reqs := make([]generate.Request, batch)
-			for i, p := range benchPrompts(batch, prompt, mf.vocab) {
+			for i, p := range benchPrompts(batch, prompt, mf.Vocab()) {
 				reqs[i] = generate.Request{Prompt: p, Params: generate.Params{MaxNewTokens: newTok, Temperature: 1, Seed: uint64(i)}}
 			}
 			g := &generate.Generator{Model: m, Tok: tokenizer.NewBytes(), Slots: batch, KV: kv, Weights: weights}
@@ -239,7 +209,7 @@ func newBenchGenerateCmd(stdio IO, getenv func(string) string) *cobra.Command {
 			return timeDecode(stdio, peaks, m, run, ph, reqs, prompt, reps)
 		},
 	}
-	mf.register(cmd)
+	mf.Register(cmd)
 	fl := cmd.Flags()
 	fl.Lookup("vocab").DefValue = "257"
 	fl.Set("vocab", "257")
@@ -251,8 +221,8 @@ func newBenchGenerateCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	bf.Register(fl, getenv)
 	fl.BoolVar(&noCache, "no-cache", false, "recompute the prefix every step instead of using the KV cache")
 	fl.StringVar(&ref, "reference", "", "also take each repetition's share of this program's 1024^3 matmul (scripts/gemm-ref/sgemm.c)")
-	registerKVCache(fl, &kv)
-	registerWeights(fl, &weights)
+	cli.RegisterKVCache(fl, &kv)
+	cli.RegisterWeights(fl, &weights)
 	return cmd
 }
 

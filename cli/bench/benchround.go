@@ -1,8 +1,9 @@
-package cli
+package bench
 
 import (
 	"context"
 	"fmt"
+	"github.com/corl-project/corl/cli"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -22,9 +23,9 @@ import (
 // newBenchRoundCmd times the stages of a spec's rounds in this process.
 func newBenchRoundCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var (
-		sf     SpecFlags
+		sf     cli.SpecFlags
 		rounds int
-		bf     BackendFlags
+		bf     cli.BackendFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "round -f run.yaml",

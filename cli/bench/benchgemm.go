@@ -1,8 +1,9 @@
-package cli
+package bench
 
 import (
 	"bufio"
 	"fmt"
+	"github.com/corl-project/corl/cli"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -71,7 +72,7 @@ func parseShapes(s string) ([]gemmShape, error) {
 
 func newBenchGemmCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	var (
-		bf     BackendFlags
+		bf     cli.BackendFlags
 		shapes string
 		ref    string
 		rounds int
