@@ -389,6 +389,12 @@ func TestUploadedBasesNamedByFamily(t *testing.T) {
 	if got := diff.Method(); got != "Co-RL different family (peer-ring)" {
 		t.Errorf("llama and gpt2: %q", got)
 	}
+	// A label the sweep gave (spec.method) is the method's name, whatever
+	// the reward and the members would suggest.
+	diff.Spec.Method = "Co-RL, anchored"
+	if got := diff.Method(); got != "Co-RL, anchored" {
+		t.Errorf("with spec.method: %q", got)
+	}
 }
 
 // TestTableIntervalsHoldSeedVariance: five seeds of a method whose

@@ -80,6 +80,9 @@ func Load(dir string) (*Run, error) {
 // names, Co-RL by its cohort's make-up.
 func (r *Run) Method() string {
 	s := r.Spec
+	if s.Method != "" {
+		return s.Method
+	}
 	switch s.Reward.Mode {
 	case rl.GroundTruthRL:
 		return "Ground-truth"

@@ -4,7 +4,12 @@ package spec
 // Temporal workflow's input), so it holds no paths that only one machine
 // understands except the members' base checkpoints and the output location.
 type RunSpec struct {
-	Name            string     `json:"name"`
+	Name string `json:"name"`
+	// Method is the label the report gives this run's method (its rows,
+	// plots and groups); a sweep's method axis sets it from the value's
+	// name. Empty: the report names the method from the reward and the
+	// members. It changes nothing the run computes.
+	Method          string     `json:"method,omitempty"`
 	Seed            uint64     `json:"seed"`
 	Rounds          int        `json:"rounds"`
 	PromptsPerRound int        `json:"prompts_per_round"`

@@ -26,8 +26,9 @@ type Axis struct {
 
 // MethodAxis is the grid key whose values each set several spec keys
 // together: an object of dotted keys to values, and an optional "name"
-// that labels the cell ({"name": "self-vote", "reward.mode": "self-vote",
-// "members": [...]}). The rows of a comparison (ground truth, self-vote,
+// that labels the cell and becomes its runs' spec.method, the report's
+// label ({"name": "self-vote", "reward.mode": "self-vote", "members":
+// [...]}). The rows of a comparison (ground truth, self-vote,
 // Co-RL cohorts) are one such axis crossed with seeds.
 const MethodAxis = "method"
 
@@ -188,6 +189,9 @@ func Cells(in SweepInput) ([]spec.RunSpec, []string, error) {
 			rest /= len(ax.Values)
 			if ax.Key == MethodAxis {
 				m := methods[i][j]
+				if m.named {
+					settings = append(settings, spec.Setting{Key: "method", Value: m.name})
+				}
 				for _, k := range m.keys {
 					settings = append(settings, spec.Setting{Key: k, Value: m.values[k]})
 				}
@@ -214,6 +218,7 @@ func Cells(in SweepInput) ([]spec.RunSpec, []string, error) {
 // sets, sorted.
 type method struct {
 	name   string
+	named  bool // the name is the value's "name", and the cells' spec.method
 	keys   []string
 	values map[string]any
 }
@@ -228,7 +233,7 @@ func methodKeys(v json.RawMessage) (method, error) {
 		if !isString || s == "" {
 			return m, fmt.Errorf("name: want a non-empty string, got %v", n)
 		}
-		m.name = s
+		m.name, m.named = s, true
 		delete(m.values, "name")
 	}
 	if len(m.values) == 0 {

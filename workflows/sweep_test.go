@@ -57,7 +57,8 @@ func TestCellsAreTheGridsProduct(t *testing.T) {
 
 // TestMethodAxisSetsKeysTogether: a method value sets all of its keys in
 // one cell (a different reward, cohort and budget), is labelled by its
-// name, and crosses with the other axes; a key it does not know, or a
+// name (the cell's label and its spec.method, the report's), and crosses
+// with the other axes; a key it does not know, or a
 // name that is not a string, is refused naming the value.
 func TestMethodAxisSetsKeysTogether(t *testing.T) {
 	in := testSweep()
@@ -78,6 +79,13 @@ func TestMethodAxisSetsKeysTogether(t *testing.T) {
 	}
 	if s := specs[2]; s.Reward.Mode != "self-vote" || len(s.Members) != 1 || s.Rounds != 4 || s.MaxFLOPs != 1e12 || s.Seed != 1 {
 		t.Errorf("cell 2: %+v", s)
+	}
+	if specs[0].Method != "gt" || specs[3].Method != "matched" {
+		t.Errorf("the cells' spec.method: %q and %q, want the values' names gt and matched", specs[0].Method, specs[3].Method)
+	}
+	in.Grid[0].Values = raw(`{"reward.mode": "self-vote"}`)
+	if specs, _, err := Cells(in); err != nil || specs[0].Method != "" {
+		t.Errorf("a value without a name: method %q (%v), want none (the report names it)", specs[0].Method, err)
 	}
 	for value, want := range map[string]string{
 		`{"name": "x", "optim.lr": 1}`: `value 0: "optim.lr" is not a run spec key`,
