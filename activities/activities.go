@@ -48,11 +48,12 @@ type Activities struct {
 
 // held is a member this worker holds.
 type held struct {
-	run      string
-	workflow string // the run's workflow ID ("": a caller without one, never reclaimed)
-	member   *rl.Member
-	round    int                           // rounds whose updates the weights contain
-	stats    map[int]pipeline.UpdateOutput // update results by round, for idempotent retries
+	run       string
+	workflow  string // the run's workflow ID ("": a caller without one, never reclaimed)
+	execution string // the workflow run ID that placed it ("": unknown, the ID's newest run is asked about)
+	member    *rl.Member
+	round     int                           // rounds whose updates the weights contain
+	stats     map[int]pipeline.UpdateOutput // update results by round, for idempotent retries
 }
 
 // New returns activities for a worker.

@@ -487,20 +487,25 @@ func TestAcquireErrorsNameTheUsersDirectory(t *testing.T) {
 // a run's status and the pool queue's pollers.
 type fakeServer struct {
 	client.Client
-	status  map[string]enumspb.WorkflowExecutionStatus // absent: not found
-	down    bool                                       // every call fails as unreachable
+	status  map[string]enumspb.WorkflowExecutionStatus   // the ID's newest run; absent: not found
+	first   map[string]string                            // the first run ID of the ID's newest run's chain
+	runs    map[string]*workflowpb.WorkflowExecutionInfo // by "ID/run ID": one execution asked for by its run ID
+	down    bool                                         // every call fails as unreachable
 	pollers []string
 }
 
-func (f *fakeServer) DescribeWorkflowExecution(_ context.Context, id, _ string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+func (f *fakeServer) DescribeWorkflowExecution(_ context.Context, id, runID string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
 	if f.down {
 		return nil, serviceerror.NewUnavailable("connection refused")
+	}
+	if info, ok := f.runs[id+"/"+runID]; ok && runID != "" {
+		return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: info}, nil
 	}
 	st, ok := f.status[id]
 	if !ok {
 		return nil, serviceerror.NewNotFound("workflow not found for ID: " + id)
 	}
-	return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{Status: st}}, nil
+	return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{Status: st, FirstRunId: f.first[id]}}, nil
 }
 
 func (f *fakeServer) DescribeTaskQueue(context.Context, string, enumspb.TaskQueueType) (*workflowservice.DescribeTaskQueueResponse, error) {
@@ -558,6 +563,55 @@ func TestClosedRunsAreReclaimed(t *testing.T) {
 	srv.status["continued"] = enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED
 	if err := e.run(e.a.Acquire, pipeline.AcquireInput{MemberRef: pipeline.MemberRef{Spec: s, Member: 1, Run: "next"}, WithinSlots: true}, nil); err != nil {
 		t.Errorf("placement beside a terminated run's member: %v", err)
+	}
+}
+
+// TestARunStartedAgainDoesNotInheritMembers: a run started again under the
+// workflow ID of one that was terminated (corl run's default ID is the
+// spec's name) is another run: the terminated run's members are reclaimed
+// at the new run's placement, not kept as the new run's and counted
+// against the worker's slots. A run that continued as new keeps its
+// members; once its chain has ended and a new chain holds the ID, they go.
+func TestARunStartedAgainDoesNotInheritMembers(t *testing.T) {
+	e := newEnv(t)
+	// The activity environment's execution: the run that places member 0.
+	const id, run1 = "default-test-workflow-id", "default-test-run-id"
+	running, terminated := enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED
+	srv := &fakeServer{status: map[string]enumspb.WorkflowExecutionStatus{id: running}, first: map[string]string{id: run1},
+		runs: map[string]*workflowpb.WorkflowExecutionInfo{id + "/" + run1: {Status: running, FirstRunId: run1}}}
+	e.a.Client, e.a.Metrics, e.a.Slots = srv, metrics.New().Corl, 1
+	s := testSpec(t)
+	acquire := func(member int) error {
+		return e.run(e.a.Acquire, pipeline.AcquireInput{MemberRef: pipeline.MemberRef{Spec: s, Member: member, Run: id}, WithinSlots: true}, nil)
+	}
+	if err := acquire(0); err != nil {
+		t.Fatal(err)
+	}
+	// Continued as new: the ID's newest run is of the same chain.
+	srv.runs[id+"/"+run1].Status = enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW
+	if n := ReclaimClosed(context.Background(), e.a); n != 0 || Held(e.a) != 1 {
+		t.Fatalf("a run that continued as new lost %d members (%d held)", n, Held(e.a))
+	}
+	// Terminated, and the same ID started again as a new chain.
+	srv.runs[id+"/"+run1].Status, srv.first[id] = terminated, "run-2"
+	if err := acquire(1); err != nil {
+		t.Fatalf("the new run's placement within one slot: %v\n(the terminated run's member was counted as held)", err)
+	}
+	if n := Held(e.a); n != 1 {
+		t.Errorf("worker holds %d members, want the new run's one", n)
+	}
+	// What corl status shows of the worker.
+	b, err := e.a.Store.Get(context.Background(), pipeline.HoldingKey("q-test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h pipeline.Holding
+	if err := json.Unmarshal(b, &h); err != nil {
+		t.Fatal(err)
+	}
+	want := []pipeline.HeldMember{{Run: id, Member: s.Members[1].Name}}
+	if h.Queue != "q-test" || h.Slots != 1 || !reflect.DeepEqual(h.Members, want) {
+		t.Errorf("recorded holding %+v, want queue q-test, 1 slot, members %v", h, want)
 	}
 }
 

@@ -3,6 +3,7 @@ package activities
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,7 +12,9 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/corl-project/corl/blob"
@@ -93,8 +96,9 @@ func (a *Activities) Acquire(ctx context.Context, in pipeline.AcquireInput) (pip
 			return pipeline.AcquireOutput{}, badSpec(namedAs(err, base, src))
 		}
 	}
-	a.held[heldKey(in.RunKey(), ms.Name)] = &held{run: in.RunKey(), workflow: in.Run, member: m, round: round, stats: map[int]pipeline.UpdateOutput{}}
-	a.Metrics.Holding(len(a.held))
+	a.held[heldKey(in.RunKey(), ms.Name)] = &held{run: in.RunKey(), workflow: in.Run, execution: placedBy(ctx, in.Run),
+		member: m, round: round, stats: map[int]pipeline.UpdateOutput{}}
+	a.holding(ctx)
 	activity.GetLogger(ctx).Info("acquired member", "run", in.RunKey(), "member", ms.Name, "round", round, "from", key)
 	a.Metrics.Placed(in.RunKey(), ms.Name)
 	return pipeline.AcquireOutput{Queue: a.Queue, Round: round, CheckpointKey: key, Note: note}, nil
@@ -111,30 +115,36 @@ func (a *Activities) heldOtherThan(key string) int {
 	return n
 }
 
-// Workers lists the live GPU workers of the pool, from the pool queue's
-// pollers (a worker's identity names its own queue and slots, see
-// PoolIdentity), sorted by queue. Pollers not seen for two minutes are
-// left out, and so are workers that recorded leaving the pool (Leave). Without a client, or on a server that does not answer, the
-// list is empty and the workflow places through the pool queue.
+// Workers lists the live GPU workers of the pool (ListPool). Without a
+// client the list is empty and the workflow places through the pool queue.
 func (a *Activities) Workers(ctx context.Context) ([]pipeline.WorkerInfo, error) {
 	if a.Client == nil {
 		return nil, nil
 	}
-	resp, err := a.Client.DescribeTaskQueue(ctx, pipeline.GPUPool, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
+	return ListPool(ctx, a.Client, a.Store)
+}
+
+// ListPool lists the live GPU workers of the pool, from the pool queue's
+// pollers (a worker's identity names its own queue and slots, see
+// PoolIdentity), sorted by queue. Pollers not seen for PollerMemory are
+// left out, and so are workers that recorded leaving the pool (Leave) in
+// store (nil: not asked).
+func ListPool(ctx context.Context, cl client.Client, store blob.Store) ([]pipeline.WorkerInfo, error) {
+	resp, err := cl.DescribeTaskQueue(ctx, pipeline.GPUPool, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
 	if err != nil {
 		return nil, fmt.Errorf("describe %s: %w", pipeline.GPUPool, err)
 	}
 	slots := map[string]int{}
 	for _, p := range resp.GetPollers() {
-		if t := p.GetLastAccessTime(); t != nil && time.Since(t.AsTime()) > 2*time.Minute {
+		if t := p.GetLastAccessTime(); t != nil && time.Since(t.AsTime()) > pipeline.PollerMemory {
 			continue
 		}
 		q, n, ok := pipeline.ParsePoolIdentity(p.GetIdentity())
 		if !ok {
 			continue
 		}
-		if a.Store != nil {
-			if b, err := a.Store.Get(ctx, pipeline.LeftKey(q)); err == nil && string(b) == p.GetIdentity() {
+		if store != nil {
+			if b, err := store.Get(ctx, pipeline.LeftKey(q)); err == nil && string(b) == p.GetIdentity() {
 				continue
 			}
 		}
@@ -174,44 +184,62 @@ func (a *Activities) olderCheckpoint(ctx context.Context, run, member string, ro
 // Release forgets the member of an ended run (its checkpoints are stored).
 func (a *Activities) Release(ctx context.Context, ref pipeline.MemberRef) error {
 	defer a.exclusive(ctx, "release "+memberName(ref))()
-	a.forget(heldKey(ref.RunKey(), memberName(ref)))
+	if k := heldKey(ref.RunKey(), memberName(ref)); a.held[k] != nil {
+		a.forget(k)
+		a.holding(ctx)
+	}
 	return nil
 }
 
-// forget drops a held member (a.mu held).
-func (a *Activities) forget(key string) {
-	delete(a.held, key)
+// forget drops a held member (a.mu held); holding then tells of it.
+func (a *Activities) forget(key string) { delete(a.held, key) }
+
+// holding tells what a holds now: the corl_members_held gauge, and the
+// store's record (pipeline.HoldingKey) that `corl status` shows. A store
+// that cannot be written loses only the record (a.mu held).
+func (a *Activities) holding(ctx context.Context) {
 	a.Metrics.Holding(len(a.held))
+	if a.Store == nil {
+		return
+	}
+	h := pipeline.Holding{Queue: a.Queue, Slots: max(a.Slots, 1), Members: []pipeline.HeldMember{}, At: time.Now().UTC()}
+	for _, m := range a.held {
+		h.Members = append(h.Members, pipeline.HeldMember{Run: m.run, Member: m.member.Name})
+	}
+	slices.SortFunc(h.Members, func(x, y pipeline.HeldMember) int {
+		return cmp.Or(strings.Compare(x.Run, y.Run), strings.Compare(x.Member, y.Member))
+	})
+	b, err := json.Marshal(h)
+	if err == nil {
+		err = a.Store.Put(ctx, pipeline.HoldingKey(a.Queue), b)
+	}
+	if err != nil && activity.IsActivity(ctx) {
+		activity.GetLogger(ctx).Warn("cannot record the members held", "key", pipeline.HoldingKey(a.Queue), "error", err)
+	}
 }
 
 // reclaimClosed forgets the members of runs that the server says are closed
 // (completed, failed, cancelled, terminated, timed out) or does not know,
-// and returns how many it forgot. A run that continued as new is open (its
-// workflow ID's newest run is running). When the server cannot be asked,
+// and returns how many it forgot. A run that continued as new is open while
+// its chain's newest run is running; a run started again under the same
+// workflow ID (a terminated run's spec run once more) is another run, and
+// the old run's members are not its. When the server cannot be asked,
 // nothing is forgotten. a.mu must be held.
 func (a *Activities) reclaimClosed(ctx context.Context) int {
 	if a.Client == nil {
 		return 0
 	}
-	open := map[string]bool{}
+	open := map[[2]string]bool{}
 	n := 0
 	for k, h := range a.held {
 		if h.workflow == "" {
 			continue
 		}
-		isOpen, asked := open[h.workflow]
+		run := [2]string{h.workflow, h.execution}
+		isOpen, asked := open[run]
 		if !asked {
-			desc, err := a.Client.DescribeWorkflowExecution(ctx, h.workflow, "")
-			var nf *serviceerror.NotFound
-			switch {
-			case errors.As(err, &nf):
-				isOpen = false
-			case err != nil:
-				isOpen = true // cannot tell: keep it
-			default:
-				isOpen = desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
-			}
-			open[h.workflow] = isOpen
+			isOpen = a.runOpen(ctx, h.workflow, h.execution)
+			open[run] = isOpen
 		}
 		if !isOpen {
 			if activity.IsActivity(ctx) {
@@ -221,7 +249,56 @@ func (a *Activities) reclaimClosed(ctx context.Context) int {
 			n++
 		}
 	}
+	if n > 0 {
+		a.holding(ctx)
+	}
 	return n
+}
+
+// runOpen says whether the run that placed a member is still running:
+// execution itself, or, when it continued as new, the newest run of its
+// chain (the same first run). Without execution, the workflow ID's newest
+// run is asked about. When the server cannot tell, the run is open.
+func (a *Activities) runOpen(ctx context.Context, workflow, execution string) bool {
+	status := func(runID string) (*workflowpb.WorkflowExecutionInfo, bool) {
+		desc, err := a.Client.DescribeWorkflowExecution(ctx, workflow, runID)
+		var nf *serviceerror.NotFound
+		switch {
+		case errors.As(err, &nf):
+			return nil, false
+		case err != nil:
+			return nil, true // cannot tell: keep it
+		}
+		return desc.GetWorkflowExecutionInfo(), true
+	}
+	info, ok := status(execution)
+	if info == nil {
+		return ok
+	}
+	switch st := info.GetStatus(); {
+	case st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		return true
+	case st != enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW || execution == "":
+		return false
+	}
+	newest, ok := status("")
+	if newest == nil {
+		return ok
+	}
+	return newest.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING &&
+		(info.GetFirstRunId() == "" || newest.GetFirstRunId() == info.GetFirstRunId())
+}
+
+// placedBy is the workflow run ID of the activity's caller when it is the
+// run named workflow ("" otherwise: a caller outside a workflow).
+func placedBy(ctx context.Context, workflow string) string {
+	if !activity.IsActivity(ctx) {
+		return ""
+	}
+	if we := activity.GetInfo(ctx).WorkflowExecution; we.ID == workflow {
+		return we.RunID
+	}
+	return ""
 }
 
 // ReclaimClosed is reclaimClosed for a worker's idle moments: it waits for

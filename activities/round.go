@@ -266,7 +266,8 @@ func (a *Activities) applyUpdate(ctx context.Context, h *held, s *spec.RunSpec, 
 			// The weights may be poisoned: forget the member, so that no
 			// checkpoint (a stop notice's included) can write them. The run
 			// resumes from its last checkpoint.
-			delete(a.held, heldKey(h.run, h.member.Name))
+			a.forget(heldKey(h.run, h.member.Name))
+			a.holding(ctx)
 		}
 		return pipeline.UpdateOutput{}, err
 	}

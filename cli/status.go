@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +18,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/corl-project/corl/activities"
+	"github.com/corl-project/corl/connect"
 	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/workflows"
 )
@@ -266,19 +270,20 @@ func fmtFloats(xs []float64) string {
 }
 
 // idCommand is a command that acts on one run by workflow ID.
-func idCommand(use, short string, getenv func(string) string, act func(ctx context.Context, cl client.Client, id string) error) *cobra.Command {
+func idCommand(use, short string, getenv func(string) string,
+	act func(ctx context.Context, cl client.Client, conn *connect.Connection, id string) error) *cobra.Command {
 	var cf connFlags
 	cmd := &cobra.Command{
 		Use:   use + " ID",
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, _, err := cf.dial(getenv)
+			cl, conn, err := cf.dial(getenv)
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
-			return act(cmd.Context(), cl, args[0])
+			return act(cmd.Context(), cl, conn, args[0])
 		},
 	}
 	cf.register(cmd)
@@ -286,7 +291,7 @@ func idCommand(use, short string, getenv func(string) string, act func(ctx conte
 }
 
 func newStatusCmd(stdio IO, getenv func(string) string) *cobra.Command {
-	return idCommand("status", "Show a run's or a sweep's progress and latest metrics", getenv, func(ctx context.Context, cl client.Client, id string) error {
+	return idCommand("status", "Show a run's or a sweep's progress and latest metrics", getenv, func(ctx context.Context, cl client.Client, conn *connect.Connection, id string) error {
 		if desc, err := cl.DescribeWorkflowExecution(ctx, id, ""); err == nil && desc.GetWorkflowExecutionInfo().GetType().GetName() == pipeline.SweepWorkflow {
 			p, _, err := sweepProgress(ctx, cl, id)
 			if err != nil {
@@ -303,18 +308,66 @@ func newStatusCmd(stdio IO, getenv func(string) string) *cobra.Command {
 			return finalResult(ctx, cl, id, status, stdio.Out)
 		}
 		printProgress(stdio.Out, p)
+		printPool(ctx, stdio.Out, cl, conn)
 		return nil
 	})
 }
 
+// printPool shows the pool's live GPU workers and the members each holds,
+// of every run, as each worker last recorded them (pipeline.Holding): a
+// worker holding its slots' worth takes a new member only when every
+// worker is full. What cannot be read is said, and status goes on.
+func printPool(ctx context.Context, w io.Writer, cl client.Client, conn *connect.Connection) {
+	store, err := conn.OpenStore(ctx)
+	if err != nil {
+		fmt.Fprintf(w, "pool: cannot open the store: %v\n", err)
+		return
+	}
+	pool, err := activities.ListPool(ctx, cl, store)
+	if err != nil {
+		fmt.Fprintf(w, "pool: %v\n", err)
+		return
+	}
+	if len(pool) == 0 {
+		fmt.Fprintln(w, "pool: no GPU worker is polling")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORKER\tSLOTS\tHELD\tMEMBERS (RUN/MEMBER)")
+	var full []string
+	for _, wi := range pool {
+		held, members := "-", "(not recorded)"
+		if b, err := store.Get(ctx, pipeline.HoldingKey(wi.Queue)); err == nil {
+			var h pipeline.Holding
+			if err := json.Unmarshal(b, &h); err != nil {
+				members = fmt.Sprintf("(%s: %v)", pipeline.HoldingKey(wi.Queue), err)
+			} else {
+				names := make([]string, len(h.Members))
+				for i, m := range h.Members {
+					names[i] = m.Run + "/" + m.Member
+				}
+				held, members = fmt.Sprint(len(h.Members)), cmp.Or(strings.Join(names, ", "), "-")
+				if len(h.Members) >= wi.Slots {
+					full = append(full, fmt.Sprintf("worker %s holds %d members in %d slots", wi.Queue, len(h.Members), wi.Slots))
+				}
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", wi.Queue, wi.Slots, held, members)
+	}
+	tw.Flush()
+	for _, f := range full {
+		fmt.Fprintf(w, "%s: it takes a new member only when every worker is full\n", f)
+	}
+}
+
 func newWatchCmd(stdio IO, getenv func(string) string) *cobra.Command {
-	return idCommand("watch", "Follow a run's progress until it ends", getenv, func(ctx context.Context, cl client.Client, id string) error {
+	return idCommand("watch", "Follow a run's progress until it ends", getenv, func(ctx context.Context, cl client.Client, conn *connect.Connection, id string) error {
 		return Watch(ctx, cl, id, stdio.Out, time.Second)
 	})
 }
 
 func newSignalCmd(stdio IO, getenv func(string) string, name, short string) *cobra.Command {
-	return idCommand(name, short, getenv, func(ctx context.Context, cl client.Client, id string) error {
+	return idCommand(name, short, getenv, func(ctx context.Context, cl client.Client, conn *connect.Connection, id string) error {
 		if err := cl.SignalWorkflow(ctx, id, "", name, nil); err != nil {
 			return fmt.Errorf("%s %s: %w", name, id, err)
 		}

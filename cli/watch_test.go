@@ -14,14 +14,18 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	taskqueuepb "go.temporal.io/api/taskqueue/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/corl-project/corl/blob"
+	"github.com/corl-project/corl/connect"
 	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/model/modeltest"
+	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/stats"
 	"github.com/corl-project/corl/workflows"
 )
@@ -294,4 +298,46 @@ func TestEvalWithAChecker(t *testing.T) {
 	if code, _, errs := run(t, "eval", "--model", a, "--tasks", "mod", "--checker", "no-such-checker-program"); code == 0 || !strings.Contains(errs, "--checker") {
 		t.Errorf("a missing checker: exit %d, %s", code, errs)
 	}
+}
+
+// poolClient lists the pool queue's pollers as a server would.
+type poolClient struct {
+	client.Client
+	identities []string
+}
+
+func (c poolClient) DescribeTaskQueue(context.Context, string, enumspb.TaskQueueType) (*workflowservice.DescribeTaskQueueResponse, error) {
+	resp := &workflowservice.DescribeTaskQueueResponse{}
+	for _, id := range c.identities {
+		resp.Pollers = append(resp.Pollers, &taskqueuepb.PollerInfo{Identity: id, LastAccessTime: timestamppb.Now()})
+	}
+	return resp, nil
+}
+
+// TestStatusShowsWhatEachWorkerHolds: status lists the live GPU workers
+// with the members each recorded holding, of every run, and names a worker
+// whose slots are taken (a member of a dead run held there is what turns
+// a placement away); a worker with no record says so.
+func TestStatusShowsWhatEachWorkerHolds(t *testing.T) {
+	dir := t.TempDir()
+	store := blob.Local{Root: dir}
+	full, fresh := pipeline.GPUPool+"-a", pipeline.GPUPool+"-b"
+	h, _ := json.Marshal(pipeline.Holding{Queue: full, Slots: 1, Members: []pipeline.HeldMember{{Run: "corl-old", Member: "g"}, {Run: "corl-new", Member: "l"}}})
+	if err := store.Put(context.Background(), pipeline.HoldingKey(full), h); err != nil {
+		t.Fatal(err)
+	}
+	conn := &connect.Connection{}
+	conn.Store.Kind, conn.Store.Local = "local", dir
+	var out bytes.Buffer
+	printPool(context.Background(), &out, poolClient{identities: []string{pipeline.PoolIdentity(full, 1), pipeline.PoolIdentity(fresh, 2)}}, conn)
+	for _, want := range []string{
+		full + "  1      2     corl-old/g, corl-new/l",
+		fresh + "  2      -     (not recorded)",
+		"worker " + full + " holds 2 members in 1 slots: it takes a new member only when every worker is full",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status shows\n%s\nwant a line with %q", out.String(), want)
+		}
+	}
+	t.Logf("status shows\n%s", out.String())
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // PoolIdentity is the Temporal identity a GPU worker polls the pool queue
@@ -19,8 +20,34 @@ func PoolIdentity(queue string, slots int) string {
 	return fmt.Sprintf("%s slots=%d %d@%s %x", queue, max(slots, 1), os.Getpid(), host, tok)
 }
 
+// PollerMemory bounds how long a GPU worker killed without a clean stop
+// (SIGKILL, a lost machine) stays in the pool's listing: pollers not seen
+// for longer are left out. A live worker polls again at least every minute
+// (the server's long poll), so twice that never drops one.
+const PollerMemory = 2 * time.Minute
+
 // LeftKey is the store key where a worker records that it left the pool.
 func LeftKey(queue string) string { return "pool/left/" + queue }
+
+// HoldingKey is the store key where a GPU worker records the members it
+// holds, each time that changes: what `corl status` shows of the pool.
+func HoldingKey(queue string) string { return "pool/holding/" + queue }
+
+// Holding is what a GPU worker holds: its members (of every run) and its
+// slots. A worker holding more members than slots takes no new member
+// within its slots.
+type Holding struct {
+	Queue   string       `json:"queue"`
+	Slots   int          `json:"slots"`
+	Members []HeldMember `json:"members"`
+	At      time.Time    `json:"at"` // when it last changed
+}
+
+// HeldMember is one member a worker holds.
+type HeldMember struct {
+	Run    string `json:"run"` // the run's key (its workflow ID)
+	Member string `json:"member"`
+}
 
 // ParsePoolIdentity reads PoolIdentity's queue and slots.
 func ParsePoolIdentity(id string) (queue string, slots int, ok bool) {
