@@ -48,6 +48,11 @@ func CheckKey(run string, round int, hash string) string {
 	return fmt.Sprintf("runs/%s/round-%05d/check-%s.json", run, round, hash)
 }
 
+// RecordsKey is one of a pipeline run's record files, as a local run's
+// directory holds them: spec.json, metrics.jsonl, and complete (present
+// once the run completed).
+func RecordsKey(run, file string) string { return fmt.Sprintf("runs/%s/records/%s", run, file) }
+
 // CheckpointPrefix is where member's state after round lives.
 func CheckpointPrefix(run string, round int, member string) string {
 	return fmt.Sprintf("runs/%s/checkpoints/%s/%s", run, RoundName(round), member)

@@ -161,16 +161,19 @@ func loadReportRuns(ctx context.Context, stdio IO, args []string, cf connFlags, 
 				return nil, fmt.Errorf("%s is not a run directory, and reading it as a workflow ID: %w", arg, err)
 			}
 		}
-		rs, err := report.FromTemporal(ctx, cl, arg)
+		// The runs' records, and uploaded bases' families (same or
+		// different family), are in the blob store.
+		store, err := conn.OpenStore(ctx)
+		if err != nil {
+			fmt.Fprintf(stdio.Err, "warning: blob store: %v (records are rebuilt from the workflow histories; cohorts of uploaded bases are named by their bases, not their families)\n", err)
+			store = nil
+		}
+		rs, err := report.FromTemporal(ctx, cl, store, arg)
 		if err != nil {
 			return nil, err
 		}
-		// Uploaded bases' families (same or different family) are
-		// in the blob store.
-		if store, err := conn.OpenStore(ctx); err == nil {
+		if store != nil {
 			report.ReadFamilies(ctx, store, rs)
-		} else {
-			fmt.Fprintf(stdio.Err, "warning: blob store: %v (cohorts of uploaded bases are named by their bases, not their families)\n", err)
 		}
 		runs = append(runs, rs...)
 	}

@@ -85,7 +85,7 @@ build compiles the embedded Temporal server: several minutes).`,
 			if err := cli.Watch(ctx, cl, run.GetID(), stdio.Out, time.Second); err != nil {
 				return err
 			}
-			runs, err := report.FromTemporal(ctx, cl, run.GetID())
+			runs, err := report.FromTemporal(ctx, cl, store, run.GetID())
 			if err != nil {
 				return fmt.Errorf("read the run's evaluations back: %w", err)
 			}

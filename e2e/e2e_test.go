@@ -249,7 +249,7 @@ func TestPipelineMatchesLocalRun(t *testing.T) {
 			got := finalHashes(t, store, res)
 			sameWeights(t, "pipeline weights", got, want)
 			if name == "local" {
-				sameReport(t, cl, run.GetID(), file)
+				sameReport(t, cl, store, run.GetID(), file)
 			}
 			if *update && name == "local" {
 				recordHistory(t, cl, run.GetID(), "cohortrun-history.json")
@@ -258,12 +258,13 @@ func TestPipelineMatchesLocalRun(t *testing.T) {
 	}
 }
 
-// sameReport: the run read back from its workflow history (corl report
-// RUN) has the local run's records, round by round and evaluation by
-// evaluation, equal but for wall-clock seconds (rewards, diagnostics,
-// losses, FLOPs, pass@1, the cohort vote), and the same table. It returns
-// the local run.
-func sameReport(t *testing.T, cl client.Client, id, file string) *report.Run {
+// sameReport: the run read back as corl report RUN reads it (the records
+// its workflow wrote to the store, complete) has the local run's records,
+// round by round and evaluation by evaluation, equal but for wall-clock
+// seconds (rewards, diagnostics, losses, FLOPs, pass@1, the cohort vote),
+// and the same table; the store's records are those rebuilt from the
+// workflow history, seconds and all. It returns the local run.
+func sameReport(t *testing.T, cl client.Client, store blob.Store, id, file string) *report.Run {
 	t.Helper()
 	s, err := config.Load(file, noEnv, nil)
 	if err != nil {
@@ -273,7 +274,7 @@ func sameReport(t *testing.T, cl client.Client, id, file string) *report.Run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs, err := report.FromTemporal(context.Background(), cl, id)
+	runs, err := report.FromTemporal(context.Background(), cl, store, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,6 +282,18 @@ func sameReport(t *testing.T, cl client.Client, id, file string) *report.Run {
 		t.Fatalf("%d runs read back from %s", len(runs), id)
 	}
 	got := runs[0]
+	if got.Dir != "store:"+id || !got.Complete {
+		t.Errorf("read back from %s (complete: %v); want the records the workflow wrote to the store, complete", got.Dir, got.Complete)
+	}
+	hist, err := report.FromHistory(context.Background(), cl, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range [][2]any{{got.Rounds, hist.Rounds}, {got.Evals, hist.Evals}, {got.Spec, hist.Spec}} {
+		if g, h := mustJSON(t, v[0]), mustJSON(t, v[1]); g != h {
+			t.Errorf("the store's records differ from the history's:\n%s", lineDiff(g, h))
+		}
+	}
 	if len(got.Rounds) != len(local.Rounds) || len(got.Evals) != len(local.Evals) {
 		t.Fatalf("read back %d rounds and %d evaluations; the local run has %d and %d", len(got.Rounds), len(got.Evals), len(local.Rounds), len(local.Evals))
 	}
@@ -320,6 +333,15 @@ func recordsJSON(t *testing.T, r *report.Run) string {
 		line(map[string]any{"eval": e})
 	}
 	return b.String()
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // lineDiff shows the first lines where got and want differ.
@@ -720,7 +742,7 @@ members:
 				t.Fatalf("pipeline checkpoints %v, in-process %v", got, want)
 			}
 			sameWeights(t, "pipeline weights", got, want)
-			if local := sameReport(t, cl, run.GetID(), file); len(s.Members) > 1 && len(local.Evals[0].PairsValidation) == 0 {
+			if local := sameReport(t, cl, store, run.GetID(), file); len(s.Members) > 1 && len(local.Evals[0].PairsValidation) == 0 {
 				t.Error("the round-0 evaluation has no predictors on the validation split")
 			}
 			// The compute both drivers count (generation, scoring passes,

@@ -21,6 +21,8 @@ const (
 	Evaluate     = "Evaluate"
 	RunResult    = "RunResult"
 	ValidateSpec = "ValidateSpec"
+	// WriteRecords writes a run's records to the store (RecordsInput).
+	WriteRecords = "WriteRecords"
 )
 
 // Workflows by name, as the workers register them (the functions of
@@ -53,6 +55,14 @@ const (
 	// protocol; it would again (a checker that timed out is retried).
 	ErrChecker = "CheckerFailed"
 )
+
+// RecordsInput asks for a run's records, built from its history so far,
+// to be written to the store (blob.RecordsKey): at each evaluation and
+// when the run ends, so that a report needs only the store.
+type RecordsInput struct {
+	Run  string `json:"run"`  // the run's workflow ID
+	Done bool   `json:"done"` // the run has done what its spec asks
+}
 
 // MemberRef names one member of a run at a round.
 type MemberRef struct {

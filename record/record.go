@@ -1,6 +1,9 @@
 package record
 
 import (
+	"encoding/json"
+	"io"
+
 	"github.com/corl-project/corl/datasets"
 )
 
@@ -71,4 +74,44 @@ func PairsOf(names []string, members []Result, pools [][][]string, truth []strin
 		}
 	}
 	return out
+}
+
+// WriteJSONL writes rounds and evals as a local run's metrics.jsonl holds
+// them: the bases' evaluation (round 0) on a line of its own, then a line
+// per round, with the evaluation that followed it (Round one more) beside.
+func WriteJSONL(w io.Writer, rounds []Round, evals []Eval) error {
+	enc := json.NewEncoder(w)
+	byRound := map[int]*Eval{}
+	for i := range evals {
+		byRound[evals[i].Round] = &evals[i]
+	}
+	line := func(r *Round, e *Eval) error {
+		rec := map[string]any{}
+		if r != nil {
+			rec["round"] = r
+		}
+		if e != nil {
+			rec["eval"] = e
+			delete(byRound, e.Round)
+		}
+		return enc.Encode(rec)
+	}
+	if e := byRound[0]; e != nil {
+		if err := line(nil, e); err != nil {
+			return err
+		}
+	}
+	for i := range rounds {
+		if err := line(&rounds[i], byRound[rounds[i].Round+1]); err != nil {
+			return err
+		}
+	}
+	for i := range evals { // an evaluation without its round's record
+		if byRound[evals[i].Round] != nil {
+			if err := line(nil, &evals[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image/png"
 	"math"
@@ -699,4 +700,61 @@ func TestDistinctDropsRepeatedSpecs(t *testing.T) {
 	if dropped != 2 || len(kept) != len(rs) {
 		t.Fatalf("kept %d dropped %d of %d+2", len(kept), dropped, len(rs))
 	}
+}
+
+// TestStoreRecordsReadAsADirectory: the records a workflow writes to the
+// store (record.WriteJSONL, blob.RecordsKey) are a local run's
+// metrics.jsonl byte for byte, and FromStore reads them as Load reads the
+// directory; "complete" marks a run that is done, and a run that wrote no
+// records is blob.ErrNotFound (the report then reads its history).
+func TestStoreRecordsReadAsADirectory(t *testing.T) {
+	dir := fakeRun(t, "co", rl.PeerRing, 1, []spec.Member{{Name: "a", Base: "b"}, {Name: "c", Base: "b", View: 1}}, 0.2, 0.25)
+	local, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines bytes.Buffer
+	if err := record.WriteJSONL(&lines, local.Rounds, local.Evals); err != nil {
+		t.Fatal(err)
+	}
+	file, _ := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+	if lines.String() != string(file) {
+		t.Fatalf("WriteJSONL gave\n%s\nthe run directory holds\n%s", lines.String(), file)
+	}
+	ctx := context.Background()
+	store := blob.Local{Root: t.TempDir()}
+	if _, err := FromStore(ctx, store, "wf-1"); !errors.Is(err, blob.ErrNotFound) {
+		t.Fatalf("a run without records: %v, want blob.ErrNotFound", err)
+	}
+	sj, _ := os.ReadFile(filepath.Join(dir, "spec.json"))
+	store.Put(ctx, blob.RecordsKey("wf-1", "metrics.jsonl"), lines.Bytes())
+	store.Put(ctx, blob.RecordsKey("wf-1", "spec.json"), sj)
+	got, err := FromStore(ctx, store, "wf-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Dir != "store:wf-1" || got.Complete {
+		t.Errorf("read %s, complete %v; want store:wf-1, not complete", got.Dir, got.Complete)
+	}
+	got.Dir = local.Dir
+	if g, l := mustJSON(t, got), mustJSON(t, local); g != l {
+		t.Errorf("from the store\n%s\nfrom the directory\n%s", g, l)
+	}
+	store.Put(ctx, blob.RecordsKey("wf-1", "complete"), []byte("wf-1\n"))
+	if got, err := FromStore(ctx, store, "wf-1"); err != nil || !got.Complete {
+		t.Errorf("with complete: %v, %v", got, err)
+	}
+	store.Put(ctx, blob.RecordsKey("wf-1", "metrics.jsonl"), []byte("{\"round\": {\"round\": 1}}\n{oops\n"))
+	if _, err := FromStore(ctx, store, "wf-1"); err == nil || !strings.Contains(err.Error(), "metrics.jsonl line 2") {
+		t.Errorf("a broken line: %v, want it named with its line", err)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

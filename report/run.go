@@ -2,10 +2,13 @@ package report
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -37,20 +40,33 @@ type Run struct {
 
 // Load reads a run directory.
 func Load(dir string) (*Run, error) {
-	r := &Run{Dir: dir}
-	b, err := os.ReadFile(filepath.Join(dir, "spec.json"))
+	sj, err := os.ReadFile(filepath.Join(dir, "spec.json"))
 	if err != nil {
 		return nil, fmt.Errorf("report: %w (a run directory has spec.json and metrics.jsonl)", err)
-	}
-	if err := json.Unmarshal(b, &r.Spec); err != nil {
-		return nil, fmt.Errorf("report: %s: %w", filepath.Join(dir, "spec.json"), err)
 	}
 	f, err := os.Open(filepath.Join(dir, "metrics.jsonl"))
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	r, err := parseRun(dir, filepath.Join(dir, "spec.json"), sj, filepath.Join(dir, "metrics.jsonl"), f)
+	if err != nil {
+		return nil, err
+	}
+	if len(r.Evals) == 0 {
+		return nil, fmt.Errorf("report: %s has no evaluation yet", dir)
+	}
+	return r, nil
+}
+
+// parseRun reads a run's spec.json and metrics.jsonl (named as given in
+// errors, with the line).
+func parseRun(dir, specName string, specJSON []byte, metricsName string, metrics io.Reader) (*Run, error) {
+	r := &Run{Dir: dir}
+	if err := json.Unmarshal(specJSON, &r.Spec); err != nil {
+		return nil, fmt.Errorf("report: %s: %w", specName, err)
+	}
+	sc := bufio.NewScanner(metrics)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for line := 1; sc.Scan(); line++ {
 		var rec struct {
@@ -58,7 +74,7 @@ func Load(dir string) (*Run, error) {
 			Eval  *record.Eval  `json:"eval"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return nil, fmt.Errorf("report: %s line %d: %w", filepath.Join(dir, "metrics.jsonl"), line, err)
+			return nil, fmt.Errorf("report: %s line %d: %w", metricsName, line, err)
 		}
 		if rec.Round != nil {
 			r.Rounds = append(r.Rounds, *rec.Round)
@@ -68,10 +84,34 @@ func Load(dir string) (*Run, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("report: %s: %w", metricsName, err)
+	}
+	return r, nil
+}
+
+// FromStore reads a pipeline run's records from the store, where its
+// workflow writes them (activities.WriteRecords, blob.RecordsKey) at each
+// evaluation and when it ends. A run that wrote none (started before
+// workflows wrote records) is an error wrapping blob.ErrNotFound.
+func FromStore(ctx context.Context, store blob.Store, id string) (*Run, error) {
+	key := func(f string) string { return blob.RecordsKey(id, f) }
+	sj, err := store.Get(ctx, key("spec.json"))
+	if err != nil {
+		return nil, fmt.Errorf("report: run %s: %w", id, err)
+	}
+	mj, err := store.Get(ctx, key("metrics.jsonl"))
+	if err != nil {
+		return nil, fmt.Errorf("report: run %s: %w", id, err)
+	}
+	r, err := parseRun("store:"+id, store.URI(key("spec.json")), sj, store.URI(key("metrics.jsonl")), bytes.NewReader(mj))
+	if err != nil {
 		return nil, err
 	}
-	if len(r.Evals) == 0 {
-		return nil, fmt.Errorf("report: %s has no evaluation yet", dir)
+	switch _, err := store.Get(ctx, key("complete")); {
+	case err == nil:
+		r.Complete = true
+	case !errors.Is(err, blob.ErrNotFound):
+		return nil, fmt.Errorf("report: run %s: %w", id, err)
 	}
 	return r, nil
 }

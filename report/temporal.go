@@ -2,30 +2,33 @@ package report
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/pipeline/history"
 )
 
-// FromTemporal reads runs back from the server: a CohortRun (by workflow
-// ID) is one run, a Sweep is its cells' runs. Nothing is read from the
-// store: a run's spec is its workflow input and its per-round metrics and
-// evaluations are its activities' results in the workflow history, across
-// every continue-as-new (package history reads them, pipeline.Records
-// makes them the records a local run writes), so a report can be drawn
-// for a run in progress or long finished, from any machine that reaches
-// the server.
-func FromTemporal(ctx context.Context, cl client.Client, id string) ([]*Run, error) {
+// FromTemporal reads runs by workflow ID: a CohortRun is one run, a Sweep
+// is its cells' runs (the server names them). A run's records are read
+// from the store, where its workflow writes them (FromStore); a run that
+// wrote none, started before workflows wrote records (the write-records
+// marker), has them rebuilt from its history as before: its spec the
+// workflow input, its rounds and evaluations its activities' results
+// across every continue-as-new (package history, pipeline.Records, the
+// builder the records in the store are made with). That fallback goes
+// with the marker's old branch.
+func FromTemporal(ctx context.Context, cl client.Client, store blob.Store, id string) ([]*Run, error) {
 	desc, err := cl.DescribeWorkflowExecution(ctx, id, "")
 	if err != nil {
 		return nil, fmt.Errorf("report: workflow %s: %w", id, err)
 	}
 	switch kind := desc.GetWorkflowExecutionInfo().GetType().GetName(); kind {
 	case pipeline.CohortRunWorkflow:
-		r, err := runFromHistory(ctx, cl, id)
+		r, err := readRun(ctx, cl, store, id)
 		if err != nil {
 			return nil, err
 		}
@@ -40,7 +43,7 @@ func FromTemporal(ctx context.Context, cl client.Client, id string) ([]*Run, err
 		}
 		var runs []*Run
 		for _, c := range children {
-			r, err := runFromHistory(ctx, cl, c)
+			r, err := readRun(ctx, cl, store, c)
 			if err != nil {
 				return nil, fmt.Errorf("sweep %s: %w", id, err)
 			}
@@ -57,8 +60,20 @@ func FromTemporal(ctx context.Context, cl client.Client, id string) ([]*Run, err
 	}
 }
 
-// runFromHistory is a CohortRun's spec, round records and evaluations.
-func runFromHistory(ctx context.Context, cl client.Client, id string) (*Run, error) {
+// readRun is a CohortRun's records: from the store, else its history.
+func readRun(ctx context.Context, cl client.Client, store blob.Store, id string) (*Run, error) {
+	if store != nil {
+		r, err := FromStore(ctx, store, id)
+		if !errors.Is(err, blob.ErrNotFound) {
+			return r, err
+		}
+	}
+	return FromHistory(ctx, cl, id)
+}
+
+// FromHistory is a CohortRun's spec, round records and evaluations, rebuilt
+// from its workflow history.
+func FromHistory(ctx context.Context, cl client.Client, id string) (*Run, error) {
 	h, err := history.ReadRun(ctx, cl, id)
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)

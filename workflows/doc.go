@@ -20,6 +20,7 @@
 //	release-on-failure     2026-12-01  a failed run keeps its members        cohortrun-history-failed.json
 //	plan-by-budget         2026-12-01  a budget runs the spec's schedule     cohortrun-history-plan-by-budget.json
 //	skip-empty-eval        2026-12-01  evaluates without evaluation problems cohortrun-history-no-eval-set.json
+//	write-records          2026-12-07  records only in the history           cohortrun-history.json
 //
 // Retiring a marker: its old branch may go once no open run can replay it,
 // that is once every CohortRun started before the marker's date has closed

@@ -86,6 +86,13 @@ func (o runOptions) cpu() workflow.ActivityOptions {
 	}
 }
 
+// recording writes a run's records to the store, on the CPU pool.
+func (o runOptions) recording() workflow.ActivityOptions {
+	return workflow.ActivityOptions{TaskQueue: pipeline.CPUPool,
+		ScheduleToCloseTimeout: 10 * time.Minute, StartToCloseTimeout: 5 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second}}
+}
+
 // listing is the pool's list of live workers.
 func (o runOptions) listing() workflow.ActivityOptions {
 	return workflow.ActivityOptions{TaskQueue: pipeline.CPUPool,
@@ -309,6 +316,7 @@ func (r *cohortRun) rounds() (*Result, error) {
 			if err := r.evaluateAll(); err != nil {
 				return nil, err
 			}
+			r.writeRecords(false)
 			continue
 		}
 		roundStart := workflow.Now(r.ctx)
@@ -350,6 +358,7 @@ func (r *cohortRun) rounds() (*Result, error) {
 				return nil, err
 			}
 			noteStage(st, "evaluate", workflow.Now(r.ctx).Sub(t0).Seconds())
+			r.writeRecords(false)
 		}
 		if in.UseSearchAttributes {
 			if err := workflow.UpsertTypedSearchAttributes(r.ctx, AttrRound.ValueSet(int64(st.Round))); err != nil {
@@ -369,11 +378,27 @@ func (r *cohortRun) rounds() (*Result, error) {
 			return nil, err
 		}
 	}
+	r.writeRecords(true)
 	r.releaseAll()
 	st.Stage = "done"
 	return &Result{Rounds: st.Round, Members: s.MemberNames(), Checkpoints: st.Checkpoint, Evals: st.Evals, Stopped: st.Round < s.Rounds, Moves: st.Moves,
 		ComputeSeconds: st.ComputeSeconds, RoundSeconds: st.RoundSeconds, GenFLOPs: st.GenFLOPs, UpdateFLOPs: st.UpdateFLOPs,
 		JudgeFLOPs: st.JudgeFLOPs}, nil
+}
+
+// writeRecords has the run's records so far written to the store
+// (activities.WriteRecords), so that a report reads the store and needs no
+// history: after each evaluation and when the run ends (versioned:
+// histories recorded before wrote none). A write that fails is noted, not
+// fatal: the history holds the same, and the next write replaces it all.
+func (r *cohortRun) writeRecords(done bool) {
+	if workflow.GetVersion(r.ctx, "write-records", workflow.DefaultVersion, 1) != 1 {
+		return
+	}
+	ctx := workflow.WithActivityOptions(r.ctx, r.opts.recording())
+	if err := workflow.ExecuteActivity(ctx, pipeline.WriteRecords, pipeline.RecordsInput{Run: r.run, Done: done}).Get(r.ctx, nil); err != nil {
+		r.st.note(fmt.Sprintf("round %d: the records were not written to the store: %v", r.st.Round, err))
+	}
 }
 
 // listWorkers is the pool's live workers (activities.Workers), or none
