@@ -5,7 +5,7 @@ TOOLS := $(CURDIR)/.tools/bin
 VERSITYGW := $(TOOLS)/versitygw
 WORKFLOWCHECK := $(TOOLS)/workflowcheck
 
-.PHONY: bench-gemm bench-micro bench-shares bench-llamacpp llamacpp-check cuda-emu cuda-emu-mutants paper-table composition composition-tune composition-tune-rerun composition-anchors composition-analysis own-task-tune own-task own-task-analysis collapse zoo zoo-natural zoo-own test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens
+.PHONY: bench-gemm bench-micro bench-shares bench-llamacpp llamacpp-check cuda-emu cuda-emu-mutants paper-table composition composition-tune composition-tune-rerun composition-anchors composition-analysis own-task-tune own-task own-task-analysis collapse zoo zoo-natural zoo-own test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens cluster cluster-stop cluster-status
 
 build:
 	$(GO) build -o bin/corl ./cmd/corl
@@ -91,6 +91,18 @@ fmt:
 
 # Kill the GPU worker and the whole corl dev at 10 random moments each of
 # an 8-round run; prints completed/total and checksums equal/total (~10 min).
+# The production layout on this machine (scripts/cluster.sh, state and logs
+# in .cluster/): PostgreSQL with the server's schema, Temporal's frontend,
+# history, matching and worker services as separate processes, the Web UI,
+# versitygw and three workers. Installs PostgreSQL (as root) and versitygw
+# when missing. e2e.TestClusterRunsACohortBitwise runs a cohort through it.
+cluster:
+	scripts/cluster.sh start
+cluster-stop:
+	scripts/cluster.sh stop
+cluster-status:
+	scripts/cluster.sh status
+
 kill-campaign:
 	CORL_KILL_CAMPAIGN=10 $(GO) test -count=1 -timeout 60m -tags e2e -run TestKillCampaign -v ./e2e
 

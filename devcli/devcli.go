@@ -22,7 +22,7 @@ import (
 
 // Commands returns dev and quickstart.
 func Commands(stdio cli.IO, getenv func(string) string) []*cobra.Command {
-	return []*cobra.Command{newDevCmd(stdio, getenv), newQuickstartCmd(stdio, getenv)}
+	return []*cobra.Command{newDevCmd(stdio, getenv), newQuickstartCmd(stdio, getenv), newServerCmd(stdio, getenv)}
 }
 
 // env is a running embedded environment: server, worker, store.

@@ -249,7 +249,7 @@ func TestPipelineMatchesLocalRun(t *testing.T) {
 			got := finalHashes(t, store, res)
 			sameWeights(t, "pipeline weights", got, want)
 			if name == "local" {
-				sameReport(t, cl, store, run.GetID(), file)
+				sameReport(t, cl, store, run.GetID(), file, false)
 			}
 			if *update && name == "local" {
 				recordHistory(t, cl, run.GetID(), "cohortrun-history.json")
@@ -263,8 +263,11 @@ func TestPipelineMatchesLocalRun(t *testing.T) {
 // round by round and evaluation by evaluation, equal but for wall-clock
 // seconds (rewards, diagnostics, losses, FLOPs, pass@1, the cohort vote),
 // and the same table; the store's records are those rebuilt from the
-// workflow history, seconds and all. It returns the local run.
-func sameReport(t *testing.T, cl client.Client, store blob.Store, id, file string) *report.Run {
+// workflow history, seconds and all. With uploaded bases (corl run puts
+// them in the store) the table names each by its blob, so the local run's
+// are named so too before the tables are compared. It returns the local
+// run.
+func sameReport(t *testing.T, cl client.Client, store blob.Store, id, file string, uploaded bool) *report.Run {
 	t.Helper()
 	s, err := config.Load(file, noEnv, nil)
 	if err != nil {
@@ -302,7 +305,14 @@ func sameReport(t *testing.T, cl client.Client, store blob.Store, id, file strin
 	if g, l := recordsJSON(t, got), recordsJSON(t, local); g != l {
 		t.Errorf("the records read back from the workflow differ from the local run's:\n%s", lineDiff(g, l))
 	}
-	if g, l := report.BuildTable(runs, "").Markdown(), report.BuildTable([]*report.Run{local}, "").Markdown(); g != l {
+	named := *local
+	if uploaded {
+		named.Spec.Members = slices.Clone(local.Spec.Members)
+		for i := range named.Spec.Members {
+			named.Spec.Members[i].Base = got.Spec.Members[i].Base
+		}
+	}
+	if g, l := report.BuildTable(runs, "").Markdown(), report.BuildTable([]*report.Run{&named}, "").Markdown(); g != l {
 		t.Errorf("the table from Temporal:\n%s\nfrom the local run:\n%s", g, l)
 	}
 	return local
@@ -742,7 +752,7 @@ members:
 				t.Fatalf("pipeline checkpoints %v, in-process %v", got, want)
 			}
 			sameWeights(t, "pipeline weights", got, want)
-			if local := sameReport(t, cl, store, run.GetID(), file); len(s.Members) > 1 && len(local.Evals[0].PairsValidation) == 0 {
+			if local := sameReport(t, cl, store, run.GetID(), file, false); len(s.Members) > 1 && len(local.Evals[0].PairsValidation) == 0 {
 				t.Error("the round-0 evaluation has no predictors on the validation split")
 			}
 			// The compute both drivers count (generation, scoring passes,

@@ -1,0 +1,222 @@
+package devcli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/log"
+	_ "go.temporal.io/server/common/persistence/sql/sqlplugin/postgresql" // DB=postgres12
+	"go.temporal.io/server/temporal"
+	sqltool "go.temporal.io/server/tools/sql"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/corl-project/corl/cli"
+	"github.com/corl-project/corl/devserver"
+	"github.com/corl-project/corl/workflows"
+)
+
+// newServerCmd is `corl server`: the Temporal server corl pins, as the
+// separate services of a production cluster (frontend, history, matching,
+// worker: one process each, or any set in one), with the server's own SQL
+// schema tool, the namespace setup and the Web UI. It is what
+// scripts/cluster.sh starts on one machine; docker-compose.yml starts the
+// same layout from images with the same environment variables.
+func newServerCmd(stdio cli.IO, getenv func(string) string) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run Temporal's services on PostgreSQL, set up its schema and namespace, serve the Web UI",
+		Long: `Run the Temporal server corl pins as the separate services of a cluster.
+
+  corl server start --services history     one service (or several, comma-separated)
+  corl server sql-tool ARGS...             the server's temporal-sql-tool, its schemas embedded
+  corl server setup --address HOST:PORT    the namespace and corl's search attributes
+  corl server ui --address HOST:PORT       the Temporal Web UI
+
+start reads its configuration from the environment, as the temporalio/server
+image does (the server's embedded config template): DB=postgres12,
+POSTGRES_SEEDS, DB_PORT, POSTGRES_USER, POSTGRES_PWD, NUM_HISTORY_SHARDS,
+BIND_ON_IP, FRONTEND_GRPC_PORT, HISTORY_GRPC_PORT, MATCHING_GRPC_PORT,
+WORKER_GRPC_PORT and their *_MEMBERSHIP_PORT, LOG_LEVEL. scripts/cluster.sh
+sets them; docker-compose.yml sets the same names.`,
+	}
+	cmd.AddCommand(newServerStartCmd(stdio), newSQLToolCmd(), newServerSetupCmd(stdio), newServerUICmd(stdio))
+	return cmd
+}
+
+// serviceNames are the services one `corl server start` may run.
+var serviceNames = []string{"frontend", "history", "matching", "worker"}
+
+func newServerStartCmd(stdio cli.IO) *cobra.Command {
+	var services string
+	cmd := &cobra.Command{
+		Use:   "start",
+		Short: "Run Temporal services configured by the environment until interrupted",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			svcs, err := parseServices(services)
+			if err != nil {
+				return err
+			}
+			cfg, err := config.Load(config.WithEmbedded())
+			if err != nil {
+				return fmt.Errorf("server config (from the environment): %w", err)
+			}
+			logger := log.NewZapLogger(log.BuildZapLogger(cfg.Log))
+			srv, err := temporal.NewServer(temporal.ForServices(svcs), temporal.WithConfig(cfg), temporal.WithLogger(logger))
+			if err != nil {
+				return fmt.Errorf("server %s: %w", services, err)
+			}
+			if err := srv.Start(); err != nil {
+				return fmt.Errorf("server %s: start: %w", services, err)
+			}
+			fmt.Fprintf(stdio.Err, "temporal %s running (%d history shards, %s)\n", strings.Join(svcs, ","), cfg.Persistence.NumHistoryShards, cfg.Persistence.DefaultStore)
+			<-cmd.Context().Done()
+			srv.Stop()
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&services, "services", strings.Join(serviceNames, ","), "comma-separated: "+strings.Join(serviceNames, ", "))
+	return cmd
+}
+
+// parseServices reads --services, refusing a name the server does not have.
+func parseServices(s string) ([]string, error) {
+	var out []string
+	for _, n := range strings.Split(s, ",") {
+		n = strings.TrimSpace(n)
+		if !slices.Contains(serviceNames, n) {
+			return nil, fmt.Errorf("--services: %q is not one of %s", n, strings.Join(serviceNames, ", "))
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func newSQLToolCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                "sql-tool ARGS...",
+		Short:              "The Temporal server's temporal-sql-tool, of the version corl pins (its schemas embedded)",
+		DisableFlagParsing: true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			return sqltool.RunTool(append([]string{"temporal-sql-tool"}, args...))
+		},
+	}
+}
+
+func newServerSetupCmd(stdio cli.IO) *cobra.Command {
+	var address, namespace string
+	var retention time.Duration
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "setup",
+		Short: "Wait for the frontend, then register the namespace and corl's search attributes (idempotent)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			cl, err := dialWithin(ctx, address, wait)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			return setupNamespace(ctx, stdio, cl, namespace, retention)
+		},
+	}
+	cmd.Flags().StringVar(&address, "address", "127.0.0.1:7233", "the frontend's host:port")
+	cmd.Flags().StringVar(&namespace, "namespace", "default", "namespace to register")
+	cmd.Flags().DurationVar(&retention, "retention", 72*time.Hour, "how long closed runs' histories are kept (their records stay in the store)")
+	cmd.Flags().DurationVar(&wait, "wait", 2*time.Minute, "how long to wait for the frontend")
+	return cmd
+}
+
+// dialWithin connects to the frontend, trying until it answers or wait
+// has passed.
+func dialWithin(ctx context.Context, address string, wait time.Duration) (client.Client, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		cl, err := client.Dial(client.Options{HostPort: address, Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
+		if err == nil {
+			if _, err = cl.CheckHealth(ctx, &client.CheckHealthRequest{}); err == nil {
+				return cl, nil
+			}
+			cl.Close()
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, fmt.Errorf("frontend %s did not answer within %s: %w", address, wait, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// setupNamespace registers ns (when missing) and corl's search attributes
+// (those missing), waiting for the namespace to reach every frontend.
+func setupNamespace(ctx context.Context, stdio cli.IO, cl client.Client, ns string, retention time.Duration) error {
+	_, err := cl.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
+		Namespace: ns, WorkflowExecutionRetentionPeriod: durationpb.New(retention)})
+	var exists *serviceerror.NamespaceAlreadyExists
+	switch {
+	case errors.As(err, &exists):
+		fmt.Fprintf(stdio.Err, "namespace %s: already registered\n", ns)
+	case err != nil:
+		return fmt.Errorf("register namespace %s: %w", ns, err)
+	default:
+		fmt.Fprintf(stdio.Err, "namespace %s: registered (retention %s)\n", ns, retention)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := cl.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns})
+		if err == nil {
+			missing := map[string]enumspb.IndexedValueType{}
+			for name, t := range workflows.SearchAttributeTypes {
+				if _, ok := resp.GetCustomAttributes()[name]; !ok {
+					missing[name] = t
+				}
+			}
+			if len(missing) == 0 {
+				fmt.Fprintf(stdio.Err, "namespace %s: corl's search attributes registered\n", ns)
+				return nil
+			}
+			_, err = cl.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: ns, SearchAttributes: missing})
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("namespace %s: search attributes: %w", ns, err)
+		}
+		time.Sleep(time.Second) // a new namespace takes a moment to reach the frontends
+	}
+}
+
+func newServerUICmd(stdio cli.IO) *cobra.Command {
+	var o devserver.UIOptions
+	cmd := &cobra.Command{
+		Use:   "ui",
+		Short: "Serve the Temporal Web UI for a frontend until interrupted",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ui, err := devserver.StartUI(o)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdio.Err, "web UI on %s (frontend %s)\n", ui.URL(), o.Frontend)
+			<-cmd.Context().Done()
+			ui.Stop()
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&o.Frontend, "address", "127.0.0.1:7233", "the frontend's host:port")
+	cmd.Flags().StringVar(&o.IP, "ip", "127.0.0.1", "address to serve on")
+	cmd.Flags().IntVar(&o.Port, "port", 8233, "port to serve on")
+	cmd.Flags().StringVar(&o.Namespace, "namespace", "default", "namespace shown first")
+	return cmd
+}
