@@ -13,13 +13,18 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	enums "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/corl-project/corl/cli"
 	"github.com/corl-project/corl/connect"
+	"github.com/corl-project/corl/pipeline"
+	"github.com/corl-project/corl/workflows"
 )
 
 // cluster is scripts/cluster.sh's layout started for a test on free
@@ -29,6 +34,15 @@ type cluster struct {
 	dir      string
 	frontend string
 	s3       string
+	env      []string
+}
+
+// script runs scripts/cluster.sh ACTION on the cluster's directory.
+func (c *cluster) script(action string) (string, error) {
+	cmd := exec.Command("bash", "../scripts/cluster.sh", action, c.dir)
+	cmd.Env = c.env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 func startCluster(t *testing.T) *cluster {
@@ -58,13 +72,8 @@ func startCluster(t *testing.T) *cluster {
 	for k, p := range ports {
 		env = append(env, fmt.Sprintf("%s=%d", k, p))
 	}
-	script := func(action string) (string, error) {
-		cmd := exec.Command("bash", "../scripts/cluster.sh", action, dir)
-		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	c := &cluster{dir: dir, frontend: fmt.Sprintf("127.0.0.1:%d", ports["FRONTEND_GRPC_PORT"]), s3: fmt.Sprintf("http://127.0.0.1:%d", ports["S3_PORT"])}
+	c := &cluster{dir: dir, frontend: fmt.Sprintf("127.0.0.1:%d", ports["FRONTEND_GRPC_PORT"]), s3: fmt.Sprintf("http://127.0.0.1:%d", ports["S3_PORT"]), env: env}
+	script := c.script
 	t.Cleanup(func() {
 		if t.Failed() {
 			c.showLogs(t)
@@ -157,4 +166,278 @@ func TestClusterRunsACohortBitwise(t *testing.T) {
 	t.Logf("3 rounds through the cluster in %.1f s", time.Since(t0).Seconds())
 	sameWeights(t, "cluster weights", finalHashes(t, store, res), want)
 	sameReport(t, cl, store, run.GetID(), file, true)
+}
+
+// pid is the process ID of one of the cluster's pieces.
+func (c *cluster) pid(t *testing.T, piece string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.dir, "pids", piece+".pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	fmt.Sscan(string(b), &pid)
+	return pid
+}
+
+// faultSpec is a 3-round cohort of the zoo's two smallest bases, sized so
+// that each stage's activity runs long enough (tenths of a second) to be
+// caught pending, checkpointing every round.
+func faultSpec(t *testing.T, name string) string {
+	t.Helper()
+	zoo, err := filepath.Abs("../examples/zoo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Sprintf(`name: %s
+seed: 5
+rounds: 3
+prompts_per_round: 32
+data: {tasks: [linear, mod], data_seed: 1, rl_size: 200, max_level: 2}
+reward: {mode: peer-ring}
+generation: {num_generations: 8, max_completion_length: 48}
+optim: {learning_rate: 0.0001}
+eval: {size: 50, every: 3}
+checkpoint: {every: 1}
+output_dir: %q
+members:
+  - {name: llama-odd, base: %q}
+  - {name: gpt2-even, base: %q}
+`, name, t.TempDir(), filepath.Join(zoo, "llama-odd-small"), filepath.Join(zoo, "gpt2-even-small"))
+	p := filepath.Join(t.TempDir(), name+".yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// awaitPending waits until the run has an activity of type activity in
+// state (scheduled or started) and returns the identity of the worker
+// that last took it.
+func awaitPending(t *testing.T, cl client.Client, id, activity string, state enums.PendingActivityState) string {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		d, err := cl.DescribeWorkflowExecution(ctx, id, "")
+		cancel()
+		if err == nil {
+			for _, p := range d.GetPendingActivities() {
+				if p.GetActivityType().GetName() == activity && p.GetState() == state {
+					return p.GetLastWorkerIdentity()
+				}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("run %s: no %s activity %v within 2 minutes", id, activity, state)
+	return ""
+}
+
+// TestClusterFaults is the fault campaign against the production layout:
+// one run per fault, each hitting its stage by watching the run's pending
+// activities, and each ending with the in-process trainer's weights.
+//   - kill -9 of the history service while an update runs, restarted 2 s later;
+//   - PostgreSQL restarted (immediate shutdown, as a crash) while a checkpoint runs;
+//   - kill -9 of the matching service while activities are queued (both GPU
+//     workers stopped with SIGSTOP so the tasks wait), restarted, then the
+//     workers continued;
+//   - kill -9 of the GPU worker running a generate, restarted on its queue.
+//
+// Recovery is the time from the fault to the run's round advancing past the
+// one it struck, beside a round's time without faults.
+func TestClusterFaults(t *testing.T) {
+	file := faultSpec(t, "faults")
+	t0 := time.Now()
+	want := reference(t, file)
+	t.Logf("in-process reference: %.1f s for 3 rounds", time.Since(t0).Seconds())
+	c := startCluster(t)
+	conn := c.connection(t)
+	cl := dial(t, conn)
+	defer cl.Close()
+	store, err := conn.OpenStore(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	restart := func() {
+		if out, err := c.script("start"); err != nil {
+			t.Fatalf("cluster.sh start (restart what died): %v\n%s", err, out)
+		}
+	}
+	kill := func(piece string) {
+		if err := syscall.Kill(c.pid(t, piece), syscall.SIGKILL); err != nil {
+			t.Fatalf("kill %s: %v", piece, err)
+		}
+		for i := 0; i < 100 && syscall.Kill(c.pid(t, piece), 0) == nil; i++ {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	round := func(id string) int {
+		p, err := progress(cl, id)
+		if err != nil {
+			return -1
+		}
+		return p.Round
+	}
+	faults := []struct {
+		name, stage string
+		strike      func(id string)
+	}{
+		{"history killed during an update", "Update", func(id string) {
+			awaitPending(t, cl, id, "Update", enums.PENDING_ACTIVITY_STATE_STARTED)
+			kill("history")
+			time.Sleep(2 * time.Second)
+			restart()
+		}},
+		{"PostgreSQL restarted during a checkpoint", "Checkpoint", func(id string) {
+			awaitPending(t, cl, id, "Checkpoint", enums.PENDING_ACTIVITY_STATE_STARTED)
+			if out, err := c.script("restart-db"); err != nil {
+				t.Fatalf("cluster.sh restart-db: %v\n%s", err, out)
+			}
+		}},
+		{"matching killed with activities queued", "queued", func(id string) {
+			// The GPU workers stop polling, so that the run's next member
+			// activities wait in matching's queues (one already started
+			// waits with its worker, within the heartbeat timeout). When
+			// every one had started before the stop, try again a moment on.
+			workers := []int{c.pid(t, "gpu-worker-1"), c.pid(t, "gpu-worker-2")}
+			signal := func(sig syscall.Signal) {
+				for _, w := range workers {
+					syscall.Kill(w, sig)
+				}
+			}
+			for try := range 10 {
+				signal(syscall.SIGSTOP)
+				if queued := queuedWithin(cl, id, 2*time.Second); queued != "" {
+					kill("matching")
+					time.Sleep(2 * time.Second)
+					restart()
+					signal(syscall.SIGCONT)
+					t.Logf("matching killed with %s queued (try %d)", queued, try+1)
+					return
+				}
+				signal(syscall.SIGCONT)
+				time.Sleep(time.Duration(50+rand.IntN(200)) * time.Millisecond)
+			}
+			t.Fatal("no member activity was queued in 10 tries")
+		}},
+		{"GPU worker killed during a generate", "Generate", func(id string) {
+			who := awaitPending(t, cl, id, "Generate", enums.PENDING_ACTIVITY_STATE_STARTED)
+			piece := "gpu-worker-1"
+			if strings.Contains(who, "gpu-worker-2") {
+				piece = "gpu-worker-2"
+			}
+			kill(piece)
+			restart()
+		}},
+	}
+	var table []string
+	for i, f := range faults {
+		id := fmt.Sprintf("fault-%d", i)
+		run, err := cli.StartRun(context.Background(), cl, store, "default",
+			cli.RunFlags{SpecFlags: cli.SpecFlags{File: file}, ID: id, Heartbeat: 10, ScheduleToStart: 30}, noEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		awaitRoundPast(t, cl, id, 0) // strike in round 2: round 1 gives the fault-free time
+		normal := time.Since(start)
+		struck := round(id)
+		if struck != 1 {
+			t.Fatalf("%s: the run had done %d rounds when the fault was due in round 2", f.name, struck)
+		}
+		hit := time.Now()
+		f.strike(id)
+		awaitRoundPast(t, cl, id, struck)
+		recovery := time.Since(hit)
+		res := awaitResult(t, cl, run.GetID(), 4*time.Minute)
+		same := sameWeights(t, f.name, finalHashes(t, store, res), want)
+		t.Logf("%s: what the run went through: %s", f.name, setbacks(t, cl, id))
+		table = append(table, fmt.Sprintf("| %s | %s | %d | %.1f s | %.1f s | %d | %v |", f.name, f.stage, struck+1, recovery.Seconds(), normal.Seconds(), res.Moves, same))
+	}
+	t.Logf("fault table:\n| fault | stage | round | fault to the round done | start to round 1 done (no fault) | members moved | weights equal |\n|---|---|---|---|---|---|---|\n%s", strings.Join(table, "\n"))
+}
+
+// queuedWithin waits up to limit for the run to have a member's activity
+// (one that runs on a GPU worker's queue) scheduled and not started, and
+// says which ones are ("": none).
+func queuedWithin(cl client.Client, id string, limit time.Duration) string {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		d, err := cl.DescribeWorkflowExecution(ctx, id, "")
+		cancel()
+		if err != nil {
+			continue
+		}
+		var q []string
+		for _, p := range d.GetPendingActivities() {
+			if p.GetState() == enums.PENDING_ACTIVITY_STATE_SCHEDULED && slices.Contains(memberActivities, p.GetActivityType().GetName()) {
+				q = append(q, p.GetActivityType().GetName())
+			}
+		}
+		if len(q) > 0 {
+			return strings.Join(q, ", ")
+		}
+	}
+	return ""
+}
+
+var memberActivities = []string{pipeline.Acquire, pipeline.Generate, pipeline.Judge, pipeline.Update, pipeline.Replay,
+	pipeline.Checkpoint, pipeline.Evaluate}
+
+// setbacks lists the run's activities that timed out or failed, in order,
+// each with its kind of timeout or its error: what a recovery waited for.
+func setbacks(t *testing.T, cl client.Client, id string) string {
+	t.Helper()
+	it := cl.GetWorkflowHistory(context.Background(), id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	types := map[int64]string{}
+	var out []string
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
+			types[e.GetEventId()] = a.GetActivityType().GetName()
+		}
+		if a := e.GetActivityTaskTimedOutEventAttributes(); a != nil {
+			out = append(out, fmt.Sprintf("%s timed out (%v)", types[a.GetScheduledEventId()], a.GetFailure().GetTimeoutFailureInfo().GetTimeoutType()))
+		}
+		if a := e.GetActivityTaskFailedEventAttributes(); a != nil {
+			msg := a.GetFailure().GetMessage()
+			out = append(out, fmt.Sprintf("%s failed (%s)", types[a.GetScheduledEventId()], msg[:min(len(msg), 400)]))
+		}
+	}
+	if len(out) == 0 {
+		return "no activity timed out or failed"
+	}
+	return strings.Join(out, "; ")
+}
+
+// progress is the run's progress query's answer.
+func progress(cl client.Client, id string) (*workflows.Progress, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	v, err := cl.QueryWorkflow(ctx, id, "", workflows.QueryProgress)
+	if err != nil {
+		return nil, err
+	}
+	var p workflows.Progress
+	if err := v.Get(&p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// awaitRoundPast waits until the run has completed more than r rounds.
+func awaitRoundPast(t *testing.T, cl client.Client, id string, r int) {
+	t.Helper()
+	deadline := time.Now().Add(4 * time.Minute)
+	for time.Now().Before(deadline) {
+		if p, err := progress(cl, id); err == nil && p.Round > r {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("run %s did not pass round %d within 4 minutes", id, r)
 }

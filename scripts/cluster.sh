@@ -9,6 +9,8 @@
 #   scripts/cluster.sh start [DIR]    start it all (DIR default .cluster)
 #   scripts/cluster.sh stop [DIR]     stop it all (workers get SIGTERM first)
 #   scripts/cluster.sh status [DIR]   which pieces run
+#   scripts/cluster.sh restart-db [DIR]  restart PostgreSQL as after a crash
+#                                        (immediate shutdown, then start)
 #
 # Each piece's log is DIR/logs/<piece>.log; DIR/env.sh exports what corl
 # needs to use the cluster (source it, then corl run -f spec.yaml --wait).
@@ -206,9 +208,15 @@ status() {
   if as_pg "$(pg_bin)/pg_ctl" -D "$dir/pg" status >/dev/null 2>&1; then echo "postgresql: running"; else echo "postgresql: stopped"; fi
 }
 
+restart_db() {
+  as_pg "$(pg_bin)/pg_ctl" -D "$dir/pg" -l "$dir/logs/postgres.log" -m immediate -w restart >/dev/null
+  say "PostgreSQL restarted"
+}
+
 case $action in
   start) start ;;
   stop) stop ;;
   status) status ;;
-  *) echo "usage: $0 start|stop|status [DIR]" >&2; exit 2 ;;
+  restart-db) restart_db ;;
+  *) echo "usage: $0 start|stop|status|restart-db [DIR]" >&2; exit 2 ;;
 esac
