@@ -308,16 +308,17 @@ func newStatusCmd(stdio IO, getenv func(string) string) *cobra.Command {
 			return finalResult(ctx, cl, id, status, stdio.Out)
 		}
 		printProgress(stdio.Out, p)
-		printPool(ctx, stdio.Out, cl, conn)
+		printPool(ctx, stdio.Out, cl, conn, id)
 		return nil
 	})
 }
 
 // printPool shows the pool's live GPU workers and the members each holds,
-// of every run, as each worker last recorded them (pipeline.Holding): a
-// worker holding its slots' worth takes a new member only when every
-// worker is full. What cannot be read is said, and status goes on.
-func printPool(ctx context.Context, w io.Writer, cl client.Client, conn *connect.Connection) {
+// of every run, as each worker last recorded them (pipeline.Holding), and
+// names a worker whose slots are taken with members of runs other than
+// run: it takes run's next member only when every worker is full. What
+// cannot be read is said, and status goes on.
+func printPool(ctx context.Context, w io.Writer, cl client.Client, conn *connect.Connection, run string) {
 	store, err := conn.OpenStore(ctx)
 	if err != nil {
 		fmt.Fprintf(w, "pool: cannot open the store: %v\n", err)
@@ -343,12 +344,16 @@ func printPool(ctx context.Context, w io.Writer, cl client.Client, conn *connect
 				members = fmt.Sprintf("(%s: %v)", pipeline.HoldingKey(wi.Queue), err)
 			} else {
 				names := make([]string, len(h.Members))
+				others := 0
 				for i, m := range h.Members {
 					names[i] = m.Run + "/" + m.Member
+					if m.Run != run {
+						others++
+					}
 				}
 				held, members = fmt.Sprint(len(h.Members)), cmp.Or(strings.Join(names, ", "), "-")
-				if len(h.Members) >= wi.Slots {
-					full = append(full, fmt.Sprintf("worker %s holds %d members in %d slots", wi.Queue, len(h.Members), wi.Slots))
+				if len(h.Members) >= wi.Slots && others > 0 {
+					full = append(full, fmt.Sprintf("worker %s holds %d members in %d slots, %d of other runs", wi.Queue, len(h.Members), wi.Slots, others))
 				}
 			}
 		}
@@ -356,7 +361,7 @@ func printPool(ctx context.Context, w io.Writer, cl client.Client, conn *connect
 	}
 	tw.Flush()
 	for _, f := range full {
-		fmt.Fprintf(w, "%s: it takes a new member only when every worker is full\n", f)
+		fmt.Fprintf(w, "%s: it takes this run's next member only when every worker is full\n", f)
 	}
 }
 

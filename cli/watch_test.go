@@ -329,11 +329,11 @@ func TestStatusShowsWhatEachWorkerHolds(t *testing.T) {
 	conn := &connect.Connection{}
 	conn.Store.Kind, conn.Store.Local = "local", dir
 	var out bytes.Buffer
-	printPool(context.Background(), &out, poolClient{identities: []string{pipeline.PoolIdentity(full, 1), pipeline.PoolIdentity(fresh, 2)}}, conn)
+	printPool(context.Background(), &out, poolClient{identities: []string{pipeline.PoolIdentity(full, 1), pipeline.PoolIdentity(fresh, 2)}}, conn, "corl-new")
 	for _, want := range []string{
 		full + "  1      2     corl-old/g, corl-new/l",
 		fresh + "  2      -     (not recorded)",
-		"worker " + full + " holds 2 members in 1 slots: it takes a new member only when every worker is full",
+		"worker " + full + " holds 2 members in 1 slots, 1 of other runs: it takes this run's next member only when every worker is full",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("status shows\n%s\nwant a line with %q", out.String(), want)

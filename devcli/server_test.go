@@ -76,6 +76,7 @@ func TestClusterAgreesWithCompose(t *testing.T) {
 		"BIND_ON_IP":                 "containers listen on every interface",
 		"TEMPORAL_BROADCAST_ADDRESS": "a container's own address, set by its entrypoint",
 		"DYNAMIC_CONFIG_FILE_PATH":   "the same file, mounted in the containers",
+		"PROMETHEUS_ENDPOINT":        "one host: each process its own port",
 		"CORL_TEMPORAL_ADDRESS":      "the frontend's host",
 		"CORL_STORE_S3_ENDPOINT":     "the store's host",
 	}

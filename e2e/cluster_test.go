@@ -5,12 +5,15 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -23,6 +26,7 @@ import (
 
 	"github.com/corl-project/corl/cli"
 	"github.com/corl-project/corl/connect"
+	"github.com/corl-project/corl/metrics"
 	"github.com/corl-project/corl/pipeline"
 	"github.com/corl-project/corl/workflows"
 )
@@ -31,6 +35,7 @@ import (
 // loopback ports, stopped (and its logs' tails shown on failure) when the
 // test ends.
 type cluster struct {
+	metrics  int // the first of 7 /metrics ports: frontend, history, matching, worker, cpu-worker, gpu-worker-1, -2
 	dir      string
 	frontend string
 	s3       string
@@ -72,7 +77,9 @@ func startCluster(t *testing.T) *cluster {
 	for k, p := range ports {
 		env = append(env, fmt.Sprintf("%s=%d", k, p))
 	}
-	c := &cluster{dir: dir, frontend: fmt.Sprintf("127.0.0.1:%d", ports["FRONTEND_GRPC_PORT"]), s3: fmt.Sprintf("http://127.0.0.1:%d", ports["S3_PORT"]), env: env}
+	metricsBase := freeRun(t, 7, ports)
+	env = append(env, fmt.Sprintf("METRICS_PORT=%d", metricsBase))
+	c := &cluster{metrics: metricsBase, dir: dir, frontend: fmt.Sprintf("127.0.0.1:%d", ports["FRONTEND_GRPC_PORT"]), s3: fmt.Sprintf("http://127.0.0.1:%d", ports["S3_PORT"]), env: env}
 	script := c.script
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -109,6 +116,57 @@ func lowFreePort(t *testing.T, taken map[string]int) int {
 	}
 	t.Fatal("no free port below 32768")
 	return 0
+}
+
+// freeRun is the first of n consecutive free loopback ports below 32768,
+// none among taken.
+func freeRun(t *testing.T, n int, taken map[string]int) int {
+	t.Helper()
+	for range 1000 {
+		base, ok := 20000+rand.IntN(12000), true
+		for p := base; p < base+n && ok; p++ {
+			if slices.Contains(slices.Collect(maps.Values(taken)), p) {
+				ok = false
+			} else if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err != nil {
+				ok = false
+			} else {
+				l.Close()
+			}
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatalf("no %d free ports in a row below 32768", n)
+	return 0
+}
+
+// scrape reads each piece's /metrics and returns the metric names each
+// exposes, by piece, and the text of all.
+func (c *cluster) scrape(t *testing.T) (map[string][]string, string) {
+	t.Helper()
+	names := map[string][]string{}
+	var all strings.Builder
+	for i, piece := range []string{"frontend", "history", "matching", "worker", "cpu-worker", "gpu-worker-1", "gpu-worker-2"} {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", c.metrics+i))
+		if err != nil {
+			t.Errorf("%s /metrics: %v", piece, err)
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		all.Write(b)
+		for _, line := range strings.Split(string(b), "\n") {
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			name := line[:strings.IndexAny(line+" ", "{ ")]
+			if !slices.Contains(names[piece], name) {
+				names[piece] = append(names[piece], name)
+			}
+		}
+	}
+	return names, all.String()
 }
 
 // showLogs prints the last lines of each piece's log.
@@ -166,6 +224,64 @@ func TestClusterRunsACohortBitwise(t *testing.T) {
 	t.Logf("3 rounds through the cluster in %.1f s", time.Since(t0).Seconds())
 	sameWeights(t, "cluster weights", finalHashes(t, store, res), want)
 	sameReport(t, cl, store, run.GetID(), file, true)
+
+	// What an operator scrapes: every piece serves /metrics, and every
+	// metric the Grafana dashboard queries is served by some piece (corl's
+	// own are checked against its registry in package metrics: a counter
+	// appears once it counts).
+	byPiece, text := c.scrape(t)
+	var union []string
+	for piece, names := range byPiece {
+		if len(names) < 10 {
+			t.Errorf("%s serves %d metrics", piece, len(names))
+		}
+		union = append(union, names...)
+	}
+	dash, err := metrics.DashboardMetrics(metrics.Dashboard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range dash {
+		if !metrics.IsCorl(m) && !slices.Contains(union, m) {
+			t.Errorf("the dashboard queries %s, which no piece of the cluster serves", m)
+		}
+	}
+	for _, m := range []string{"corl_members_held", "corl_stage_seconds_bucket", "corl_tokens_total"} {
+		if !slices.Contains(union, m) {
+			t.Errorf("no worker serves %s", m)
+		}
+	}
+	t.Logf("activity schedule-to-start, 95th percentile by activity (the workers' SDK metric): %s", scheduleToStart(text))
+}
+
+// scheduleToStart is the largest 95th-percentile schedule-to-start latency
+// per activity type in scraped metrics text.
+func scheduleToStart(text string) string {
+	worst := map[string]float64{}
+	re := regexp.MustCompile(`temporal_activity_schedule_to_start_latency_seconds\{activity_type="([^"]+)"[^}]*quantile="0.95"\} (\S+)`)
+	for _, m := range re.FindAllStringSubmatch(text, -1) {
+		var v float64
+		fmt.Sscan(m[2], &v)
+		worst[m[1]] = max(worst[m[1]], v)
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(worst)) {
+		out = append(out, fmt.Sprintf("%s %.0f ms", k, 1000*worst[k]))
+	}
+	return strings.Join(out, ", ")
+}
+
+// corl runs the corl command against the cluster and returns its output.
+func (c *cluster) corl(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(corlBin, args...)
+	cmd.Env = append(os.Environ(), "CORL_TEMPORAL_ADDRESS="+c.frontend, "CORL_STORE_KIND=s3", "CORL_STORE_S3_ENDPOINT="+c.s3,
+		"CORL_STORE_S3_BUCKET=corl", "CORL_STORE_S3_PATH_STYLE=true")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Errorf("corl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }
 
 // pid is the process ID of one of the cluster's pieces.
@@ -307,6 +423,9 @@ func TestClusterFaults(t *testing.T) {
 				}
 			}
 			for try := range 10 {
+				// Between stages: no member activity running, the next
+				// about to be scheduled.
+				idleWithin(cl, id, 5*time.Second)
 				signal(syscall.SIGSTOP)
 				if queued := queuedWithin(cl, id, 2*time.Second); queued != "" {
 					kill("matching")
@@ -348,6 +467,11 @@ func TestClusterFaults(t *testing.T) {
 		}
 		hit := time.Now()
 		f.strike(id)
+		status := c.corl(t, "status", id)
+		if !regexp.MustCompile(`round \d/3`).MatchString(status) {
+			t.Errorf("%s: corl status right after the fault:\n%s", f.name, status)
+		}
+		t.Logf("%s: corl status right after the fault:\n%s", f.name, status)
 		awaitRoundPast(t, cl, id, struck)
 		recovery := time.Since(hit)
 		res := awaitResult(t, cl, run.GetID(), 4*time.Minute)
@@ -380,6 +504,28 @@ func queuedWithin(cl client.Client, id string, limit time.Duration) string {
 		}
 	}
 	return ""
+}
+
+// idleWithin waits up to limit for a moment when none of the run's member
+// activities has started (the GPU workers are between stages).
+func idleWithin(cl client.Client, id string, limit time.Duration) {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		d, err := cl.DescribeWorkflowExecution(ctx, id, "")
+		cancel()
+		if err != nil {
+			continue
+		}
+		busy := false
+		for _, p := range d.GetPendingActivities() {
+			if p.GetState() == enums.PENDING_ACTIVITY_STATE_STARTED && slices.Contains(memberActivities, p.GetActivityType().GetName()) {
+				busy = true
+			}
+		}
+		if !busy {
+			return
+		}
+	}
 }
 
 var memberActivities = []string{pipeline.Acquire, pipeline.Generate, pipeline.Judge, pipeline.Update, pipeline.Replay,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,5 +62,35 @@ func TestScrape(t *testing.T) {
 		if !strings.Contains(body, w) {
 			t.Errorf("scrape lacks %s", w)
 		}
+	}
+}
+
+// TestDashboardNamesCorlMetrics: every corl_ metric the Grafana dashboard
+// queries is one corl exposes (the cluster test checks the Temporal ones
+// against real scrapes), and a query that names no metric is refused.
+func TestDashboardNamesCorlMetrics(t *testing.T) {
+	names, err := DashboardMetrics(Dashboard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := New().Corl.Names()
+	n := 0
+	for _, m := range names {
+		if IsCorl(m) {
+			n++
+			if !slices.Contains(have, m) {
+				t.Errorf("the dashboard queries %s, which corl does not expose (it has %v)", m, have)
+			}
+		}
+	}
+	if n < 10 {
+		t.Errorf("the dashboard reads %d of corl's metrics: %v", n, names)
+	}
+	if _, err := DashboardMetrics([]byte(`{"panels": [{"title": "x", "targets": [{"expr": "sum(rate(5))"}]}]}`)); err == nil {
+		t.Error("a query without a metric selector was accepted")
+	}
+	broken := strings.Replace(string(Dashboard), "corl_members_held{}", "corl_member_held{}", 1)
+	if got, _ := DashboardMetrics([]byte(broken)); !slices.Contains(got, "corl_member_held") || slices.Contains(have, "corl_member_held") {
+		t.Error("a misspelt metric would not be caught")
 	}
 }

@@ -32,6 +32,9 @@ mkdir -p "$dir/logs" "$dir/pids" "$dir/bin"
 PG_PORT=${PG_PORT:-5433}
 UI_PORT=${UI_PORT:-8233}
 S3_PORT=${S3_PORT:-7070}
+# Prometheus /metrics, one port each from METRICS_PORT: frontend, history,
+# matching, worker, cpu-worker, gpu-worker-1, gpu-worker-2.
+METRICS_PORT=${METRICS_PORT:-9090}
 S3_ACCESS_KEY=${S3_ACCESS_KEY:-corl}
 S3_SECRET_KEY=${S3_SECRET_KEY:-corlsecret}
 # temporal-env begin
@@ -56,6 +59,7 @@ export HISTORY_MEMBERSHIP_PORT=${HISTORY_MEMBERSHIP_PORT:-6934}
 export MATCHING_MEMBERSHIP_PORT=${MATCHING_MEMBERSHIP_PORT:-6935}
 export WORKER_MEMBERSHIP_PORT=${WORKER_MEMBERSHIP_PORT:-6939}
 export FRONTEND_HTTP_PORT=${FRONTEND_HTTP_PORT:-7243}
+export PROMETHEUS_ENDPOINT=127.0.0.1:$METRICS_PORT
 # temporal-env end
 for v in FRONTEND_MEMBERSHIP_PORT HISTORY_MEMBERSHIP_PORT MATCHING_MEMBERSHIP_PORT WORKER_MEMBERSHIP_PORT; do
   if [ "${!v}" -gt 32767 ]; then
@@ -162,8 +166,10 @@ start() {
     "${sqltool[@]}" --db "$name" update-schema --schema-name "postgresql/v12/$schema" >>"$dir/logs/schema.log" 2>&1
   done
 
-  for s in history matching frontend worker; do
-    run_bg "$s" "$corl" server start --services "$s"
+  local i=0
+  for s in frontend history matching worker; do
+    run_bg "$s" env PROMETHEUS_ENDPOINT="127.0.0.1:$((METRICS_PORT + i))" "$corl" server start --services "$s"
+    i=$((i + 1))
   done
   wait_port "$FRONTEND_GRPC_PORT" frontend
   "$corl" server setup --address "127.0.0.1:$FRONTEND_GRPC_PORT" >>"$dir/logs/setup.log" 2>&1 \
@@ -174,14 +180,16 @@ start() {
   run_bg s3 "$versitygw" --port "127.0.0.1:$S3_PORT" --access "$S3_ACCESS_KEY" --secret "$S3_SECRET_KEY" posix "$dir/s3"
   wait_port "$S3_PORT" s3
 
-  run_bg cpu-worker env "${corl_env[@]}" AWS_EC2_METADATA_DISABLED=true "$corl" worker --pool cpu
+  run_bg cpu-worker env "${corl_env[@]}" AWS_EC2_METADATA_DISABLED=true "$corl" worker --pool cpu \
+    --metrics "127.0.0.1:$((METRICS_PORT + 4))"
   for i in 1 2; do
     run_bg "gpu-worker-$i" env "${corl_env[@]}" AWS_EC2_METADATA_DISABLED=true \
-      "$corl" worker --pool gpu --queue-id "gpu-worker-$i" --backend "${CORL_BACKEND:-cpu}"
+      "$corl" worker --pool gpu --queue-id "gpu-worker-$i" --backend "${CORL_BACKEND:-cpu}" \
+      --metrics "127.0.0.1:$((METRICS_PORT + 4 + i))"
   done
 
   { printf 'export %s\n' "${corl_env[@]}"; echo "export AWS_EC2_METADATA_DISABLED=true"; } >"$dir/env.sh"
-  say "running: frontend 127.0.0.1:$FRONTEND_GRPC_PORT, web UI http://127.0.0.1:$UI_PORT, store http://127.0.0.1:$S3_PORT (bucket corl), logs $dir/logs"
+  say "running: frontend 127.0.0.1:$FRONTEND_GRPC_PORT, web UI http://127.0.0.1:$UI_PORT, store http://127.0.0.1:$S3_PORT (bucket corl), metrics 127.0.0.1:$METRICS_PORT-$((METRICS_PORT + 6)), logs $dir/logs"
   say "use it: source $dir/env.sh; corl run -f examples/local.yaml --wait"
 }
 
