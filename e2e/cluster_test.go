@@ -224,6 +224,12 @@ func TestClusterRunsACohortBitwise(t *testing.T) {
 	t.Logf("3 rounds through the cluster in %.1f s", time.Since(t0).Seconds())
 	sameWeights(t, "cluster weights", finalHashes(t, store, res), want)
 	sameReport(t, cl, store, run.GetID(), file, true)
+	// Two members, two GPU workers with a slot each: one member each.
+	if p, err := progress(cl, run.GetID()); err != nil {
+		t.Error(err)
+	} else if len(p.Queues) != 2 || p.Queues[0] == p.Queues[1] {
+		t.Errorf("members placed on %v; want one on each GPU worker", p.Queues)
+	}
 
 	// What an operator scrapes: every piece serves /metrics, and every
 	// metric the Grafana dashboard queries is served by some piece (corl's
