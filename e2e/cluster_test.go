@@ -65,7 +65,7 @@ func startCluster(t *testing.T) *cluster {
 	for _, k := range []string{"PG_PORT", "UI_PORT", "S3_PORT", "FRONTEND_GRPC_PORT", "HISTORY_GRPC_PORT", "MATCHING_GRPC_PORT",
 		"WORKER_GRPC_PORT", "FRONTEND_MEMBERSHIP_PORT", "HISTORY_MEMBERSHIP_PORT", "MATCHING_MEMBERSHIP_PORT",
 		"WORKER_MEMBERSHIP_PORT", "FRONTEND_HTTP_PORT"} {
-		ports[k] = lowFreePort(t, ports)
+		ports[k] = freeRun(t, 1, ports)
 	}
 	// The store's credentials, for the script's versitygw and this
 	// process's S3 client alike.
@@ -99,27 +99,9 @@ func startCluster(t *testing.T) *cluster {
 	return c
 }
 
-// lowFreePort is a free loopback port below 32768, not among taken: the
-// server's PostgreSQL schema keeps membership ports in a smallint, and the
-// kernel's ephemeral ports lie above it.
-func lowFreePort(t *testing.T, taken map[string]int) int {
-	t.Helper()
-	for range 1000 {
-		p := 20000 + rand.IntN(12000)
-		if slices.Contains(slices.Collect(maps.Values(taken)), p) {
-			continue
-		}
-		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
-			l.Close()
-			return p
-		}
-	}
-	t.Fatal("no free port below 32768")
-	return 0
-}
-
 // freeRun is the first of n consecutive free loopback ports below 32768,
-// none among taken.
+// none among taken: the server's PostgreSQL schema keeps membership ports
+// in a smallint, and the kernel's ephemeral ports lie above it.
 func freeRun(t *testing.T, n int, taken map[string]int) int {
 	t.Helper()
 	for range 1000 {
