@@ -21,6 +21,7 @@ import (
 	"time"
 
 	enums "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
@@ -315,27 +316,39 @@ members:
 	return p
 }
 
+// pollPending asks the server for the run's pending activities every
+// `every` until done says it has what it waits for (true) or limit has
+// passed (false). A describe that fails (a service down) is asked again.
+func pollPending(cl client.Client, id string, limit, every time.Duration, done func([]*workflowpb.PendingActivityInfo) bool) bool {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(every) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		d, err := cl.DescribeWorkflowExecution(ctx, id, "")
+		cancel()
+		if err == nil && done(d.GetPendingActivities()) {
+			return true
+		}
+	}
+	return false
+}
+
 // awaitPending waits until the run has an activity of type activity in
 // state (scheduled or started) and returns the identity of the worker
 // that last took it.
 func awaitPending(t *testing.T, cl client.Client, id, activity string, state enums.PendingActivityState) string {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		d, err := cl.DescribeWorkflowExecution(ctx, id, "")
-		cancel()
-		if err == nil {
-			for _, p := range d.GetPendingActivities() {
-				if p.GetActivityType().GetName() == activity && p.GetState() == state {
-					return p.GetLastWorkerIdentity()
-				}
+	who := ""
+	if !pollPending(cl, id, 2*time.Minute, 10*time.Millisecond, func(ps []*workflowpb.PendingActivityInfo) bool {
+		for _, p := range ps {
+			if p.GetActivityType().GetName() == activity && p.GetState() == state {
+				who = p.GetLastWorkerIdentity()
+				return true
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("run %s: no %s activity %v within 2 minutes", id, activity, state)
 	}
-	t.Fatalf("run %s: no %s activity %v within 2 minutes", id, activity, state)
-	return ""
+	return who
 }
 
 // TestClusterFaults is the fault campaign against the production layout:
@@ -474,46 +487,30 @@ func TestClusterFaults(t *testing.T) {
 // (one that runs on a GPU worker's queue) scheduled and not started, and
 // says which ones are ("": none).
 func queuedWithin(cl client.Client, id string, limit time.Duration) string {
-	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		d, err := cl.DescribeWorkflowExecution(ctx, id, "")
-		cancel()
-		if err != nil {
-			continue
-		}
-		var q []string
-		for _, p := range d.GetPendingActivities() {
+	var q []string
+	pollPending(cl, id, limit, 10*time.Millisecond, func(ps []*workflowpb.PendingActivityInfo) bool {
+		q = nil
+		for _, p := range ps {
 			if p.GetState() == enums.PENDING_ACTIVITY_STATE_SCHEDULED && slices.Contains(memberActivities, p.GetActivityType().GetName()) {
 				q = append(q, p.GetActivityType().GetName())
 			}
 		}
-		if len(q) > 0 {
-			return strings.Join(q, ", ")
-		}
-	}
-	return ""
+		return len(q) > 0
+	})
+	return strings.Join(q, ", ")
 }
 
 // idleWithin waits up to limit for a moment when none of the run's member
 // activities has started (the GPU workers are between stages).
 func idleWithin(cl client.Client, id string, limit time.Duration) {
-	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		d, err := cl.DescribeWorkflowExecution(ctx, id, "")
-		cancel()
-		if err != nil {
-			continue
-		}
-		busy := false
-		for _, p := range d.GetPendingActivities() {
+	pollPending(cl, id, limit, 5*time.Millisecond, func(ps []*workflowpb.PendingActivityInfo) bool {
+		for _, p := range ps {
 			if p.GetState() == enums.PENDING_ACTIVITY_STATE_STARTED && slices.Contains(memberActivities, p.GetActivityType().GetName()) {
-				busy = true
+				return false
 			}
 		}
-		if !busy {
-			return
-		}
-	}
+		return true
+	})
 }
 
 var memberActivities = []string{pipeline.Acquire, pipeline.Generate, pipeline.Judge, pipeline.Update, pipeline.Replay,
