@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
@@ -23,6 +24,7 @@ import (
 	sqltool "go.temporal.io/server/tools/sql"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/corl-project/corl/activities"
 	"github.com/corl-project/corl/cli"
 	"github.com/corl-project/corl/devserver"
 	"github.com/corl-project/corl/workflows"
@@ -120,9 +122,10 @@ func newServerSetupCmd(stdio cli.IO) *cobra.Command {
 	var address, namespace string
 	var retention time.Duration
 	var wait time.Duration
+	var gpuWorkers int
 	cmd := &cobra.Command{
 		Use:   "setup",
-		Short: "Wait for the frontend, then register the namespace and corl's search attributes (idempotent)",
+		Short: "Wait for the frontend, register the namespace and corl's search attributes (idempotent), wait for history",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -131,13 +134,20 @@ func newServerSetupCmd(stdio cli.IO) *cobra.Command {
 				return err
 			}
 			defer cl.Close()
-			return setupNamespace(ctx, stdio, cl, namespace, retention)
+			if err := setupNamespace(ctx, stdio, cl, namespace, retention); err != nil {
+				return err
+			}
+			if err := awaitHistory(ctx, stdio, cl, namespace, wait); err != nil {
+				return err
+			}
+			return awaitPool(ctx, stdio, cl, gpuWorkers, wait)
 		},
 	}
 	cmd.Flags().StringVar(&address, "address", "127.0.0.1:7233", "the frontend's host:port")
 	cmd.Flags().StringVar(&namespace, "namespace", "default", "namespace to register")
 	cmd.Flags().DurationVar(&retention, "retention", 72*time.Hour, "how long closed runs' histories are kept (their records stay in the store)")
-	cmd.Flags().DurationVar(&wait, "wait", 2*time.Minute, "how long to wait for the frontend")
+	cmd.Flags().DurationVar(&wait, "wait", 2*time.Minute, "how long to wait for the frontend, history and the workers")
+	cmd.Flags().IntVar(&gpuWorkers, "gpu-workers", 0, "also wait until the GPU pool lists this many workers, as placement sees them (0: do not wait)")
 	return cmd
 }
 
@@ -194,6 +204,51 @@ func setupNamespace(ctx context.Context, stdio cli.IO, cl client.Client, ns stri
 			return fmt.Errorf("namespace %s: search attributes: %w", ns, err)
 		}
 		time.Sleep(time.Second) // a new namespace takes a moment to reach the frontends
+	}
+}
+
+// awaitHistory waits until the history service serves the namespace's
+// runs: a frontend up before history joins its membership ring answers a
+// run's start with "Not enough hosts to serve the request". Describing
+// runs that do not exist answers NotFound once history owns their shards;
+// 16 workflow IDs reach every shard of a few with near certainty.
+func awaitHistory(ctx context.Context, stdio cli.IO, cl client.Client, ns string, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for id := 0; id < 16; {
+		_, err := cl.WorkflowService().DescribeWorkflowExecution(ctx, &workflowservice.DescribeWorkflowExecutionRequest{
+			Namespace: ns, Execution: &commonpb.WorkflowExecution{WorkflowId: fmt.Sprintf("corl-setup-probe-%d", id)}})
+		var nf *serviceerror.NotFound
+		switch {
+		case errors.As(err, &nf):
+			id++
+			continue
+		case time.Now().After(deadline):
+			return fmt.Errorf("history does not serve namespace %s within %s: %v", ns, wait, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	fmt.Fprintf(stdio.Err, "namespace %s: history serves its runs\n", ns)
+	return nil
+}
+
+// awaitPool waits until the GPU pool's listing, the one placement reads
+// (activities.ListPool), has n workers: a run started before a worker's
+// first poll reaches the server places its members without it.
+func awaitPool(ctx context.Context, stdio cli.IO, cl client.Client, n int, wait time.Duration) error {
+	if n == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		ws, err := activities.ListPool(ctx, cl, nil)
+		if err == nil && len(ws) >= n {
+			fmt.Fprintf(stdio.Err, "GPU pool: %d workers listed\n", len(ws))
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("GPU pool lists %d of %d workers after %s (%v)", len(ws), n, wait, err)
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
 }
 

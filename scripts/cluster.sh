@@ -188,6 +188,9 @@ start() {
       --metrics "127.0.0.1:$((METRICS_PORT + 4 + i))"
   done
 
+  # Ready once placement sees both GPU workers.
+  "$corl" server setup --address "127.0.0.1:$FRONTEND_GRPC_PORT" --gpu-workers 2 >>"$dir/logs/setup.log" 2>&1 \
+    || { say "the GPU workers are not in the pool's listing (see $dir/logs/setup.log and gpu-worker-*.log)"; exit 1; }
   { printf 'export %s\n' "${corl_env[@]}"; echo "export AWS_EC2_METADATA_DISABLED=true"; } >"$dir/env.sh"
   say "running: frontend 127.0.0.1:$FRONTEND_GRPC_PORT, web UI http://127.0.0.1:$UI_PORT, store http://127.0.0.1:$S3_PORT (bucket corl), metrics 127.0.0.1:$METRICS_PORT-$((METRICS_PORT + 6)), logs $dir/logs"
   say "use it: source $dir/env.sh; corl run -f examples/local.yaml --wait"
