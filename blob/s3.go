@@ -134,19 +134,47 @@ func (s *S3) Get(ctx context.Context, key string) ([]byte, error) {
 	return b, nil
 }
 
-// EnsureBucket creates the bucket if it does not exist.
+// EnsureBucket creates the bucket if it does not exist. A store that
+// refuses the credentials (a wrong key or secret, or a bucket policy that
+// does not grant them) is an error naming the endpoint, the bucket and the
+// access key ID, never the secret: a worker started with them fails at
+// once rather than at its first checkpoint.
 func (s *S3) EnsureBucket(ctx context.Context) error {
-	if _, err := s.c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.bucket)}); err == nil {
+	_, err := s.c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.bucket)})
+	if err == nil {
 		return nil
+	}
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && (re.HTTPStatusCode() == http.StatusForbidden || re.HTTPStatusCode() == http.StatusUnauthorized) {
+		return s.refused(ctx, err)
 	}
 	if _, err := s.c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(s.bucket)}); err != nil {
 		var owned *types.BucketAlreadyOwnedByYou
 		if errors.As(err, &owned) {
 			return nil
 		}
+		if errors.As(err, &re) && (re.HTTPStatusCode() == http.StatusForbidden || re.HTTPStatusCode() == http.StatusUnauthorized) {
+			return s.refused(ctx, err)
+		}
 		return fmt.Errorf("s3 create bucket %s: %w", s.bucket, err)
 	}
 	return nil
+}
+
+// refused is EnsureBucket's error for credentials the store refused.
+func (s *S3) refused(ctx context.Context, err error) error {
+	key := "(no credentials found)"
+	if p := s.c.Options().Credentials; p != nil {
+		if c, cerr := p.Retrieve(ctx); cerr == nil {
+			key = c.AccessKeyID
+		}
+	}
+	where := "AWS"
+	if e := s.c.Options().BaseEndpoint; e != nil {
+		where = *e
+	}
+	return fmt.Errorf("s3 store s3://%s at %s refuses access key ID %s: the key or secret (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) is wrong, or the bucket's policy does not grant it: %w",
+		s.bucket, where, key, err)
 }
 
 // URI implements Store.
