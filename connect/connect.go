@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/go-viper/mapstructure/v2"
@@ -144,9 +145,27 @@ func (c *Connection) Dial() (client.Client, error) {
 	}
 	cl, err := client.Dial(o)
 	if err != nil {
-		return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", t.Address, t.Namespace, err)
+		return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w%s", t.Address, t.Namespace, err, tlsHint(err, t))
 	}
 	return cl, nil
+}
+
+// tlsHint names the TLS setting a failed dial most likely lacks: gRPC
+// says only "server preface: EOF" to a plain-text client of a TLS
+// frontend, and "broken pipe" when the frontend wants a client certificate
+// that was not shown.
+func tlsHint(err error, t Temporal) string {
+	msg := err.Error()
+	tlsOn := t.TLS.Enabled || t.TLS.CertFile != "" || t.APIKey != ""
+	switch {
+	case !tlsOn && strings.Contains(msg, "server preface"):
+		return " (the frontend may require TLS: set temporal.tls.enabled and temporal.tls.ca_file, CORL_TEMPORAL_TLS_ENABLED=true and CORL_TEMPORAL_TLS_CA_FILE)"
+	case tlsOn && t.TLS.CertFile == "" && (strings.Contains(msg, "broken pipe") || strings.Contains(msg, "certificate required") || strings.Contains(msg, "bad certificate")):
+		return " (the frontend may require a client certificate: set temporal.tls.cert_file and temporal.tls.key_file, CORL_TEMPORAL_TLS_CERT_FILE and CORL_TEMPORAL_TLS_KEY_FILE)"
+	case tlsOn && strings.Contains(msg, "unknown authority"):
+		return " (the frontend's certificate is not signed by a CA this client trusts: set temporal.tls.ca_file, CORL_TEMPORAL_TLS_CA_FILE)"
+	}
+	return ""
 }
 
 // OpenStore opens the blob store.
