@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/log"
 	_ "go.temporal.io/server/common/persistence/sql/sqlplugin/postgresql" // DB=postgres12
@@ -26,6 +24,7 @@ import (
 
 	"github.com/corl-project/corl/activities"
 	"github.com/corl-project/corl/cli"
+	"github.com/corl-project/corl/connect"
 	"github.com/corl-project/corl/devserver"
 	"github.com/corl-project/corl/workflows"
 )
@@ -46,15 +45,23 @@ func newServerCmd(stdio cli.IO, getenv func(string) string) *cobra.Command {
   corl server sql-tool ARGS...             the server's temporal-sql-tool, its schemas embedded
   corl server setup --address HOST:PORT    the namespace and corl's search attributes
   corl server ui --address HOST:PORT       the Temporal Web UI
+  corl server certs DIR                    a test CA and certificates for mutual TLS
+  corl server store-setup --grant KEYS     the store's bucket, granted to the workers' accounts only
 
 start reads its configuration from the environment, as the temporalio/server
 image does (the server's embedded config template): DB=postgres12,
 POSTGRES_SEEDS, DB_PORT, POSTGRES_USER, POSTGRES_PWD, NUM_HISTORY_SHARDS,
 BIND_ON_IP, FRONTEND_GRPC_PORT, HISTORY_GRPC_PORT, MATCHING_GRPC_PORT,
 WORKER_GRPC_PORT and their *_MEMBERSHIP_PORT, LOG_LEVEL. scripts/cluster.sh
-sets them; docker-compose.yml sets the same names.`,
+sets them; docker-compose.yml sets the same names, and the TEMPORAL_TLS_*
+names of the same template turn on TLS (scripts/cluster.sh with TLS=1).
+
+setup and ui reach the frontend as corl's other commands do: TLS from
+CORL_TEMPORAL_TLS_ENABLED, CORL_TEMPORAL_TLS_CA_FILE, CORL_TEMPORAL_TLS_CERT_FILE
+and CORL_TEMPORAL_TLS_KEY_FILE.`,
 	}
-	cmd.AddCommand(newServerStartCmd(stdio), newSQLToolCmd(), newServerSetupCmd(stdio), newServerUICmd(stdio))
+	cmd.AddCommand(newServerStartCmd(stdio), newSQLToolCmd(), newServerSetupCmd(stdio, getenv), newServerUICmd(stdio, getenv),
+		newServerCertsCmd(stdio), newServerStoreCmd(stdio))
 	return cmd
 }
 
@@ -118,7 +125,13 @@ func newSQLToolCmd() *cobra.Command {
 	}
 }
 
-func newServerSetupCmd(stdio cli.IO) *cobra.Command {
+// serverConn is how setup and ui reach the frontend at address: corl's
+// connection settings from the environment (TLS included).
+func serverConn(getenv func(string) string, address, namespace string) (*connect.Connection, error) {
+	return connect.LoadConnection("", getenv, map[string]any{"temporal.address": address, "temporal.namespace": namespace})
+}
+
+func newServerSetupCmd(stdio cli.IO, getenv func(string) string) *cobra.Command {
 	var address, namespace string
 	var retention time.Duration
 	var wait time.Duration
@@ -129,7 +142,11 @@ func newServerSetupCmd(stdio cli.IO) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			cl, err := dialWithin(ctx, address, wait)
+			conn, err := serverConn(getenv, address, namespace)
+			if err != nil {
+				return err
+			}
+			cl, err := dialWithin(ctx, conn, wait)
 			if err != nil {
 				return err
 			}
@@ -153,10 +170,11 @@ func newServerSetupCmd(stdio cli.IO) *cobra.Command {
 
 // dialWithin connects to the frontend, trying until it answers or wait
 // has passed.
-func dialWithin(ctx context.Context, address string, wait time.Duration) (client.Client, error) {
+func dialWithin(ctx context.Context, conn *connect.Connection, wait time.Duration) (client.Client, error) {
 	deadline := time.Now().Add(wait)
+	address := conn.Temporal.Address
 	for {
-		cl, err := client.Dial(client.Options{HostPort: address, Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
+		cl, err := conn.Dial()
 		if err == nil {
 			if _, err = cl.CheckHealth(ctx, &client.CheckHealthRequest{}); err == nil {
 				return cl, nil
@@ -252,13 +270,20 @@ func awaitPool(ctx context.Context, stdio cli.IO, cl client.Client, n int, wait 
 	}
 }
 
-func newServerUICmd(stdio cli.IO) *cobra.Command {
+func newServerUICmd(stdio cli.IO, getenv func(string) string) *cobra.Command {
 	var o devserver.UIOptions
 	cmd := &cobra.Command{
 		Use:   "ui",
 		Short: "Serve the Temporal Web UI for a frontend until interrupted",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			conn, err := serverConn(getenv, o.Frontend, o.Namespace)
+			if err != nil {
+				return err
+			}
+			if t := conn.Temporal.TLS; t.Enabled || t.CertFile != "" {
+				o.TLS = &devserver.UITLS{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName}
+			}
 			ui, err := devserver.StartUI(o)
 			if err != nil {
 				return err

@@ -21,7 +21,11 @@ type UIOptions struct {
 	IP        string
 	Port      int
 	Namespace string
+	TLS       *UITLS // nil: the frontend speaks plain gRPC
 }
+
+// UITLS is how the UI's server reaches a frontend that requires TLS.
+type UITLS struct{ CAFile, CertFile, KeyFile, ServerName string }
 
 // UI is a running Web UI.
 type UI struct {
@@ -69,6 +73,10 @@ func StartUI(o UIOptions) (*UI, error) {
 		HideLogs:            true,
 		DisableNewsFetch:    true,
 		CORS:                uiconfig.CORS{CookieInsecure: true}, // plain HTTP on loopback
+	}
+	if t := o.TLS; t != nil {
+		cfg.TLS = uiconfig.TLS{CaFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName,
+			EnableHostVerification: true}
 	}
 	srv := uiserver.NewServer(server_options.WithConfigProvider(cfg))
 	go srv.Start()
