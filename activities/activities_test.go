@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -642,6 +643,44 @@ func TestAWorkerThatLeftIsNotListed(t *testing.T) {
 	}
 	srv.pollers = append(srv.pollers, pipeline.PoolIdentity(pipeline.GPUPool+"-w1", 1)) // restarted with the same queue
 	if got := list(); got != "[{corl-gpu-w1 1} {corl-gpu-w2 2}]" {
+		t.Errorf("after w1 restarted the pool is %s", got)
+	}
+}
+
+// TestAWorkerSilentPastAliveForIsNotListed: a worker whose record that it
+// is alive is older than pipeline.AliveFor (killed idle: the server still
+// lists its poller for PollerMemory) is left out; one that beats, one that
+// never wrote a record (an older worker, or a store it cannot write), and
+// a new process on the stale worker's queue are listed.
+func TestAWorkerSilentPastAliveForIsNotListed(t *testing.T) {
+	e := newEnv(t)
+	w1, w2, w3 := pipeline.PoolIdentity(pipeline.GPUPool+"-w1", 1), pipeline.PoolIdentity(pipeline.GPUPool+"-w2", 1), pipeline.PoolIdentity(pipeline.GPUPool+"-w3", 1)
+	srv := &fakeServer{pollers: []string{w1, w2, w3}}
+	e.a.Client = srv
+	list := func() string {
+		ws, err := e.a.Workers(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(ws)
+	}
+	for q, id := range map[string]string{"w1": w1, "w2": w2} {
+		if err := Beat(context.Background(), New(e.a.Store, nil, pipeline.GPUPool+"-"+q), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := list(); got != "[{corl-gpu-w1 1} {corl-gpu-w2 1} {corl-gpu-w3 1}]" {
+		t.Fatalf("pool %s", got)
+	}
+	stale, _ := json.Marshal(pipeline.Alive{Identity: w1, At: time.Now().Add(-pipeline.AliveFor - time.Second)})
+	if err := e.a.Store.Put(context.Background(), pipeline.AliveKey(pipeline.GPUPool+"-w1"), stale); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(); got != "[{corl-gpu-w2 1} {corl-gpu-w3 1}]" {
+		t.Errorf("with w1 silent for longer than %s the pool is %s", pipeline.AliveFor, got)
+	}
+	srv.pollers = append(srv.pollers, pipeline.PoolIdentity(pipeline.GPUPool+"-w1", 1)) // restarted with the same queue
+	if got := list(); got != "[{corl-gpu-w1 1} {corl-gpu-w2 1} {corl-gpu-w3 1}]" {
 		t.Errorf("after w1 restarted the pool is %s", got)
 	}
 }

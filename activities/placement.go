@@ -127,8 +127,9 @@ func (a *Activities) Workers(ctx context.Context) ([]pipeline.WorkerInfo, error)
 // ListPool lists the live GPU workers of the pool, from the pool queue's
 // pollers (a worker's identity names its own queue and slots, see
 // PoolIdentity), sorted by queue. Pollers not seen for PollerMemory are
-// left out, and so are workers that recorded leaving the pool (Leave) in
-// store (nil: not asked).
+// left out, and so are, in store (nil: not asked), workers that recorded
+// leaving the pool (Leave) and workers whose record that they are alive
+// (Beat) is older than AliveFor.
 func ListPool(ctx context.Context, cl client.Client, store blob.Store) ([]pipeline.WorkerInfo, error) {
 	resp, err := cl.DescribeTaskQueue(ctx, pipeline.GPUPool, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
 	if err != nil {
@@ -147,6 +148,12 @@ func ListPool(ctx context.Context, cl client.Client, store blob.Store) ([]pipeli
 			if b, err := store.Get(ctx, pipeline.LeftKey(q)); err == nil && string(b) == p.GetIdentity() {
 				continue
 			}
+			if b, err := store.Get(ctx, pipeline.AliveKey(q)); err == nil {
+				var a pipeline.Alive
+				if json.Unmarshal(b, &a) == nil && a.Identity == p.GetIdentity() && time.Since(a.At) > pipeline.AliveFor {
+					continue
+				}
+			}
 		}
 		slots[q] = max(slots[q], n)
 	}
@@ -156,6 +163,19 @@ func ListPool(ctx context.Context, cl client.Client, store blob.Store) ([]pipeli
 	}
 	slices.SortFunc(out, func(x, y pipeline.WorkerInfo) int { return strings.Compare(x.Queue, y.Queue) })
 	return out, nil
+}
+
+// Beat records in the store that the worker polling the pool with identity
+// is alive (see pipeline.AliveFor).
+func Beat(ctx context.Context, a *Activities, identity string) error {
+	if a.Store == nil {
+		return nil
+	}
+	b, err := json.Marshal(pipeline.Alive{Identity: identity, At: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	return a.Store.Put(ctx, pipeline.AliveKey(a.Queue), b)
 }
 
 // Leave records in the store that the worker polling the pool with identity

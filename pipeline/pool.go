@@ -26,6 +26,28 @@ func PoolIdentity(queue string, slots int) string {
 // (the server's long poll), so twice that never drops one.
 const PollerMemory = 2 * time.Minute
 
+// AliveEvery is how often a GPU worker records in the store that it is
+// alive (AliveKey), and AliveFor how long after its last record the pool's
+// listing still counts it: a worker killed idle (SIGKILL, a lost machine)
+// leaves the listing within AliveFor, not the server's PollerMemory. A
+// worker that cannot write the store is counted as the server lists it.
+// (The listing compares the record's time with its own clock: the
+// machines' clocks must agree to well within AliveFor - AliveEvery.)
+const (
+	AliveEvery = 10 * time.Second
+	AliveFor   = 35 * time.Second
+)
+
+// AliveKey is the store key of a GPU worker's record that it is alive.
+func AliveKey(queue string) string { return "pool/alive/" + queue }
+
+// Alive is a GPU worker's record that it is alive: the identity it polls
+// the pool with, and when it wrote the record.
+type Alive struct {
+	Identity string    `json:"identity"`
+	At       time.Time `json:"at"`
+}
+
 // LeftKey is the store key where a worker records that it left the pool.
 func LeftKey(queue string) string { return "pool/left/" + queue }
 

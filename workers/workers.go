@@ -125,6 +125,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if gpu {
 		go reclaim(ctx, o, acts)
+		go beat(ctx, o, acts, identity)
 	}
 	<-ctx.Done()
 	return stop(o, acts, ws, gpu, identity)
@@ -161,6 +162,28 @@ func reclaim(ctx context.Context, o Options, acts *activities.Activities) {
 			if n := activities.ReclaimClosed(ctx, acts); n > 0 {
 				fmt.Fprintf(o.Log, "released %d member(s) of runs that have ended\n", n)
 			}
+		}
+	}
+}
+
+// beat records that this GPU worker is alive every pipeline.AliveEvery,
+// from its start until ctx ends, so that the pool's listing drops it soon
+// after it is killed. A record that cannot be written is said once per
+// failing spell; the listing then falls back to the server's.
+func beat(ctx context.Context, o Options, acts *activities.Activities, identity string) {
+	t := time.NewTicker(pipeline.AliveEvery)
+	defer t.Stop()
+	failing := false
+	for {
+		err := activities.Beat(ctx, acts, identity)
+		if err != nil && !failing && ctx.Err() == nil {
+			fmt.Fprintf(o.Log, "cannot record that this worker is alive (%s): %v\n", pipeline.AliveKey(acts.Queue), err)
+		}
+		failing = err != nil
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
 	}
 }
