@@ -25,6 +25,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/corl-project/corl/activities"
 	"github.com/corl-project/corl/cli"
 	"github.com/corl-project/corl/connect"
 	"github.com/corl-project/corl/metrics"
@@ -41,6 +42,8 @@ type cluster struct {
 	frontend string
 	s3       string
 	env      []string
+	tls      bool   // started with TLS=1: mutual TLS, the test CA in dir/tls
+	ns       string // the namespace the workers serve
 }
 
 // script runs scripts/cluster.sh ACTION on the cluster's directory.
@@ -51,7 +54,9 @@ func (c *cluster) script(action string) (string, error) {
 	return string(out), err
 }
 
-func startCluster(t *testing.T) *cluster {
+// startCluster starts the layout, with the script's settings in extra
+// (TLS=1, NAMESPACES=..., NAMESPACE=...) on top of the test's.
+func startCluster(t *testing.T, extra ...string) *cluster {
 	t.Helper()
 	if pg, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb"); len(pg) == 0 && os.Getuid() != 0 {
 		t.Skip("PostgreSQL is not installed (apt-get install postgresql): the cluster layout is not tried")
@@ -80,7 +85,14 @@ func startCluster(t *testing.T) *cluster {
 	}
 	metricsBase := freeRun(t, 7, ports)
 	env = append(env, fmt.Sprintf("METRICS_PORT=%d", metricsBase))
-	c := &cluster{metrics: metricsBase, dir: dir, frontend: fmt.Sprintf("127.0.0.1:%d", ports["FRONTEND_GRPC_PORT"]), s3: fmt.Sprintf("http://127.0.0.1:%d", ports["S3_PORT"]), env: env}
+	env = append(env, extra...)
+	c := &cluster{metrics: metricsBase, dir: dir, frontend: fmt.Sprintf("127.0.0.1:%d", ports["FRONTEND_GRPC_PORT"]), s3: fmt.Sprintf("http://127.0.0.1:%d", ports["S3_PORT"]), env: env,
+		tls: slices.Contains(extra, "TLS=1"), ns: "default"}
+	for _, e := range extra {
+		if v, ok := strings.CutPrefix(e, "NAMESPACE="); ok {
+			c.ns = v
+		}
+	}
 	script := c.script
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -162,15 +174,36 @@ func (c *cluster) showLogs(t *testing.T) {
 	}
 }
 
-// connection is a client's view of the cluster: its frontend and store.
+// connection is a client's view of the cluster: its frontend (in the
+// workers' namespace, over TLS with the test CA's client certificate when
+// the cluster has TLS) and store.
 func (c *cluster) connection(t *testing.T) *connect.Connection {
 	t.Helper()
-	conn, err := connect.LoadConnection("", noEnv, map[string]any{"temporal.address": c.frontend,
-		"store.kind": "s3", "store.s3.endpoint": c.s3, "store.s3.bucket": "corl", "store.s3.path_style": "true"})
+	over := map[string]any{"temporal.address": c.frontend, "temporal.namespace": c.ns,
+		"store.kind": "s3", "store.s3.endpoint": c.s3, "store.s3.bucket": "corl", "store.s3.path_style": "true"}
+	if c.tls {
+		over["temporal.tls.enabled"] = true
+		over["temporal.tls.ca_file"] = filepath.Join(c.dir, "tls", "ca.pem")
+		over["temporal.tls.cert_file"] = filepath.Join(c.dir, "tls", "client.pem")
+		over["temporal.tls.key_file"] = filepath.Join(c.dir, "tls", "client-key.pem")
+	}
+	conn, err := connect.LoadConnection("", noEnv, over)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return conn
+}
+
+// clientEnv is the environment corl's commands reach the cluster with.
+func (c *cluster) clientEnv() []string {
+	env := append(os.Environ(), "CORL_TEMPORAL_ADDRESS="+c.frontend, "CORL_TEMPORAL_NAMESPACE="+c.ns, "CORL_STORE_KIND=s3",
+		"CORL_STORE_S3_ENDPOINT="+c.s3, "CORL_STORE_S3_BUCKET=corl", "CORL_STORE_S3_PATH_STYLE=true")
+	if c.tls {
+		env = append(env, "CORL_TEMPORAL_TLS_ENABLED=true", "CORL_TEMPORAL_TLS_CA_FILE="+filepath.Join(c.dir, "tls", "ca.pem"),
+			"CORL_TEMPORAL_TLS_CERT_FILE="+filepath.Join(c.dir, "tls", "client.pem"),
+			"CORL_TEMPORAL_TLS_KEY_FILE="+filepath.Join(c.dir, "tls", "client-key.pem"))
+	}
+	return env
 }
 
 // TestClusterRunsACohortBitwise: the production layout (Temporal's four
@@ -241,6 +274,30 @@ func TestClusterRunsACohortBitwise(t *testing.T) {
 		}
 	}
 	t.Logf("activity schedule-to-start, 95th percentile by activity (the workers' SDK metric): %s", scheduleToStart(text))
+
+	// An idle GPU worker killed without a stop notice leaves the pool's
+	// listing within pipeline.AliveFor of its last record that it is alive
+	// (it writes one every AliveEvery), though the server lists its poller
+	// for PollerMemory.
+	if err := syscall.Kill(c.pid(t, "gpu-worker-2"), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	for {
+		ws, err := activities.ListPool(ctx, cl, store)
+		if err == nil && len(ws) == 1 {
+			break
+		}
+		if time.Since(killed) > pipeline.PollerMemory {
+			t.Fatalf("%v after gpu-worker-2 was killed the pool still lists %v (%v)", pipeline.PollerMemory, ws, err)
+		}
+		time.Sleep(time.Second)
+	}
+	gone := time.Since(killed)
+	t.Logf("idle gpu-worker-2 killed: out of the pool's listing after %.1f s", gone.Seconds())
+	if bound := pipeline.AliveFor + pipeline.AliveEvery + 5*time.Second; gone > bound {
+		t.Errorf("the killed worker stayed listed %.1f s, past the bound %s (AliveFor + AliveEvery + 5 s)", gone.Seconds(), bound)
+	}
 }
 
 // scheduleToStart is the largest 95th-percentile schedule-to-start latency
@@ -264,8 +321,7 @@ func scheduleToStart(text string) string {
 func (c *cluster) corl(t *testing.T, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(corlBin, args...)
-	cmd.Env = append(os.Environ(), "CORL_TEMPORAL_ADDRESS="+c.frontend, "CORL_STORE_KIND=s3", "CORL_STORE_S3_ENDPOINT="+c.s3,
-		"CORL_STORE_S3_BUCKET=corl", "CORL_STORE_S3_PATH_STYLE=true")
+	cmd.Env = c.clientEnv()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Errorf("corl %s: %v\n%s", strings.Join(args, " "), err, out)

@@ -19,10 +19,23 @@
 # "temporal-env" markers below; TestClusterAgreesWithCompose checks they
 # agree key by key. Ports: PG_PORT (5433), FRONTEND_GRPC_PORT (7233) and
 # the other services' (7234-7239, 6933-6939), UI_PORT (8233), S3_PORT
-# (7070); set any of them to move it. The store's credentials are
-# S3_ACCESS_KEY and S3_SECRET_KEY (corl, corlsecret). Run as root, the
-# script runs PostgreSQL as the postgres user, who must be able to reach
-# DIR.
+# (7070); set any of them to move it.
+#
+# Security of a shared cluster, on loopback:
+# - The store has an administrator (S3_ADMIN_KEY, S3_ADMIN_SECRET: corl-admin,
+#   corl-admin-secret) and the workers' account (S3_ACCESS_KEY, S3_SECRET_KEY:
+#   corl, corlsecret) in versitygw's IAM; the bucket's policy grants the
+#   workers' account and no one else (corl server store-setup checks that an
+#   anonymous request is refused).
+# - TLS=1 turns on mutual TLS between the services and for every client of
+#   the frontend (workers, commands, the Web UI), with certificates from a
+#   test CA written to DIR/tls (corl server certs); DIR/env.sh then carries
+#   corl's TLS settings.
+# - NAMESPACES (space-separated) are registered, and NAMESPACE (default:
+#   default), which the workers serve. A team's workers and runs live in its
+#   own namespace.
+# Run as root, the script runs PostgreSQL as the postgres user, who must be
+# able to reach DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 action=${1:-start}
@@ -37,6 +50,12 @@ S3_PORT=${S3_PORT:-7070}
 METRICS_PORT=${METRICS_PORT:-9090}
 S3_ACCESS_KEY=${S3_ACCESS_KEY:-corl}
 S3_SECRET_KEY=${S3_SECRET_KEY:-corlsecret}
+S3_ADMIN_KEY=${S3_ADMIN_KEY:-corl-admin}
+S3_ADMIN_SECRET=${S3_ADMIN_SECRET:-corl-admin-secret}
+NAMESPACE=${NAMESPACE:-default}
+NAMESPACES=${NAMESPACES:-$NAMESPACE}
+case " $NAMESPACES " in *" $NAMESPACE "*) ;; *) NAMESPACES="$NAMESPACES $NAMESPACE" ;; esac
+TLS=${TLS:-0}
 # temporal-env begin
 export DB=postgres12
 export POSTGRES_SEEDS=127.0.0.1
@@ -70,7 +89,7 @@ done
 # corl-env begin
 corl_env=(
   CORL_TEMPORAL_ADDRESS=127.0.0.1:$FRONTEND_GRPC_PORT
-  CORL_TEMPORAL_NAMESPACE=default
+  CORL_TEMPORAL_NAMESPACE=$NAMESPACE
   CORL_STORE_KIND=s3
   CORL_STORE_S3_ENDPOINT=http://127.0.0.1:$S3_PORT
   CORL_STORE_S3_BUCKET=corl
@@ -80,6 +99,26 @@ corl_env=(
   AWS_REGION=us-east-1
 )
 # corl-env end
+if [ "$TLS" = 1 ]; then
+  # The server's config template: internode TLS with the services'
+  # certificate, the frontend's own, and client certificates required.
+  export TEMPORAL_TLS_SERVER_CA_CERT=$dir/tls/ca.pem
+  export TEMPORAL_TLS_SERVER_CERT=$dir/tls/server.pem
+  export TEMPORAL_TLS_SERVER_KEY=$dir/tls/server-key.pem
+  export TEMPORAL_TLS_FRONTEND_CERT=$dir/tls/server.pem
+  export TEMPORAL_TLS_FRONTEND_KEY=$dir/tls/server-key.pem
+  export TEMPORAL_TLS_CLIENT1_CA_CERT=$dir/tls/ca.pem
+  export TEMPORAL_TLS_CLIENT2_CA_CERT=$dir/tls/ca.pem
+  export TEMPORAL_TLS_REQUIRE_CLIENT_AUTH=true
+  export TEMPORAL_TLS_INTERNODE_SERVER_NAME=localhost # a name the certificate has
+  export TEMPORAL_TLS_FRONTEND_SERVER_NAME=localhost
+  corl_env+=(
+    CORL_TEMPORAL_TLS_ENABLED=true
+    CORL_TEMPORAL_TLS_CA_FILE=$dir/tls/ca.pem
+    CORL_TEMPORAL_TLS_CERT_FILE=$dir/tls/client.pem
+    CORL_TEMPORAL_TLS_KEY_FILE=$dir/tls/client-key.pem
+  )
+fi
 
 corl=${CORL_BIN:-$dir/bin/corl}
 pieces=(history matching frontend worker ui s3 cpu-worker gpu-worker-1 gpu-worker-2)
@@ -137,6 +176,9 @@ start() {
     versitygw=$dir/bin/versitygw
   fi
 
+  if [ "$TLS" = 1 ] && [ ! -f "$dir/tls/client.pem" ]; then
+    "$corl" server certs "$dir/tls" 2>>"$dir/logs/setup.log"
+  fi
   local pgb; pgb=$(pg_bin)
   if [ ! -f "$dir/pg/PG_VERSION" ]; then
     say "initdb $dir/pg"
@@ -172,13 +214,23 @@ start() {
     i=$((i + 1))
   done
   wait_port "$FRONTEND_GRPC_PORT" frontend
-  "$corl" server setup --address "127.0.0.1:$FRONTEND_GRPC_PORT" >>"$dir/logs/setup.log" 2>&1 \
-    || { say "namespace setup failed (see $dir/logs/setup.log)"; exit 1; }
-  run_bg ui "$corl" server ui --address "127.0.0.1:$FRONTEND_GRPC_PORT" --port "$UI_PORT"
+  for ns in $NAMESPACES; do
+    env "${corl_env[@]}" "$corl" server setup --address "127.0.0.1:$FRONTEND_GRPC_PORT" --namespace "$ns" >>"$dir/logs/setup.log" 2>&1 \
+      || { say "namespace $ns: setup failed (see $dir/logs/setup.log)"; exit 1; }
+  done
+  run_bg ui env "${corl_env[@]}" "$corl" server ui --address "127.0.0.1:$FRONTEND_GRPC_PORT" --port "$UI_PORT" --namespace "$NAMESPACE"
 
-  mkdir -p "$dir/s3/corl" # versitygw's posix backend: a bucket is a directory
-  run_bg s3 "$versitygw" --port "127.0.0.1:$S3_PORT" --access "$S3_ACCESS_KEY" --secret "$S3_SECRET_KEY" posix "$dir/s3"
+  # versitygw's IAM: the workers' account; the administrator is its root.
+  mkdir -p "$dir/s3" "$dir/s3-iam"
+  printf '{"accessAccounts":{"%s":{"access":"%s","secret":"%s","role":"user","userID":0,"groupID":0,"projectID":0}}}\n' \
+    "$S3_ACCESS_KEY" "$S3_ACCESS_KEY" "$S3_SECRET_KEY" >"$dir/s3-iam/users.json"
+  chmod 600 "$dir/s3-iam/users.json"
+  run_bg s3 "$versitygw" --port "127.0.0.1:$S3_PORT" --access "$S3_ADMIN_KEY" --secret "$S3_ADMIN_SECRET" \
+    --iam-dir "$dir/s3-iam" posix "$dir/s3"
   wait_port "$S3_PORT" s3
+  AWS_ACCESS_KEY_ID=$S3_ADMIN_KEY AWS_SECRET_ACCESS_KEY=$S3_ADMIN_SECRET AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true \
+    "$corl" server store-setup --endpoint "http://127.0.0.1:$S3_PORT" --bucket corl --grant "$S3_ACCESS_KEY" >>"$dir/logs/setup.log" 2>&1 \
+    || { say "store setup failed (see $dir/logs/setup.log)"; exit 1; }
 
   run_bg cpu-worker env "${corl_env[@]}" AWS_EC2_METADATA_DISABLED=true "$corl" worker --pool cpu \
     --metrics "127.0.0.1:$((METRICS_PORT + 4))"
@@ -189,9 +241,12 @@ start() {
   done
 
   # Ready once placement sees both GPU workers.
-  "$corl" server setup --address "127.0.0.1:$FRONTEND_GRPC_PORT" --gpu-workers 2 >>"$dir/logs/setup.log" 2>&1 \
+  env "${corl_env[@]}" "$corl" server setup --address "127.0.0.1:$FRONTEND_GRPC_PORT" --namespace "$NAMESPACE" --gpu-workers 2 >>"$dir/logs/setup.log" 2>&1 \
     || { say "the GPU workers are not in the pool's listing (see $dir/logs/setup.log and gpu-worker-*.log)"; exit 1; }
   { printf 'export %s\n' "${corl_env[@]}"; echo "export AWS_EC2_METADATA_DISABLED=true"; } >"$dir/env.sh"
+  local sec="store bucket granted to $S3_ACCESS_KEY only"
+  [ "$TLS" = 1 ] && sec="$sec, mutual TLS (test CA in $dir/tls)"
+  say "running: namespaces $NAMESPACES (workers serve $NAMESPACE), $sec"
   say "running: frontend 127.0.0.1:$FRONTEND_GRPC_PORT, web UI http://127.0.0.1:$UI_PORT, store http://127.0.0.1:$S3_PORT (bucket corl), metrics 127.0.0.1:$METRICS_PORT-$((METRICS_PORT + 6)), logs $dir/logs"
   say "use it: source $dir/env.sh; corl run -f examples/local.yaml --wait"
 }
