@@ -5,7 +5,7 @@ TOOLS := $(CURDIR)/.tools/bin
 VERSITYGW := $(TOOLS)/versitygw
 WORKFLOWCHECK := $(TOOLS)/workflowcheck
 
-.PHONY: bench-gemm bench-micro bench-shares bench-llamacpp llamacpp-check cuda-emu cuda-emu-mutants paper-table composition composition-tune composition-tune-rerun composition-anchors composition-analysis own-task-tune own-task own-task-analysis collapse zoo zoo-natural zoo-own test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens cluster cluster-stop cluster-status
+.PHONY: bench-gemm bench-micro bench-shares bench-llamacpp llamacpp-check cuda-emu cuda-emu-mutants paper-table composition composition-tune composition-tune-rerun composition-anchors composition-analysis own-task-tune own-task own-task-analysis collapse zoo zoo-natural zoo-own test-arm64 test test-unit test-long build bench bases fmt vet tools ptx ptx-check kill-campaign tokref tokenizer-goldens cluster cluster-stop cluster-status load
 
 build:
 	$(GO) build -o bin/corl ./cmd/corl
@@ -102,6 +102,11 @@ cluster-stop:
 	scripts/cluster.sh stop
 cluster-status:
 	scripts/cluster.sh status
+
+# The cluster under load (about 10 minutes, not in CI): 20 concurrent runs,
+# a 50-cell sweep and a 1,000-round run replayed (e2e.TestClusterLoad).
+load: tools
+	CORL_LOAD=1 VERSITYGW=$(VERSITYGW) scripts/with-s3.sh $(GO) test -count=1 -timeout 60m -tags e2e -run TestClusterLoad -v ./e2e
 
 kill-campaign:
 	CORL_KILL_CAMPAIGN=10 $(GO) test -count=1 -timeout 60m -tags e2e -run TestKillCampaign -v ./e2e
