@@ -208,9 +208,20 @@ start() {
     "${sqltool[@]}" --db "$name" update-schema --schema-name "postgresql/v12/$schema" >>"$dir/logs/schema.log" 2>&1
   done
 
+  # History first: on a new database every service writes the cluster's
+  # metadata at start, and two writing at once fail one of them ("version
+  # mismatch"). Once history listens, the metadata is there.
   local i=0
   for s in frontend history matching worker; do
-    run_bg "$s" env PROMETHEUS_ENDPOINT="127.0.0.1:$((METRICS_PORT + i))" "$corl" server start --services "$s"
+    if [ "$s" = history ]; then
+      run_bg "$s" env PROMETHEUS_ENDPOINT="127.0.0.1:$((METRICS_PORT + i))" "$corl" server start --services "$s"
+      wait_port "$HISTORY_GRPC_PORT" history
+    fi
+    i=$((i + 1))
+  done
+  i=0
+  for s in frontend history matching worker; do
+    [ "$s" = history ] || run_bg "$s" env PROMETHEUS_ENDPOINT="127.0.0.1:$((METRICS_PORT + i))" "$corl" server start --services "$s"
     i=$((i + 1))
   done
   wait_port "$FRONTEND_GRPC_PORT" frontend
@@ -243,6 +254,9 @@ start() {
   # Ready once placement sees both GPU workers.
   env "${corl_env[@]}" "$corl" server setup --address "127.0.0.1:$FRONTEND_GRPC_PORT" --namespace "$NAMESPACE" --gpu-workers 2 >>"$dir/logs/setup.log" 2>&1 \
     || { say "the GPU workers are not in the pool's listing (see $dir/logs/setup.log and gpu-worker-*.log)"; exit 1; }
+  for p in "${pieces[@]}"; do
+    alive "$p" || { say "$p exited after starting (see $dir/logs/$p.log)"; exit 1; }
+  done
   { printf 'export %s\n' "${corl_env[@]}"; echo "export AWS_EC2_METADATA_DISABLED=true"; } >"$dir/env.sh"
   local sec="store bucket granted to $S3_ACCESS_KEY only"
   [ "$TLS" = 1 ] && sec="$sec, mutual TLS (test CA in $dir/tls)"
