@@ -106,8 +106,34 @@ type PairPredictors struct {
 	AccB float64 `json:"vote_accuracy_b"`
 	// Agreement is the share of problems both vote the same answer, right
 	// or wrong: per-prompt agreement between the members (near 1 with few
-	// of them right is consensus collapse).
-	Agreement float64 `json:"agreement"`
+	// of them right is consensus collapse). Nil in records written before
+	// it was measured: missing, not 0.
+	Agreement *float64 `json:"agreement,omitempty"`
+}
+
+// Unmeasured reports whether pp's agreement cannot have been measured: it
+// says 0 while the pair shared an error (both voted the same wrong answer,
+// so they agreed there) or while their votes were right on more problems
+// together than there are (vote accuracies summing past 1, so both were
+// right, and agreed, on some). Records saved before agreement was measured
+// hold 0 there; their reader drops it (ForgetUnmeasured) rather than read
+// a 0 the pair never had.
+func (pp PairPredictors) Unmeasured() bool {
+	return pp.Agreement != nil && *pp.Agreement == 0 && (pp.SharedError > 0 || pp.AccA+pp.AccB > 1)
+}
+
+// ForgetUnmeasured sets to missing each agreement in pairs that cannot have
+// been measured (Unmeasured), and returns how many it set.
+func ForgetUnmeasured(pairs map[string]PairPredictors) int {
+	n := 0
+	for k, pp := range pairs {
+		if pp.Unmeasured() {
+			pp.Agreement = nil
+			pairs[k] = pp
+			n++
+		}
+	}
+	return n
 }
 
 // Predict measures a pair from their answer pools (per problem, the
@@ -161,6 +187,7 @@ func Predict(poolA, poolB [][]string, correctA, correctB []bool, right func(prob
 		return float64(k) / float64(of)
 	}
 	pp.RescueAB, pp.RescueBA = frac(rescuedA, wrongA), frac(rescuedB, wrongB)
-	pp.SharedError, pp.AccA, pp.AccB, pp.Agreement = frac(shared, n), frac(okA, n), frac(okB, n), frac(agree, n)
+	agreement := frac(agree, n)
+	pp.SharedError, pp.AccA, pp.AccB, pp.Agreement = frac(shared, n), frac(okA, n), frac(okB, n), &agreement
 	return pp
 }

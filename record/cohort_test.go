@@ -78,9 +78,37 @@ func TestPredictCountsRescuesAndSharedErrors(t *testing.T) {
 	b := [][]string{{"x"}, {"r"}, {"r"}, {"r"}, {"w", "w", "r"}}
 	right := func(_ int, s string) bool { return s == "r" }
 	pp := Predict(a, b, []bool{true, true, false, false, false}, []bool{false, true, true, true, false}, right)
-	want := PairPredictors{RescueAB: 2.0 / 3, RescueBA: 1.0 / 2, SharedError: 1.0 / 5, AccA: 2.0 / 5, AccB: 3.0 / 5, Agreement: 2.0 / 5}
+	agreement := 2.0 / 5
+	want := PairPredictors{RescueAB: 2.0 / 3, RescueBA: 1.0 / 2, SharedError: 1.0 / 5, AccA: 2.0 / 5, AccB: 3.0 / 5, Agreement: &agreement}
 	pp.Kappa, pp.Complementarity = 0, 0
+	if pp.Agreement == nil || *pp.Agreement != agreement {
+		t.Errorf("agreement %v, want %v", pp.Agreement, agreement)
+	}
+	pp.Agreement = want.Agreement
 	if pp != want {
 		t.Errorf("predictors %+v, want %+v", pp, want)
+	}
+}
+
+// TestAZeroAgreementThatCannotBeMeasuredIsForgotten: a saved agreement of
+// 0 beside a shared error, or beside vote accuracies summing past 1, is
+// the 0 of a record made before agreement was measured, and goes missing;
+// a 0 the other numbers allow, and any other value, stay.
+func TestAZeroAgreementThatCannotBeMeasuredIsForgotten(t *testing.T) {
+	zero, some := 0.0, 0.3
+	pairs := map[string]PairPredictors{
+		"shared": {SharedError: 0.1, Agreement: &zero},
+		"both":   {AccA: 0.6, AccB: 0.5, Agreement: &zero},
+		"allows": {AccA: 0.4, AccB: 0.5, Agreement: &zero},
+		"some":   {SharedError: 0.1, Agreement: &some},
+		"absent": {SharedError: 0.1},
+	}
+	if n := ForgetUnmeasured(pairs); n != 2 {
+		t.Errorf("forgot %d agreements, want 2", n)
+	}
+	for k, missing := range map[string]bool{"shared": true, "both": true, "allows": false, "some": false, "absent": true} {
+		if (pairs[k].Agreement == nil) != missing {
+			t.Errorf("%s: agreement %v, want missing %v", k, pairs[k].Agreement, missing)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/corl-project/corl/record"
+	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/stats"
 )
 
@@ -197,20 +198,90 @@ func flopsSeries(groups [][]*Run, labels []string, member string) []series {
 
 // predictors are the round-0 pair diagnostics a cohort's gain is plotted
 // and regressed against (the dose-response), in one place for the plots
-// and the table.
+// and the table. Each is read from the scored member's side of a pair with
+// its labeller (pick's scoredA: the scored member is the pair's first):
+// the peer's vote accuracy is the labeller's alone, the rescue rate how
+// often the labeller's vote is right where the scored member's is wrong. A
+// diagnostic the record lacks (written before it existed) is missing
+// (false), never 0.
 var predictors = []struct {
 	name string
-	pick func(pp record.PairPredictors) float64
+	pick func(pp record.PairPredictors, scoredA bool) (float64, bool)
 }{
-	{"kappa", func(pp record.PairPredictors) float64 { return pp.Kappa }},
-	{"rescue rate", func(pp record.PairPredictors) float64 { return (pp.RescueAB + pp.RescueBA) / 2 }},
-	{"shared-error rate", func(pp record.PairPredictors) float64 { return pp.SharedError }},
-	{"peer vote accuracy", func(pp record.PairPredictors) float64 { return (pp.AccA + pp.AccB) / 2 }},
-	{"vote agreement", func(pp record.PairPredictors) float64 { return pp.Agreement }},
+	{"kappa", func(pp record.PairPredictors, _ bool) (float64, bool) { return pp.Kappa, true }},
+	{"rescue rate", func(pp record.PairPredictors, scoredA bool) (float64, bool) {
+		if scoredA {
+			return pp.RescueAB, true
+		}
+		return pp.RescueBA, true
+	}},
+	{"shared-error rate", func(pp record.PairPredictors, _ bool) (float64, bool) { return pp.SharedError, true }},
+	{"peer vote accuracy", func(pp record.PairPredictors, scoredA bool) (float64, bool) {
+		if scoredA {
+			return pp.AccB, true
+		}
+		return pp.AccA, true
+	}},
+	{"vote agreement", func(pp record.PairPredictors, _ bool) (float64, bool) {
+		if pp.Agreement == nil {
+			return 0, false
+		}
+		return *pp.Agreement, true
+	}},
+}
+
+// labellers are the members whose votes label member m's prompts: under
+// peer-ring the one before it in the spec's order, under the other peer
+// rewards every other member.
+func labellers(r *Run, m string) []string {
+	var names []string
+	at := -1
+	for i, ms := range r.Spec.Members {
+		names = append(names, ms.Name)
+		if ms.Name == m {
+			at = i
+		}
+	}
+	if at < 0 || len(names) < 2 {
+		return nil
+	}
+	if r.Spec.Reward.Mode == spec.PeerRing {
+		return []string{names[(at-1+len(names))%len(names)]}
+	}
+	return slices.DeleteFunc(names, func(n string) bool { return n == m })
+}
+
+// scoredPredictor is a round-0 predictor of a cohort run as its scored
+// members see it: the mean over each scored member's pairs with its
+// labellers, read from that member's side; false where no such pair has
+// it.
+func scoredPredictor(r *Run, pp map[string]record.PairPredictors, names []string, pick func(record.PairPredictors, bool) (float64, bool)) (float64, bool) {
+	var sum float64
+	n := 0
+	for _, m := range names {
+		for _, l := range labellers(r, m) {
+			p, scoredA := pp[m+"/"+l], true
+			if _, ok := pp[m+"/"+l]; !ok {
+				p, scoredA = pp[l+"/"+m], false
+				if _, ok := pp[l+"/"+m]; !ok {
+					continue
+				}
+			}
+			if v, ok := pick(p, scoredA); ok {
+				sum += v
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return sum / float64(n), true
 }
 
 // dosePoint is one cohort run: its scored members' gain (last evaluation
-// minus the round-0 one) and a round-0 predictor of its first member pair.
+// minus the round-0 one) and a round-0 predictor of their pairs with their
+// labellers (scoredPredictor).
 type dosePoint struct {
 	method  int // index into the method groups
 	cohort  string
@@ -223,7 +294,7 @@ type dosePoint struct {
 // measured on the validation split when every such run has them
 // (eval.predictor_split), else those of the evaluation split for all:
 // one fit never mixes the two.
-func dosePoints(groups [][]*Run, labels []string, member string, pick func(pp record.PairPredictors) float64) (pts []dosePoint, validation bool) {
+func dosePoints(groups [][]*Run, labels []string, member string, pick func(pp record.PairPredictors, scoredA bool) (float64, bool)) (pts []dosePoint, validation bool) {
 	type cohortRun struct {
 		method int
 		r      *Run
@@ -251,15 +322,18 @@ func dosePoints(groups [][]*Run, labels []string, member string, pick func(pp re
 		if validation {
 			pp = c.r.Evals[0].PairsValidation
 		}
-		pairs := slices.Sorted(maps.Keys(pp))
-		pts = append(pts, dosePoint{method: c.method, cohort: labels[c.method], x: pick(pp[pairs[0]]), gain: b - a})
+		x, ok := scoredPredictor(c.r, pp, names, pick)
+		if !ok {
+			continue
+		}
+		pts = append(pts, dosePoint{method: c.method, cohort: labels[c.method], x: x, gain: b - a})
 	}
 	return pts, validation && len(pts) > 0
 }
 
 // predictorScatter is each cohort run's gain against a round-0 predictor,
 // coloured by method, with the least-squares line through all of them.
-func predictorScatter(groups [][]*Run, labels []string, member string, pick func(pp record.PairPredictors) float64) []series {
+func predictorScatter(groups [][]*Run, labels []string, member string, pick func(pp record.PairPredictors, scoredA bool) (float64, bool)) []series {
 	pts, _ := dosePoints(groups, labels, member, pick)
 	var out []series
 	at := map[int]int{}

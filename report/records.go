@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"github.com/corl-project/corl/record"
 	"io"
 	"os"
 	"path/filepath"
@@ -57,6 +58,11 @@ func LoadRecords(path string) ([]*Run, error) {
 		}
 		if len(r.Evals) == 0 {
 			return nil, fmt.Errorf("report: %s: line %d: run %s has no evaluations", path, line, r.Spec.Name)
+		}
+		// Saved before agreement was measured, a record holds 0 there.
+		for i := range r.Evals {
+			record.ForgetUnmeasured(r.Evals[i].Pairs)
+			record.ForgetUnmeasured(r.Evals[i].PairsValidation)
 		}
 		runs = append(runs, &r)
 	}

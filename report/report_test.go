@@ -47,7 +47,8 @@ func fakeRun(t *testing.T, name, mode string, seed uint64, members []spec.Member
 			key := members[0].Name + "/" + members[1].Name
 			e.Kappa[key], e.Compl[key] = 0.4, 0.2
 			sf := float64(seed%5) / 10
-			e.Pairs = map[string]record.PairPredictors{key: {Kappa: 0.2 + sf, RescueAB: 0.5 - sf, RescueBA: 0.4 - sf, SharedError: 0.1 + sf/2, AccA: v, AccB: v}}
+			agreement := 0.3 + sf/3
+			e.Pairs = map[string]record.PairPredictors{key: {Kappa: 0.2 + sf, RescueAB: 0.5 - sf, RescueBA: 0.4 - sf, SharedError: 0.1 + sf/2, AccA: v, AccB: v, Agreement: &agreement}}
 		}
 		return e
 	}
@@ -641,6 +642,71 @@ func TestDoseResponseFindsTheSlope(t *testing.T) {
 	}
 	if md := tab.Markdown(); !strings.Contains(md, "| kappa | +0.500 |") {
 		t.Errorf("Markdown lacks the kappa slope:\n%s", md)
+	}
+}
+
+// TestDoseResponseReadsTheScoredMembersSide: the peer's vote accuracy is
+// the labeller's alone, whichever side of the pair the scored member is
+// on (here the gain is 0.1 + 0.5 x the peer's accuracy while the scored
+// member's own falls as it rises, so the two-member mean would not vary);
+// a record without agreement is missing from that fit, not a 0; and in a
+// three-member cohort the scored member's pairs with its labellers are
+// read, the ring's one or the majority's every peer.
+func TestDoseResponseReadsTheScoredMembersSide(t *testing.T) {
+	var rs []*Run
+	for c := range 4 {
+		members := []spec.Member{{Name: "a", Base: "b"}, {Name: "p", Base: fmt.Sprintf("peer%d", c)}}
+		if c%2 == 1 {
+			members[0], members[1] = members[1], members[0] // the pair's key is "p/a"
+		}
+		for _, seed := range []uint64{uint64(c%2) + 1, uint64(c%2) + 3} {
+			x := 0.2 + float64(seed%5)/10 + float64(c)/50
+			r, err := Load(fakeRun(t, fmt.Sprintf("co%d", c), rl.PeerRing, seed, members, 0.2, 0.2+0.1+0.5*x))
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := members[0].Name + "/" + members[1].Name
+			pp := r.Evals[0].Pairs[key]
+			if members[0].Name == "a" {
+				pp.AccA, pp.AccB = 1-x, x
+			} else {
+				pp.AccA, pp.AccB = x, 1-x
+			}
+			if seed > 2 {
+				pp.Agreement = nil // written before agreement was measured
+			}
+			r.Evals[0].Pairs[key] = pp
+			rs = append(rs, r)
+		}
+	}
+	fits := map[string]stats.Slope{}
+	for _, d := range BuildTable(rs, "a").DoseResponse {
+		fits[d.Predictor] = d.Fit
+	}
+	if f := fits["peer vote accuracy"]; math.Abs(f.Slope-0.5) > 1e-9 || f.Points != 8 {
+		t.Errorf("peer vote accuracy fit %+v, want slope 0.5 over 8 runs", f)
+	}
+	if f := fits["vote agreement"]; f.Points != 4 {
+		t.Errorf("vote agreement fit over %d runs, want the 4 that recorded it", f.Points)
+	}
+
+	acc := predictors[3].pick
+	three := func(mode string) float64 {
+		r := &Run{Spec: spec.Default()}
+		r.Spec.Reward.Mode = mode
+		r.Spec.Members = []spec.Member{{Name: "x"}, {Name: "a"}, {Name: "y"}}
+		pp := map[string]record.PairPredictors{"x/a": {AccA: 0.7, AccB: 0.5}, "a/y": {AccA: 0.5, AccB: 0.1}, "x/y": {AccA: 0.9, AccB: 0.9}}
+		v, ok := scoredPredictor(r, pp, []string{"a"}, acc)
+		if !ok {
+			t.Fatalf("%s: no predictor for a", mode)
+		}
+		return v
+	}
+	if v := three(rl.PeerRing); math.Abs(v-0.7) > 1e-12 {
+		t.Errorf("three-member ring: a's peer accuracy %v, want its labeller x's 0.7", v)
+	}
+	if v := three(rl.PeerMajority); math.Abs(v-0.4) > 1e-12 {
+		t.Errorf("three-member majority: a's peer accuracy %v, want the mean of x's and y's, 0.4", v)
 	}
 }
 

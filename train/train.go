@@ -315,7 +315,10 @@ func printEval(w io.Writer, er *record.Eval) {
 	for _, k := range sortedKeys(er.Kappa) {
 		fmt.Fprintf(w, "  kappa(%s) %.2f compl %.2f", k, er.Kappa[k], er.Compl[k])
 		if pp, ok := er.Pairs[k]; ok {
-			fmt.Fprintf(w, " rescue %.2f/%.2f shared-error %.2f agreement %.2f", pp.RescueAB, pp.RescueBA, pp.SharedError, pp.Agreement)
+			fmt.Fprintf(w, " rescue %.2f/%.2f shared-error %.2f", pp.RescueAB, pp.RescueBA, pp.SharedError)
+			if pp.Agreement != nil {
+				fmt.Fprintf(w, " agreement %.2f", *pp.Agreement)
+			}
 		}
 	}
 	fmt.Fprintln(w)
