@@ -37,6 +37,10 @@ type PlannedRow struct {
 	PHolm    float64        `json:"p_holm"`
 	PPlanned float64        `json:"p_holm_planned"`
 	MDD      float64        `json:"min_detectable"`
+	// MDDPlanned is the MDD at the planned family's corrected level,
+	// 5% / (number of planned contrasts): what a contrast can show once
+	// it is corrected for the others.
+	MDDPlanned float64 `json:"min_detectable_planned"`
 }
 
 // Planned evaluates the contrasts on t: each is found among t's
@@ -81,6 +85,7 @@ func Planned(t Table, cs []Contrast) ([]PlannedRow, error) {
 		for _, cmp := range t.Comparisons {
 			if d := cmp.Diff; d != nil && (cmp.A == a && cmp.B == b || cmp.A == b && cmp.B == a) {
 				row.Diff, row.P, row.PHolm, row.MDD, found = d.Diff, d.P, d.PHolm, d.MDD, true
+				row.MDDPlanned = stats.MDDAt(d.SE, d.DF, 0.05/float64(len(cs)))
 				if cmp.A == b {
 					row.Diff = stats.Interval{Mean: -d.Diff.Mean, Lo: -d.Diff.Hi, Hi: -d.Diff.Lo}
 				}
@@ -101,7 +106,7 @@ func Planned(t Table, cs []Contrast) ([]PlannedRow, error) {
 // PlannedMarkdown is the planned contrasts as a Markdown table.
 func PlannedMarkdown(rows []PlannedRow) string {
 	var b strings.Builder
-	b.WriteString("| contrast | A - B (seeds and problems crossed) | p | Holm (table) | Holm (planned only) | MDD |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| contrast | A - B (seeds and problems crossed) | p | Holm (table) | Holm (planned only) | MDD (5%) | MDD (5% / planned) |\n|---|---|---|---|---|---|---|\n")
 	p := func(x float64) string {
 		if x < 0.001 {
 			return "< 0.001"
@@ -109,7 +114,7 @@ func PlannedMarkdown(rows []PlannedRow) string {
 		return fmt.Sprintf("%.3g", x)
 	}
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %+.3f [%+.3f, %+.3f] | %s | %s | %s | %.3f |\n", r.Name, r.Diff.Mean, r.Diff.Lo, r.Diff.Hi, p(r.P), p(r.PHolm), p(r.PPlanned), r.MDD)
+		fmt.Fprintf(&b, "| %s | %+.3f [%+.3f, %+.3f] | %s | %s | %s | %.3f | %.3f |\n", r.Name, r.Diff.Mean, r.Diff.Lo, r.Diff.Hi, p(r.P), p(r.PHolm), p(r.PPlanned), r.MDD, r.MDDPlanned)
 	}
 	return b.String()
 }

@@ -19,7 +19,7 @@ func crossed(from, to [][]float64, pairedSeeds bool) *Paired {
 		return nil
 	}
 	c := stats.CrossedDiff(from, to, pairedSeeds)
-	p := &Paired{Diff: c.Interval, P: c.P, Problems: c.Probs, Seeds: c.Seeds, MDD: c.MDD, SeedShare: c.SeedShare}
+	p := &Paired{Diff: c.Interval, P: c.P, Problems: c.Probs, Seeds: c.Seeds, MDD: c.MDD, SE: c.SE, DF: c.DF, SeedShare: c.SeedShare}
 	if len(from) > 1 || len(to) > 1 {
 		po, _ := stats.ProblemsOnly(from, to, 1)
 		p.ProblemsOnly = &po

@@ -93,6 +93,8 @@ type Paired struct {
 	Problems     int             `json:"problems"`
 	Seeds        [2]int          `json:"seeds"`
 	MDD          float64         `json:"min_detectable"`
+	SE           float64         `json:"se,omitempty"` // of Diff's mean, with DF degrees of freedom
+	DF           float64         `json:"df,omitempty"`
 	SeedShare    float64         `json:"seed_share"`
 	ProblemsOnly *stats.Interval `json:"problems_only,omitempty"`
 }

@@ -32,6 +32,16 @@ type Crossed struct {
 	Probs int     `json:"problems"`
 }
 
+// MDDAt is the smallest true difference a test at two-sided level alpha
+// with this standard error and these degrees of freedom finds four times
+// in five: (t_{1-alpha/2} + t_.8) x SE. MDDAt(0.05) is Crossed.MDD; at
+// alpha/m it is what a family of m tests corrected for multiplicity
+// (Bonferroni, Holm's strictest step) can see.
+func MDDAt(se, df, alpha float64) float64 {
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: math.Max(df, 1)}
+	return (t.Quantile(1-alpha/2) + t.Quantile(0.8)) * se
+}
+
 // CrossedDiff estimates mean(b) - mean(a), where a[s][p] is the outcome of
 // problem p under training seed s of method a (the same problems, in the
 // same order, for every seed and for b). Seeds and problems are crossed

@@ -150,3 +150,19 @@ func TestCrossedIsCalibrated(t *testing.T) {
 		t.Logf("false positives: %.1f%%", 100*rate)
 	}
 }
+
+// TestMDDAtTheCorrectedLevel: MDDAt at 5% is the difference's own MDD; at
+// 5% / 8 (eight planned contrasts) it is larger by the ratio of the t
+// quantiles (with many degrees of freedom, (z_.99688 + z_.8) / (z_.975 +
+// z_.8) = (2.734 + 0.842) / (1.960 + 0.842) = 1.276).
+func TestMDDAtTheCorrectedLevel(t *testing.T) {
+	a := [][]float64{{0, 1, 0, 1, 1, 0, 1, 0, 0, 1}, {1, 1, 0, 0, 1, 0, 1, 1, 0, 1}}
+	b := [][]float64{{1, 1, 0, 1, 1, 1, 1, 0, 1, 1}, {1, 1, 1, 0, 1, 0, 1, 1, 1, 1}}
+	c := CrossedDiff(a, b, false)
+	if got := MDDAt(c.SE, c.DF, 0.05); math.Abs(got-c.MDD) > 1e-12 {
+		t.Errorf("MDDAt(5%%) %v, want the MDD %v", got, c.MDD)
+	}
+	if r := MDDAt(1, 1e6, 0.05/8) / MDDAt(1, 1e6, 0.05); math.Abs(r-1.276) > 0.002 {
+		t.Errorf("MDD at 5%%/8 over MDD at 5%%: %.4f, want 1.276", r)
+	}
+}
