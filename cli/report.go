@@ -20,6 +20,7 @@ type reportFlags struct {
 	out, md, csv, js, member, records string
 	where, contrasts                  []string
 	contrastsMD                       string
+	equivalence                       float64
 	completeOnly                      bool
 	cf                                connFlags
 }
@@ -80,6 +81,7 @@ func newReportCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	fl.StringVar(&f.member, "member", "", "score only this member in the table (the member the compared runs share, e.g. the model every method trains); runs without it are left out. A comma-separated list scores in each run the first of them it has (studies whose cohorts train different models)")
 	fl.StringArrayVar(&f.contrasts, "contrast", nil, "a planned contrast NAME|A|B (repeatable): A - B with the table's interval, p raw, Holm over the whole table and over the planned contrasts alone, and the minimum detectable difference; A and B name rows by the end of their method labels (e.g. 'init seed - copy|nat-llama-init2|nat-llama-copy')")
 	fl.StringVar(&f.contrastsMD, "contrasts-md", "", "also write the planned contrasts as Markdown")
+	fl.Float64Var(&f.equivalence, "equivalence", 0, "also test each planned contrast for equivalence within +-this margin (two one-sided tests, Holm over the contrasts); 0: no test")
 	fl.StringArrayVar(&f.where, "where", nil, "keep only runs whose setting KEY matches REGEXP (KEY=REGEXP, repeatable; keys are spec paths such as reward.mode or rounds, and members: the members' names joined by \" + \", e.g. --where 'members=^m \\+ [^+]+$' for two-member cohorts of m)")
 	f.cf.register(cmd)
 	return cmd
@@ -102,6 +104,12 @@ func (f *reportFlags) write(stdio IO, runs []*report.Run) error {
 		rows, err := report.Planned(t, planned)
 		if err != nil {
 			return fmt.Errorf("--contrast: %w", err)
+		}
+		if f.equivalence < 0 {
+			return fmt.Errorf("--equivalence: %v: want a margin above 0 (or 0: no test)", f.equivalence)
+		}
+		if f.equivalence > 0 {
+			report.Equivalence(rows, f.equivalence)
 		}
 		md := report.PlannedMarkdown(rows)
 		fmt.Fprint(stdio.Out, "\n"+md)

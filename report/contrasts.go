@@ -41,6 +41,24 @@ type PlannedRow struct {
 	// 5% / (number of planned contrasts): what a contrast can show once
 	// it is corrected for the others.
 	MDDPlanned float64 `json:"min_detectable_planned"`
+	SE         float64 `json:"se,omitempty"` // of Diff's mean, with DF degrees of freedom
+	DF         float64 `json:"df,omitempty"`
+	// Margin and PEquivalent, set by Equivalence: the p of two one-sided
+	// tests that the difference lies within +-Margin (stats.TOST).
+	Margin      float64 `json:"equivalence_margin,omitempty"`
+	PEquivalent float64 `json:"p_equivalent,omitempty"`
+}
+
+// Equivalence sets each row's test that its difference lies within
+// +-margin (TOST), Holm-corrected over the rows like PPlanned.
+func Equivalence(rows []PlannedRow, margin float64) {
+	ps := make([]float64, len(rows))
+	for i, r := range rows {
+		ps[i] = stats.TOST(r.Diff.Mean, r.SE, r.DF, margin)
+	}
+	for i, p := range stats.Holm(ps) {
+		rows[i].Margin, rows[i].PEquivalent = margin, p
+	}
 }
 
 // Planned evaluates the contrasts on t: each is found among t's
@@ -86,6 +104,7 @@ func Planned(t Table, cs []Contrast) ([]PlannedRow, error) {
 			if d := cmp.Diff; d != nil && (cmp.A == a && cmp.B == b || cmp.A == b && cmp.B == a) {
 				row.Diff, row.P, row.PHolm, row.MDD, found = d.Diff, d.P, d.PHolm, d.MDD, true
 				row.MDDPlanned = stats.MDDAt(d.SE, d.DF, 0.05/float64(len(cs)))
+				row.SE, row.DF = d.SE, d.DF
 				if cmp.A == b {
 					row.Diff = stats.Interval{Mean: -d.Diff.Mean, Lo: -d.Diff.Hi, Hi: -d.Diff.Lo}
 				}
@@ -103,10 +122,21 @@ func Planned(t Table, cs []Contrast) ([]PlannedRow, error) {
 	return out, nil
 }
 
-// PlannedMarkdown is the planned contrasts as a Markdown table.
+// PlannedMarkdown is the planned contrasts as a Markdown table, with the
+// equivalence test's column where Equivalence set one.
 func PlannedMarkdown(rows []PlannedRow) string {
 	var b strings.Builder
-	b.WriteString("| contrast | A - B (seeds and problems crossed) | p | Holm (table) | Holm (planned only) | MDD (5%) | MDD (5% / planned) |\n|---|---|---|---|---|---|---|\n")
+	margin := 0.0
+	if len(rows) > 0 {
+		margin = rows[0].Margin
+	}
+	b.WriteString("| contrast | A - B (seeds and problems crossed) | p | Holm (table) | Holm (planned only) | MDD (5%) | MDD (5% / planned) |")
+	sep := "|---|---|---|---|---|---|---|"
+	if margin > 0 {
+		fmt.Fprintf(&b, " within +-%.3f (TOST, Holm) |", margin)
+		sep += "---|"
+	}
+	b.WriteString("\n" + sep + "\n")
 	p := func(x float64) string {
 		if x < 0.001 {
 			return "< 0.001"
@@ -114,7 +144,11 @@ func PlannedMarkdown(rows []PlannedRow) string {
 		return fmt.Sprintf("%.3g", x)
 	}
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %+.3f [%+.3f, %+.3f] | %s | %s | %s | %.3f | %.3f |\n", r.Name, r.Diff.Mean, r.Diff.Lo, r.Diff.Hi, p(r.P), p(r.PHolm), p(r.PPlanned), r.MDD, r.MDDPlanned)
+		fmt.Fprintf(&b, "| %s | %+.3f [%+.3f, %+.3f] | %s | %s | %s | %.3f | %.3f |", r.Name, r.Diff.Mean, r.Diff.Lo, r.Diff.Hi, p(r.P), p(r.PHolm), p(r.PPlanned), r.MDD, r.MDDPlanned)
+		if margin > 0 {
+			fmt.Fprintf(&b, " %s |", p(r.PEquivalent))
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }

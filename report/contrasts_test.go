@@ -35,6 +35,16 @@ func TestPlannedContrasts(t *testing.T) {
 	if !strings.Contains(md, "| peer - copy | +0.020 [+0.010, +0.030] | 0.01 | 0.05 | 0.02 | 0.012 |") {
 		t.Errorf("markdown:\n%s", md)
 	}
+	// Within +-0.03 (SE 0.005, DF 100): the copy - self-vote difference
+	// (0.001) is, peer - copy (0.02) is not; Holm over the two.
+	rows[0].SE, rows[0].DF, rows[1].SE, rows[1].DF = 0.005, 100, 0.005, 100
+	Equivalence(rows, 0.03)
+	if rows[1].PEquivalent > 0.001 || rows[0].PEquivalent < 0.01 || rows[0].Margin != 0.03 {
+		t.Errorf("equivalence p %v (peer - copy), %v (copy - self-vote); want large, then < 0.001", rows[0].PEquivalent, rows[1].PEquivalent)
+	}
+	if md := PlannedMarkdown(rows); !strings.Contains(md, "within +-0.030 (TOST, Holm) |") || !strings.Contains(md, "| < 0.001 |\n") {
+		t.Errorf("markdown with equivalence:\n%s", md)
+	}
 	for _, c := range []Contrast{{"x", "nobody", "Self-vote"}, {"y", "Co-RL", "Self-vote"}} {
 		if _, err := Planned(tb, []Contrast{c}); err == nil || !strings.Contains(err.Error(), "contrast "+c.Name) {
 			t.Errorf("contrast %+v: %v", c, err)

@@ -42,6 +42,27 @@ func MDDAt(se, df, alpha float64) float64 {
 	return (t.Quantile(1-alpha/2) + t.Quantile(0.8)) * se
 }
 
+// TOST is the p of two one-sided tests that a difference with this mean,
+// standard error and degrees of freedom lies within (-margin, +margin):
+// the larger of the p that it is above -margin and the p that it is below
+// +margin. Small, it says the difference is smaller than the margin, which
+// a large p of the difference itself never says.
+func TOST(mean, se, df, margin float64) float64 {
+	if margin <= 0 {
+		return 1
+	}
+	if se == 0 {
+		if math.Abs(mean) < margin {
+			return 0
+		}
+		return 1
+	}
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: math.Max(df, 1)}
+	above := 1 - t.CDF((mean+margin)/se) // H0: difference <= -margin
+	below := t.CDF((mean - margin) / se) // H0: difference >= +margin
+	return math.Max(above, below)
+}
+
 // CrossedDiff estimates mean(b) - mean(a), where a[s][p] is the outcome of
 // problem p under training seed s of method a (the same problems, in the
 // same order, for every seed and for b). Seeds and problems are crossed

@@ -166,3 +166,23 @@ func TestMDDAtTheCorrectedLevel(t *testing.T) {
 		t.Errorf("MDD at 5%%/8 over MDD at 5%%: %.4f, want 1.276", r)
 	}
 }
+
+// TestTOST: a difference well inside the margin is equivalent (small p),
+// one whose interval reaches past the margin is not, and the p is the
+// larger one-sided p: for mean 0.01, SE 0.005 and margin 0.02 with many
+// degrees of freedom, P(Z > (0.01+0.02)/0.005) and P(Z < (0.01-0.02)/0.005)
+// are 1e-9 and 0.0228, so 0.0228.
+func TestTOST(t *testing.T) {
+	if p := TOST(0.01, 0.005, 1e6, 0.02); math.Abs(p-0.02275) > 1e-4 {
+		t.Errorf("TOST p %v, want 0.0228", p)
+	}
+	if p := TOST(0, 0.005, 1e6, 0.02); p > 1e-4 {
+		t.Errorf("a zero difference, SE a quarter of the margin: p %v, want < 1e-4", p)
+	}
+	if p := TOST(0.015, 0.01, 1e6, 0.02); p < 0.3 {
+		t.Errorf("a difference whose interval passes the margin: p %v, want large", p)
+	}
+	if p := TOST(-0.01, 0.005, 1e6, 0.02); math.Abs(p-0.02275) > 1e-4 {
+		t.Errorf("TOST is symmetric: p %v, want 0.0228", p)
+	}
+}
