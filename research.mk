@@ -122,7 +122,7 @@ COMPOSITION_CONTRASTS = \
 	--contrast "other family - self-vote matched by 16 samples|members nat-llama + nat-gpt2|generations 16, rounds 20"
 composition-analysis: build
 	mkdir -p results/composition-analysis
-	bin/corl report results/composition --member nat-llama -o "" $(COMPOSITION_CONTRASTS) --contrasts-md results/composition-analysis/contrasts.md >/dev/null
+	bin/corl report results/composition --member nat-llama -o "" $(COMPOSITION_CONTRASTS) --equivalence 0.02 --contrasts-md results/composition-analysis/contrasts.md >/dev/null
 	bin/corl report results/composition-anchors --member llama-odd -o "" --contrast "opposite - same blind spot|llama-odd + llama-even|llama-odd + llama-odd-s2" --contrasts-md results/composition-analysis/anchors.md >/dev/null
 	bin/corl report results/composition --member nat-llama --where 'members=^nat-llama \+ [^+]+$$' -o results/composition-analysis/natural-pairs.html --md results/composition-analysis/natural-pairs.md --json results/composition-analysis/natural-pairs.json
 	bin/corl report results/composition results/composition-anchors --member nat-llama,llama-odd --where 'members=^(nat-llama|llama-odd) \+ [^+]+$$' -o results/composition-analysis/with-anchors.html --md results/composition-analysis/with-anchors.md --json results/composition-analysis/with-anchors.json
@@ -136,7 +136,7 @@ OWN_TASK_CONTRASTS = \
 	--contrast "other family - self-vote matched by rounds|members own-llama + own-gpt2|compute-matched"
 own-task-analysis: build
 	mkdir -p results/own-task-analysis
-	bin/corl report results/own-task --member own-llama -o "" $(OWN_TASK_CONTRASTS) --contrasts-md results/own-task-analysis/contrasts.md >/dev/null
+	bin/corl report results/own-task --member own-llama -o "" $(OWN_TASK_CONTRASTS) --equivalence 0.02 --contrasts-md results/own-task-analysis/contrasts.md >/dev/null
 	bin/corl report results/own-task --member own-llama --where 'members=^own-llama \+ [^+]+$$' -o results/own-task-analysis/pairs.html --md results/own-task-analysis/pairs.md --json results/own-task-analysis/pairs.json
 
 # The own-task study (results/own-task/study.md): make
