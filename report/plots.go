@@ -260,10 +260,10 @@ func scoredPredictor(r *Run, pp map[string]record.PairPredictors, names []string
 	n := 0
 	for _, m := range names {
 		for _, l := range labellers(r, m) {
-			p, scoredA := pp[m+"/"+l], true
-			if _, ok := pp[m+"/"+l]; !ok {
-				p, scoredA = pp[l+"/"+m], false
-				if _, ok := pp[l+"/"+m]; !ok {
+			p, scoredA := pp[m+"/"+l]
+			if !scoredA {
+				var ok bool
+				if p, ok = pp[l+"/"+m]; !ok {
 					continue
 				}
 			}

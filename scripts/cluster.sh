@@ -210,20 +210,16 @@ start() {
 
   # History first: on a new database every service writes the cluster's
   # metadata at start, and two writing at once fail one of them ("version
-  # mismatch"). Once history listens, the metadata is there.
-  local i=0
-  for s in frontend history matching worker; do
-    if [ "$s" = history ]; then
-      run_bg "$s" env PROMETHEUS_ENDPOINT="127.0.0.1:$((METRICS_PORT + i))" "$corl" server start --services "$s"
-      wait_port "$HISTORY_GRPC_PORT" history
-    fi
-    i=$((i + 1))
-  done
-  i=0
-  for s in frontend history matching worker; do
-    [ "$s" = history ] || run_bg "$s" env PROMETHEUS_ENDPOINT="127.0.0.1:$((METRICS_PORT + i))" "$corl" server start --services "$s"
-    i=$((i + 1))
-  done
+  # mismatch"). Once history listens, the metadata is there. Metrics ports:
+  # frontend, history, matching, worker from METRICS_PORT.
+  start_service() {
+    local i
+    case $1 in frontend) i=0 ;; history) i=1 ;; matching) i=2 ;; worker) i=3 ;; esac
+    run_bg "$1" env PROMETHEUS_ENDPOINT="127.0.0.1:$((METRICS_PORT + i))" "$corl" server start --services "$1"
+  }
+  start_service history
+  wait_port "$HISTORY_GRPC_PORT" history
+  for s in frontend matching worker; do start_service "$s"; done
   wait_port "$FRONTEND_GRPC_PORT" frontend
   for ns in $NAMESPACES; do
     env "${corl_env[@]}" "$corl" server setup --address "127.0.0.1:$FRONTEND_GRPC_PORT" --namespace "$ns" >>"$dir/logs/setup.log" 2>&1 \
