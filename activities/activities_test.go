@@ -616,6 +616,16 @@ func TestARunStartedAgainDoesNotInheritMembers(t *testing.T) {
 	}
 }
 
+// poolListing is the pool's workers as a's Workers lists them, as text.
+func poolListing(t *testing.T, a *Activities) string {
+	t.Helper()
+	ws, err := a.Workers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprint(ws)
+}
+
 // TestAWorkerThatLeftIsNotListed: a worker that recorded leaving the pool
 // is left out of the pool's workers at once, though the server still lists
 // its poller; a new process on the same queue is listed again.
@@ -624,13 +634,7 @@ func TestAWorkerThatLeftIsNotListed(t *testing.T) {
 	w1, w2 := pipeline.PoolIdentity(pipeline.GPUPool+"-w1", 1), pipeline.PoolIdentity(pipeline.GPUPool+"-w2", 2)
 	srv := &fakeServer{pollers: []string{w1, w2}}
 	e.a.Client = srv
-	list := func() string {
-		ws, err := e.a.Workers(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fmt.Sprint(ws)
-	}
+	list := func() string { return poolListing(t, e.a) }
 	if got := list(); got != "[{corl-gpu-w1 1} {corl-gpu-w2 2}]" {
 		t.Fatalf("pool %s", got)
 	}
@@ -657,13 +661,7 @@ func TestAWorkerSilentPastAliveForIsNotListed(t *testing.T) {
 	w1, w2, w3 := pipeline.PoolIdentity(pipeline.GPUPool+"-w1", 1), pipeline.PoolIdentity(pipeline.GPUPool+"-w2", 1), pipeline.PoolIdentity(pipeline.GPUPool+"-w3", 1)
 	srv := &fakeServer{pollers: []string{w1, w2, w3}}
 	e.a.Client = srv
-	list := func() string {
-		ws, err := e.a.Workers(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fmt.Sprint(ws)
-	}
+	list := func() string { return poolListing(t, e.a) }
 	for q, id := range map[string]string{"w1": w1, "w2": w2} {
 		if err := Beat(context.Background(), New(e.a.Store, nil, pipeline.GPUPool+"-"+q), id); err != nil {
 			t.Fatal(err)

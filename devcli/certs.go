@@ -91,6 +91,18 @@ func WriteTestCA(dir string, hosts []string, valid time.Duration) error {
 	return leaf("corl", CertFiles.Client, CertFiles.ClientKey, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, nil)
 }
 
+// commaList is a comma-separated flag's entries, trimmed, empty ones left
+// out.
+func commaList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 func serial() *big.Int {
 	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	return n
@@ -121,12 +133,7 @@ scripts/cluster.sh runs it when started with TLS=1. A shared cluster's
 certificates come from its own CA, not from this command.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			var hs []string
-			for _, h := range strings.Split(hosts, ",") {
-				if h = strings.TrimSpace(h); h != "" {
-					hs = append(hs, h)
-				}
-			}
+			hs := commaList(hosts)
 			if len(hs) == 0 {
 				return fmt.Errorf("--hosts: empty")
 			}

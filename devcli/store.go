@@ -25,12 +25,7 @@ func newServerStoreCmd(stdio cli.IO) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			var keys []string
-			for _, k := range strings.Split(grant, ",") {
-				if k = strings.TrimSpace(k); k != "" {
-					keys = append(keys, k)
-				}
-			}
+			keys := commaList(grant)
 			c.PathStyle = true
 			s, err := blob.NewS3(ctx, c)
 			if err != nil {

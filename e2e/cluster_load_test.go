@@ -51,14 +51,8 @@ func TestClusterLoad(t *testing.T) {
 	file := specFile(t, "load", a, b, 2)
 	want := reference(t, file)
 	c := startCluster(t)
-	conn := c.connection(t)
-	cl := dial(t, conn)
-	defer cl.Close()
+	_, cl, store := c.open(t)
 	ctx := context.Background()
-	store, err := conn.OpenStore(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	// 20 concurrent runs.
 	t0 := time.Now()
@@ -112,7 +106,7 @@ func TestClusterLoad(t *testing.T) {
 	c.corl(t, "sweep", "-f", sweep, "--id", "load-sweep")
 	sctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
 	var p workflows.SweepProgress
-	err = cl.GetWorkflow(sctx, "load-sweep", "").Get(sctx, &p)
+	err := cl.GetWorkflow(sctx, "load-sweep", "").Get(sctx, &p)
 	cancel()
 	if err != nil {
 		t.Fatalf("sweep: %v", err)

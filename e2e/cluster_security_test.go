@@ -34,9 +34,7 @@ func TestClusterSecurity(t *testing.T) {
 	file := specFile(t, "secure", a, b, 2)
 	want := reference(t, file)
 	c := startCluster(t, "TLS=1", "NAMESPACES=team-a team-b", "NAMESPACE=team-a")
-	conn := c.connection(t)
-	cl := dial(t, conn)
-	defer cl.Close()
+	conn, cl, store := c.open(t)
 	ctx := context.Background()
 
 	// TLS: the cluster answers with the client certificate, and refuses
@@ -69,10 +67,6 @@ func TestClusterSecurity(t *testing.T) {
 	// (this test's credentials) is granted.
 	if code, err := blob.AnonymousStatus(ctx, c.s3, "corl"); err != nil || code != http.StatusForbidden {
 		t.Errorf("anonymous list of the bucket: HTTP %d (%v); want 403", code, err)
-	}
-	store, err := conn.OpenStore(ctx)
-	if err != nil {
-		t.Fatal(err)
 	}
 
 	// A cohort in team-a, over TLS, to the in-process trainer's weights.

@@ -26,6 +26,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/corl-project/corl/activities"
+	"github.com/corl-project/corl/blob"
 	"github.com/corl-project/corl/cli"
 	"github.com/corl-project/corl/connect"
 	"github.com/corl-project/corl/metrics"
@@ -194,6 +195,20 @@ func (c *cluster) connection(t *testing.T) *connect.Connection {
 	return conn
 }
 
+// open connects to the cluster as a client does (connection): its
+// Temporal client, closed when the test ends, and its store.
+func (c *cluster) open(t *testing.T) (*connect.Connection, client.Client, blob.Store) {
+	t.Helper()
+	conn := c.connection(t)
+	cl := dial(t, conn)
+	t.Cleanup(cl.Close)
+	store, err := conn.OpenStore(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn, cl, store
+}
+
 // clientEnv is the environment corl's commands reach the cluster with.
 func (c *cluster) clientEnv() []string {
 	env := append(os.Environ(), "CORL_TEMPORAL_ADDRESS="+c.frontend, "CORL_TEMPORAL_NAMESPACE="+c.ns, "CORL_STORE_KIND=s3",
@@ -216,9 +231,7 @@ func TestClusterRunsACohortBitwise(t *testing.T) {
 	file := specFile(t, "cluster", a, b, 3)
 	want := reference(t, file)
 	c := startCluster(t)
-	conn := c.connection(t)
-	cl := dial(t, conn)
-	defer cl.Close()
+	_, cl, store := c.open(t)
 	ctx := context.Background()
 	info, err := cl.WorkflowService().GetClusterInfo(ctx, &workflowservice.GetClusterInfoRequest{})
 	if err != nil {
@@ -226,10 +239,6 @@ func TestClusterRunsACohortBitwise(t *testing.T) {
 	}
 	if info.GetPersistenceStore() != "postgres12" || info.GetVisibilityStore() != "postgres12" || info.GetHistoryShardCount() != 4 {
 		t.Fatalf("cluster on %s (visibility %s) with %d history shards; want postgres12 and 4", info.GetPersistenceStore(), info.GetVisibilityStore(), info.GetHistoryShardCount())
-	}
-	store, err := conn.OpenStore(ctx)
-	if err != nil {
-		t.Fatal(err)
 	}
 	t0 := time.Now()
 	run, err := cli.StartRun(ctx, cl, store, "default", cli.RunFlags{SpecFlags: cli.SpecFlags{File: file}, ID: "cluster-e2e"}, noEnv)
@@ -425,13 +434,7 @@ func TestClusterFaults(t *testing.T) {
 	want := reference(t, file)
 	t.Logf("in-process reference: %.1f s for 3 rounds", time.Since(t0).Seconds())
 	c := startCluster(t)
-	conn := c.connection(t)
-	cl := dial(t, conn)
-	defer cl.Close()
-	store, err := conn.OpenStore(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, cl, store := c.open(t)
 	restart := func() {
 		if out, err := c.script("start"); err != nil {
 			t.Fatalf("cluster.sh start (restart what died): %v\n%s", err, out)
