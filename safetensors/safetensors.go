@@ -1,6 +1,8 @@
 package safetensors
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -8,12 +10,14 @@ import (
 	"math"
 	"os"
 	"sort"
+
+	"github.com/corl-project/corl/internal/narrow"
 )
 
 // DType is a tensor element type.
 type DType string
 
-// Element types corl reads; it writes F32.
+// Element types corl reads and writes.
 const (
 	F32  DType = "F32"
 	F16  DType = "F16"
@@ -60,6 +64,7 @@ type File struct {
 	Metadata map[string]string
 	infos    map[string]Info
 	data     []byte
+	header   []byte // as stored, padding included
 }
 
 type headerEntry struct {
@@ -98,7 +103,7 @@ func Parse(data []byte) (*File, error) {
 		return nil, fmt.Errorf("header is not a JSON object: %w", err)
 	}
 	body := data[8+hlen:]
-	f := &File{infos: map[string]Info{}, data: body}
+	f := &File{infos: map[string]Info{}, data: body, header: data[8 : 8+hlen]}
 	var infos []Info
 	for name, msg := range raw {
 		if name == "__metadata__" {
@@ -203,11 +208,11 @@ func (f *File) Float32(name string) ([]float32, error) {
 		}
 	case BF16:
 		for i := range out {
-			out[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[2*i:])) << 16)
+			out[i] = narrow.FromBF16(binary.LittleEndian.Uint16(b[2*i:]))
 		}
 	case F16:
 		for i := range out {
-			out[i] = halfToFloat(binary.LittleEndian.Uint16(b[2*i:]))
+			out[i] = narrow.FromF16(binary.LittleEndian.Uint16(b[2*i:]))
 		}
 	case F64:
 		for i := range out {
@@ -217,44 +222,38 @@ func (f *File) Float32(name string) ([]float32, error) {
 	return out, nil
 }
 
-func halfToFloat(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := int32(h>>10) & 0x1f
-	mant := uint32(h & 0x3ff)
-	switch exp {
-	case 0:
-		if mant == 0 {
-			return math.Float32frombits(sign)
-		}
-		// subnormal: value = mant * 2^-24
-		v := float32(mant) * float32(math.Pow(2, -24))
-		if sign != 0 {
-			v = -v
-		}
-		return v
-	case 0x1f:
-		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
-	}
-	return math.Float32frombits(sign | uint32(exp-15+127)<<23 | mant<<13)
-}
-
-// Tensor is a float32 tensor to write.
+// Tensor is a tensor to write: float32 values stored as DType ("": F32).
 type Tensor struct {
 	Name  string
 	Shape []int
 	Data  []float32
+	DType DType
 }
 
-// Write writes tensors (F32, sorted by name, contiguous) with metadata.
+// Write writes tensors (sorted by name, contiguous, each in its DType) with
+// metadata: the header is compact JSON without HTML escapes, __metadata__
+// first and then the tensors in data order, padded with spaces to a
+// multiple of 8 bytes.
 func Write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
 	ts := append([]Tensor(nil), tensors...)
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
-	header := map[string]any{}
+	var hj []byte
+	hj = append(hj, '{')
 	if len(metadata) > 0 {
-		header["__metadata__"] = metadata
+		mj, err := marshal(metadata)
+		if err != nil {
+			return err
+		}
+		hj = append(append(hj, `"__metadata__":`...), mj...)
 	}
 	off := int64(0)
+	byName := make(map[string]Tensor, len(ts))
+	var infos []Info
 	for i, t := range ts {
+		dt := cmp.Or(t.DType, F32)
+		if dt.Size() == 0 {
+			return fmt.Errorf("safetensors: tensor %q: dtype %q is not supported (F32, F16, BF16, F64)", t.Name, dt)
+		}
 		n := 1
 		for _, d := range t.Shape {
 			n *= d
@@ -269,36 +268,111 @@ func Write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
 		for j, d := range t.Shape {
 			shape[j] = int64(d)
 		}
-		header[t.Name] = headerEntry{DType: F32, Shape: shape, DataOffsets: []int64{off, off + int64(4*n)}}
-		off += int64(4 * n)
+		size := int64(dt.Size() * n)
+		ej, err := marshal(headerEntry{DType: dt, Shape: shape, DataOffsets: []int64{off, off + size}})
+		if err != nil {
+			return err
+		}
+		nj, _ := marshal(t.Name)
+		if len(hj) > 1 {
+			hj = append(hj, ',')
+		}
+		hj = append(append(append(hj, nj...), ':'), ej...)
+		infos = append(infos, Info{Name: t.Name, DType: dt, Shape: t.Shape, begin: int(off), end: int(off + size)})
+		byName[t.Name] = t
+		off += size
 	}
-	hj, err := json.Marshal(header)
-	if err != nil {
-		return err
-	}
+	hj = append(hj, '}')
 	for len(hj)%8 != 0 { // pad with spaces so the data is 8-byte aligned
 		hj = append(hj, ' ')
 	}
+	return Layout{header: hj, infos: infos}.Write(w, func(in Info) ([]float32, error) { return byName[in.Name].Data, nil })
+}
+
+// marshal is compact JSON with <, > and & as they are.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// Layout is a safetensors file without its data: the header exactly as
+// stored (key order, spacing and padding included) and the tensors in data
+// order. Written back with new values, it gives a file that differs from the
+// original in those values alone, whatever program wrote the original.
+type Layout struct {
+	header []byte
+	infos  []Info
+}
+
+// Layout returns the file's layout (the header is copied, so the file's
+// data may be dropped).
+func (f *File) Layout() Layout {
+	infos := f.Infos()
+	sort.SliceStable(infos, func(i, j int) bool { return infos[i].begin < infos[j].begin })
+	return Layout{header: append([]byte(nil), f.header...), infos: infos}
+}
+
+// Infos lists the layout's tensors in data order.
+func (l Layout) Infos() []Info { return l.infos }
+
+// Bytes is the size of the file the layout describes.
+func (l Layout) Bytes() int64 {
+	n := int64(8 + len(l.header))
+	if k := len(l.infos); k > 0 {
+		n += int64(l.infos[k-1].end)
+	}
+	return n
+}
+
+// Write writes the file: the header as stored, then each tensor's values
+// from values (called once per tensor, in data order), encoded in the
+// tensor's dtype. F16 and BF16 round to nearest with ties to even, so
+// values read from such a file are written back bit for bit.
+func (l Layout) Write(w io.Writer, values func(Info) ([]float32, error)) error {
 	var lenBuf [8]byte
-	binary.LittleEndian.PutUint64(lenBuf[:], uint64(len(hj)))
+	binary.LittleEndian.PutUint64(lenBuf[:], uint64(len(l.header)))
 	if _, err := w.Write(lenBuf[:]); err != nil {
 		return err
 	}
-	if _, err := w.Write(hj); err != nil {
+	if _, err := w.Write(l.header); err != nil {
 		return err
 	}
 	buf := make([]byte, 0, 1<<16)
-	for _, t := range ts {
-		for _, v := range t.Data {
-			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+	flush := func() error {
+		_, err := w.Write(buf)
+		buf = buf[:0]
+		return err
+	}
+	for _, in := range l.infos {
+		data, err := values(in)
+		if err != nil {
+			return err
+		}
+		if len(data) != in.Elements() {
+			return fmt.Errorf("safetensors: tensor %q: %d values for shape %v", in.Name, len(data), in.Shape)
+		}
+		for _, v := range data {
+			switch in.DType {
+			case F32:
+				buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+			case BF16:
+				buf = binary.LittleEndian.AppendUint16(buf, narrow.BF16(v))
+			case F16:
+				buf = binary.LittleEndian.AppendUint16(buf, narrow.F16(v))
+			case F64:
+				buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(float64(v)))
+			}
 			if len(buf) >= 1<<16 {
-				if _, err := w.Write(buf); err != nil {
+				if err := flush(); err != nil {
 					return err
 				}
-				buf = buf[:0]
 			}
 		}
 	}
-	_, err = w.Write(buf)
-	return err
+	return flush()
 }

@@ -1,6 +1,6 @@
 package cpu
 
-import "math"
+import "github.com/corl-project/corl/internal/narrow"
 
 // bfloat16 weights for generation (gpu.BF16Freezer). Decoding a few
 // sequences reads every weight once a token, so it runs at the speed of
@@ -13,20 +13,6 @@ import "math"
 // and the kernels widen them as they load; elsewhere the panels are
 // float32 holding the rounded values.
 
-// bf16Round rounds f to bfloat16 (its top 16 bits), nearest with ties to
-// even; a NaN stays a quiet NaN with its sign.
-func bf16Round(f float32) uint16 {
-	b := math.Float32bits(f)
-	if b&0x7fffffff > 0x7f800000 {
-		return uint16(b>>16) | 0x40
-	}
-	b += 0x7fff + (b>>16)&1
-	return uint16(b >> 16)
-}
-
-// bf16Widen is the float32 a bfloat16 stands for.
-func bf16Widen(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
-
 // packBF16 stores a packed float32 B panel (kb x nr, p[k*nr+j]) as
 // bfloat16 in the kernels' order: row k's dword j holds column j in its
 // low half and column 16+j in its high half.
@@ -34,7 +20,7 @@ func packBF16(kb int, src []float32, dst []uint16) {
 	for k := 0; k < kb; k++ {
 		s, d := src[k*nr:k*nr+nr:k*nr+nr], dst[k*nr:k*nr+nr:k*nr+nr]
 		for j := 0; j < nr/2; j++ {
-			d[2*j], d[2*j+1] = bf16Round(s[j]), bf16Round(s[nr/2+j])
+			d[2*j], d[2*j+1] = narrow.BF16(s[j]), narrow.BF16(s[nr/2+j])
 		}
 	}
 }
@@ -43,7 +29,7 @@ func packBF16(kb int, src []float32, dst []uint16) {
 // (the panels of a bf16 freeze where the kernels take float32).
 func roundBF16(p []float32) {
 	for i, v := range p {
-		p[i] = bf16Widen(bf16Round(v))
+		p[i] = narrow.FromBF16(narrow.BF16(v))
 	}
 }
 

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"github.com/corl-project/corl/internal/narrow"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -25,11 +26,11 @@ func TestBF16RoundNearestEven(t *testing.T) {
 		{0x00000001, 0x0000}, // smallest subnormal rounds to zero
 		{0x80000000, 0x8000}, // -0
 	} {
-		if got := bf16Round(math.Float32frombits(c.in)); got != c.want {
-			t.Errorf("bf16Round(%#08x) = %#04x; want %#04x", c.in, got, c.want)
+		if got := narrow.BF16(math.Float32frombits(c.in)); got != c.want {
+			t.Errorf("narrow.BF16(%#08x) = %#04x; want %#04x", c.in, got, c.want)
 		}
 	}
-	if h := bf16Round(float32(math.NaN())); !math.IsNaN(float64(bf16Widen(h))) {
+	if h := narrow.BF16(float32(math.NaN())); !math.IsNaN(float64(narrow.FromBF16(h))) {
 		t.Errorf("NaN rounds to %#04x, not a NaN", h)
 	}
 }
@@ -50,7 +51,7 @@ func TestBF16FrozenMatchesRoundedWeights(t *testing.T) {
 		}
 		rounded := make([]float32, len(params))
 		for i, v := range params {
-			rounded[i] = bf16Widen(bf16Round(v))
+			rounded[i] = narrow.FromBF16(narrow.BF16(v))
 		}
 		x := make([]float32, N*C)
 		for i := range x {
@@ -162,7 +163,7 @@ func TestNestedFreezeSharesPacking(t *testing.T) {
 	}
 	rounded := make([]float32, len(params))
 	for i, v := range params {
-		rounded[i] = bf16Widen(bf16Round(v))
+		rounded[i] = narrow.FromBF16(narrow.BF16(v))
 	}
 	want := make([]float32, N*OC)
 	New(1).MatMulForward(Wrap(want), Wrap(x), Wrap(rounded), nil, N, C, OC)

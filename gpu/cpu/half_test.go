@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"github.com/corl-project/corl/internal/narrow"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -26,20 +27,20 @@ func nearestHalf(x float32) uint16 {
 	lo, hi := uint16(0), uint16(0x7bff) // the largest encoding whose value is <= ax
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
-		if float64(f16ToF32(mid)) <= ax {
+		if float64(narrow.FromF16(mid)) <= ax {
 			lo = mid
 		} else {
 			hi = mid - 1
 		}
 	}
-	if float64(f16ToF32(lo)) == ax || lo == 0x7bff {
+	if float64(narrow.FromF16(lo)) == ax || lo == 0x7bff {
 		if lo == 0x7bff && ax > 65504 {
 			// between the largest finite value and the overflow threshold
 			return sign | 0x7bff
 		}
 		return sign | lo
 	}
-	dl, dh := ax-float64(f16ToF32(lo)), float64(f16ToF32(lo+1))-ax
+	dl, dh := ax-float64(narrow.FromF16(lo)), float64(narrow.FromF16(lo+1))-ax
 	if dh < dl || dh == dl && (lo+1)&1 == 0 {
 		return sign | (lo + 1)
 	}
@@ -52,8 +53,8 @@ func halfCases() []float32 {
 	r := rand.New(rand.NewPCG(21, 22))
 	var xs []float32
 	for h := 0; h < 0x7c00; h++ {
-		v := f16ToF32(uint16(h))
-		next := f16ToF32(uint16(h + 1))
+		v := narrow.FromF16(uint16(h))
+		next := narrow.FromF16(uint16(h + 1))
 		if h == 0x7bff {
 			next = 65536
 		}
@@ -72,15 +73,15 @@ func halfCases() []float32 {
 
 func TestF32ToF16RoundsToNearestEven(t *testing.T) {
 	for _, x := range halfCases() {
-		if got, want := f32ToF16(x), nearestHalf(x); got != want {
-			t.Fatalf("f32ToF16(%g = %#08x) = %#04x, want %#04x", x, math.Float32bits(x), got, want)
+		if got, want := narrow.F16(x), nearestHalf(x); got != want {
+			t.Fatalf("narrow.F16(%g = %#08x) = %#04x, want %#04x", x, math.Float32bits(x), got, want)
 		}
 	}
 	// NaNs stay NaNs, quiet, with their payload's top bits.
 	for _, b := range []uint32{0x7fc00000, 0x7f800001, 0xffa00000, 0x7fffffff} {
-		h := f32ToF16(math.Float32frombits(b))
+		h := narrow.F16(math.Float32frombits(b))
 		if h&0x7c00 != 0x7c00 || h&0x200 == 0 || h&0x8000 != uint16(b>>16)&0x8000 || h&0x1ff != uint16(b>>13)&0x1ff {
-			t.Fatalf("f32ToF16(NaN %#08x) = %#04x", b, h)
+			t.Fatalf("narrow.F16(NaN %#08x) = %#04x", b, h)
 		}
 	}
 	// Widening is exact: every finite encoding comes back from its value.
@@ -88,8 +89,8 @@ func TestF32ToF16RoundsToNearestEven(t *testing.T) {
 		if h&0x7c00 == 0x7c00 && h&0x3ff != 0 {
 			continue
 		}
-		if got := f32ToF16(f16ToF32(uint16(h))); got != uint16(h) {
-			t.Fatalf("f32ToF16(f16ToF32(%#04x)) = %#04x", h, got)
+		if got := narrow.F16(narrow.FromF16(uint16(h))); got != uint16(h) {
+			t.Fatalf("narrow.F16(narrow.FromF16(%#04x)) = %#04x", h, got)
 		}
 	}
 }
@@ -114,10 +115,10 @@ func TestHalfStoreMatchesTheHardware(t *testing.T) {
 			t.Skipf("%s: this CPU has no F16C", kern)
 		}
 		for i, x := range xs[:n] {
-			want := f32ToF16(x)
-			if dst[i] != want || math.Float32bits(src[i]) != math.Float32bits(f16ToF32(want)) {
+			want := narrow.F16(x)
+			if dst[i] != want || math.Float32bits(src[i]) != math.Float32bits(narrow.FromF16(want)) {
 				t.Fatalf("%s: %g (%#08x) stored as %#04x and widened to %#08x; want %#04x and %#08x",
-					kern, x, math.Float32bits(x), dst[i], math.Float32bits(src[i]), want, math.Float32bits(f16ToF32(want)))
+					kern, x, math.Float32bits(x), dst[i], math.Float32bits(src[i]), want, math.Float32bits(narrow.FromF16(want)))
 			}
 		}
 	}
@@ -171,8 +172,8 @@ func TestHalfAttentionMatchesFloat32OverTheStoredValues(t *testing.T) {
 		be.StoreHalf(kh, at, Wrap(kw), sh.NKV, sh.HS, sh.Tcap)
 		be.StoreHalf(vh, at, Wrap(vw), sh.NKV, sh.HS, sh.Tcap)
 		for i := range kf {
-			if kw[i] != f16ToF32(f32ToF16(kf[i])) {
-				t.Fatalf("%+v: stored key %d left as %g, want %g", sh, i, kw[i], f16ToF32(f32ToF16(kf[i])))
+			if kw[i] != narrow.FromF16(narrow.F16(kf[i])) {
+				t.Fatalf("%+v: stored key %d left as %g, want %g", sh, i, kw[i], narrow.FromF16(narrow.F16(kf[i])))
 			}
 		}
 		for _, kern := range kerns {
