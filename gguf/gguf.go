@@ -45,11 +45,14 @@ type KV struct {
 }
 
 // Tensor is one float32 tensor. Dims are ggml's ne, innermost first: a
-// row-major (rows, cols) matrix has Dims {cols, rows}.
+// row-major (rows, cols) matrix has Dims {cols, rows}. Its values are Data,
+// or, when Load is set, what Load returns when Write reaches the tensor (so
+// a model of gigabytes is written one tensor at a time).
 type Tensor struct {
 	Name string
 	Dims []uint64
 	Data []float32
+	Load func() ([]float32, error)
 }
 
 func (t Tensor) elems() uint64 {
@@ -77,7 +80,7 @@ func Write(w io.Writer, kvs []KV, tensors []Tensor) error {
 	}
 	var off uint64
 	for _, t := range tensors {
-		if len(t.Dims) == 0 || t.elems() != uint64(len(t.Data)) {
+		if len(t.Dims) == 0 || t.Load == nil && t.elems() != uint64(len(t.Data)) {
 			return fmt.Errorf("gguf: tensor %s: dims %v hold %d values, data has %d", t.Name, t.Dims, t.elems(), len(t.Data))
 		}
 		e.str(t.Name)
@@ -87,11 +90,21 @@ func Write(w io.Writer, kvs []KV, tensors []Tensor) error {
 		}
 		e.u32(tensorF32)
 		e.u64(off)
-		off = align(off + 4*uint64(len(t.Data)))
+		off = align(off + 4*t.elems())
 	}
 	e.pad()
 	for _, t := range tensors {
-		for _, v := range t.Data {
+		data := t.Data
+		if t.Load != nil {
+			var err error
+			if data, err = t.Load(); err != nil {
+				return fmt.Errorf("gguf: tensor %s: %w", t.Name, err)
+			}
+			if uint64(len(data)) != t.elems() {
+				return fmt.Errorf("gguf: tensor %s: dims %v hold %d values, Load gave %d", t.Name, t.Dims, t.elems(), len(data))
+			}
+		}
+		for _, v := range data {
 			e.u32(math.Float32bits(v))
 		}
 		e.pad()

@@ -3,19 +3,26 @@ package model
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/corl-project/corl/gguf"
 )
 
 // GGUF: llama.cpp's model file, written so that llama.cpp runs corl's weights
-// (make bench-llamacpp). The tensors are the Hugging Face export under
-// llama.cpp's names, with q_proj and k_proj permuted as llama.cpp's
-// convert_hf_to_gguf.py permutes them: Hugging Face rotates the two halves of
-// each head (rotate_half), llama.cpp's llama architecture rotates adjacent
-// pairs, so row h*HS + 2i + s of the GGUF matrix is row h*HS + s*HS/2 + i of
-// the checkpoint's. Only the llama family without rope scaling is written;
-// anything else is refused naming the field.
+// (corl bench llamacpp). The tensors are the Hugging Face checkpoint's under
+// llama.cpp's names, in float32, as llama.cpp's convert_hf_to_gguf.py lays
+// them out:
+//   - a llama model is llama.cpp's "llama" architecture, with q_proj and
+//     k_proj permuted: Hugging Face rotates the two halves of each head
+//     (rotate_half), llama.cpp's llama rotates adjacent pairs, so row
+//     h*HS + 2i + s of the GGUF matrix is row h*HS + s*HS/2 + i of the
+//     checkpoint's;
+//   - a model with q/k/v biases (Qwen2) is llama.cpp's "qwen2", which
+//     rotates halves as Hugging Face does, so nothing is permuted;
+//   - rope_scaling (linear, llama3) becomes the rope_freqs tensor: for each
+//     frequency, the factor llama.cpp divides it by (llama only).
+// Other families and scalings are refused naming the field.
 
 // ggufNames maps the Hugging Face names of one llama layer to llama.cpp's.
 var ggufNames = map[string]string{
@@ -33,55 +40,80 @@ var ggufNames = map[string]string{
 	"mlp.down_proj.weight":            "ffn_down.weight",
 }
 
-// WriteGGUF writes the model as a GGUF file for llama.cpp's llama
-// architecture; vocab is the tokenizer's metadata (tokenizer.ggml.*), which
-// the model does not know.
-func (m *Model) WriteGGUF(w io.Writer, name string, vocab []gguf.KV) error {
-	c := m.Cfg
+// GGUFArch is llama.cpp's architecture for the model ("" and an error if
+// llama.cpp cannot run it as corl does).
+func (c Config) GGUFArch() (string, error) {
 	switch {
 	case c.Family != Llama:
-		return fmt.Errorf("gguf: family %s: only llama is written", c.Family)
-	case c.RopeScaling.Type != "":
-		return fmt.Errorf("gguf: rope_scaling %s is not written", c.RopeScaling.Type)
+		return "", fmt.Errorf("gguf: family %s: only llama is written", c.Family)
+	case c.QKVBias && c.RopeScaling.Type != "" && c.RopeScaling.Type != "dynamic":
+		return "", fmt.Errorf("gguf: rope_scaling %s is written for llama.cpp's llama, not its qwen2 (attention_bias)", c.RopeScaling.Type)
+	case c.QKVBias:
+		return "qwen2", nil
 	}
-	host, err := m.CopyParams()
+	return "llama", nil
+}
+
+// WriteGGUF writes the model as a GGUF file for llama.cpp (see GGUFArch);
+// vocab is the tokenizer's metadata (tokenizer.ggml.*), which the model does
+// not know. Tensors are read from the model one at a time as they are
+// written.
+func (m *Model) WriteGGUF(w io.Writer, name string, vocab []gguf.KV) error {
+	c := m.Cfg
+	arch, err := c.GGUFArch()
 	if err != nil {
 		return err
 	}
 	HS := c.HeadSize()
 	kvs := []gguf.KV{
-		{Key: "general.architecture", Value: "llama"},
+		{Key: "general.architecture", Value: arch},
 		{Key: "general.name", Value: name},
 		{Key: "general.file_type", Value: uint32(0)}, // all float32
-		{Key: "llama.vocab_size", Value: uint32(c.Vocab)},
-		{Key: "llama.context_length", Value: uint32(c.MaxSeq)},
-		{Key: "llama.embedding_length", Value: uint32(c.Dim)},
-		{Key: "llama.block_count", Value: uint32(c.Layers)},
-		{Key: "llama.feed_forward_length", Value: uint32(c.Hidden)},
-		{Key: "llama.attention.head_count", Value: uint32(c.Heads)},
-		{Key: "llama.attention.head_count_kv", Value: uint32(c.KVHeads)},
-		{Key: "llama.attention.key_length", Value: uint32(HS)},
-		{Key: "llama.attention.value_length", Value: uint32(HS)},
-		{Key: "llama.attention.layer_norm_rms_epsilon", Value: c.NormEps},
-		{Key: "llama.rope.freq_base", Value: c.RopeTheta},
-		{Key: "llama.rope.dimension_count", Value: uint32(HS)},
+	}
+	for _, kv := range []gguf.KV{
+		{Key: "vocab_size", Value: uint32(c.Vocab)},
+		{Key: "context_length", Value: uint32(c.MaxSeq)},
+		{Key: "embedding_length", Value: uint32(c.Dim)},
+		{Key: "block_count", Value: uint32(c.Layers)},
+		{Key: "feed_forward_length", Value: uint32(c.Hidden)},
+		{Key: "attention.head_count", Value: uint32(c.Heads)},
+		{Key: "attention.head_count_kv", Value: uint32(c.KVHeads)},
+		{Key: "attention.key_length", Value: uint32(HS)},
+		{Key: "attention.value_length", Value: uint32(HS)},
+		{Key: "attention.layer_norm_rms_epsilon", Value: c.NormEps},
+		{Key: "rope.freq_base", Value: c.RopeTheta},
+		{Key: "rope.dimension_count", Value: uint32(HS)},
+	} {
+		kvs = append(kvs, gguf.KV{Key: arch + "." + kv.Key, Value: kv.Value})
 	}
 	kvs = append(kvs, vocab...)
 	var tensors []gguf.Tensor
-	for _, t := range m.exportHF(host) {
-		gname, heads, err := ggufName(t.Name, c)
+	if inv := m.invFreq; inv != nil {
+		factors := make([]float32, len(inv))
+		for i, f := range inv {
+			factors[i] = float32(math.Pow(float64(c.RopeTheta), -2*float64(i)/float64(HS)) / float64(f))
+		}
+		tensors = append(tensors, gguf.Tensor{Name: "rope_freqs.weight", Dims: []uint64{uint64(len(factors))}, Data: factors})
+	}
+	for _, h := range m.hfLayout() {
+		gname, heads, err := ggufName(h.name, c)
 		if err != nil {
 			return err
 		}
-		data := t.Data
-		if heads > 0 {
-			data = permuteHeads(data, heads, HS)
+		if arch != "llama" {
+			heads = 0
 		}
-		dims := make([]uint64, len(t.Shape))
-		for i, d := range t.Shape {
+		dims := make([]uint64, len(h.shape))
+		for i, d := range h.shape {
 			dims[len(dims)-1-i] = uint64(d)
 		}
-		tensors = append(tensors, gguf.Tensor{Name: gname, Dims: dims, Data: data})
+		tensors = append(tensors, gguf.Tensor{Name: gname, Dims: dims, Load: func() ([]float32, error) {
+			data, err := m.hfData(h)
+			if err == nil && heads > 0 {
+				data = permuteHeads(data, heads, HS)
+			}
+			return data, err
+		}})
 	}
 	return gguf.Write(w, kvs, tensors)
 }

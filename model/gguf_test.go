@@ -100,11 +100,7 @@ func TestWriteGGUF(t *testing.T) {
 			t.Errorf("%s: %v (%T), want %v", key, got, got, want)
 		}
 	}
-	host, err := m.CopyParams()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hf := m.exportHF(host)
+	hf := hfTensors(t, m)
 	if len(f.Tensors) != len(hf) {
 		t.Fatalf("%d tensors, the Hugging Face export has %d", len(f.Tensors), len(hf))
 	}
@@ -150,7 +146,7 @@ func TestWriteGGUFRefuses(t *testing.T) {
 		want string
 	}{
 		{Config{Family: GPT2, Layers: 1, Dim: 16, Heads: 2, Vocab: 11, MaxSeq: 8}, "family gpt2"},
-		{Config{Family: Llama, Layers: 1, Dim: 16, Heads: 2, Vocab: 11, MaxSeq: 8, RopeScaling: RopeScaling{Type: "linear", Factor: 2}}, "rope_scaling linear"},
+		{Config{Family: Llama, Layers: 1, Dim: 16, Heads: 2, Vocab: 11, MaxSeq: 8, QKVBias: true, RopeScaling: RopeScaling{Type: "linear", Factor: 2}}, "rope_scaling linear"},
 	} {
 		m, err := New(cpu.New(1), tc.cfg, 1)
 		if err != nil {
@@ -158,6 +154,53 @@ func TestWriteGGUFRefuses(t *testing.T) {
 		}
 		if err := m.WriteGGUF(&bytes.Buffer{}, "t", nil); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want %q", tc.cfg.Family, err, tc.want)
+		}
+	}
+}
+
+// TestWriteGGUFQwen2AndLlama3: a model with q/k/v biases is llama.cpp's
+// qwen2 (its own key prefix, nothing permuted); llama3 rope scaling
+// becomes rope_freqs, the factor each base frequency is divided by.
+func TestWriteGGUFQwen2AndLlama3(t *testing.T) {
+	qwen := Config{Family: Llama, Layers: 1, Dim: 16, Heads: 2, KVHeads: 1, Vocab: 11, MaxSeq: 8, QKVBias: true, TiedEmbed: true, RopeTheta: 1e6}
+	llama3 := Config{Family: Llama, Layers: 1, Dim: 32, Heads: 2, Vocab: 11, MaxSeq: 64, RopeTheta: 5e5,
+		RopeScaling: RopeScaling{Type: "llama3", Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositions: 8}}
+	for _, cfg := range []Config{qwen, llama3} {
+		m, err := New(cpu.New(1), cfg, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := m.WriteGGUF(&buf, "t", nil); err != nil {
+			t.Fatal(err)
+		}
+		f, err := gguf.Parse(buf.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		arch, _ := cfg.GGUFArch()
+		if got := f.Get("general.architecture"); got != arch || f.Get(arch+".rope.freq_base") != cfg.RopeTheta {
+			t.Fatalf("architecture %v, %s.rope.freq_base %v", got, arch, f.Get(arch+".rope.freq_base"))
+		}
+		q, _ := f.Tensor("blk.0.attn_q.weight")
+		wq, _, _ := m.Tensor("model.layers.0.self_attn.q_proj.weight")
+		permuted := !slices.Equal(q.Data, cpu.Data(wq))
+		if permuted != (arch == "llama") {
+			t.Errorf("%s: q permuted = %v", arch, permuted)
+		}
+		rf, ok := f.Tensor("rope_freqs.weight")
+		if ok != (cfg.RopeScaling.Type != "") {
+			t.Fatalf("%s: rope_freqs present = %v", arch, ok)
+		}
+		if !ok {
+			continue
+		}
+		// Head size 16, base frequencies 5e5^(-i/8): wavelengths 2*pi*5e5^(i/8)
+		// are 6.3 for i = 0, between 8/4 and 8/1 (original positions over the
+		// high and low factors), so blended; 32.4 and up for i >= 1, past 8,
+		// so divided by the whole factor.
+		if len(rf.Data) != 8 || rf.Data[7] != 32 || rf.Data[1] != 32 || !(rf.Data[0] > 1 && rf.Data[0] < 32) {
+			t.Errorf("rope_freqs %v: want a blended first factor and 32 after", rf.Data)
 		}
 	}
 }

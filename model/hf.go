@@ -41,6 +41,10 @@ type hfConfig struct {
 	InitRange        float32 `json:"initializer_range,omitempty"`
 	HeadDim          int     `json:"head_dim,omitempty"`
 	RopeScaling      *hfRope `json:"rope_scaling,omitempty"`
+	HiddenAct        string  `json:"hidden_act,omitempty"`
+	MLPBias          *bool   `json:"mlp_bias,omitempty"`
+	UseSlidingWindow *bool   `json:"use_sliding_window,omitempty"`
+	UseMRoPE         *bool   `json:"use_mrope,omitempty"`
 	// gpt2 names
 	NLayer      int     `json:"n_layer,omitempty"`
 	NEmbd       int     `json:"n_embd,omitempty"`
@@ -109,6 +113,16 @@ func (h hfConfig) toConfig() (Config, error) {
 		}
 		return c, nil
 	case "llama", "qwen2", "mistral":
+		switch {
+		case h.HiddenAct != "" && h.HiddenAct != "silu":
+			return Config{}, fmt.Errorf("hidden_act: %q; corl's llama family is SwiGLU (silu)", h.HiddenAct)
+		case h.MLPBias != nil && *h.MLPBias:
+			return Config{}, fmt.Errorf("mlp_bias: true; corl's llama family has no MLP biases")
+		case h.UseSlidingWindow != nil && *h.UseSlidingWindow:
+			return Config{}, fmt.Errorf("use_sliding_window: true; corl attends over the whole context")
+		case h.UseMRoPE != nil && *h.UseMRoPE:
+			return Config{}, fmt.Errorf("use_mrope: true; corl's rotary embeddings are one-dimensional")
+		}
 		c := Config{Family: Llama, Layers: h.NumLayers, Dim: h.HiddenSize, Heads: h.NumHeads, KVHeads: h.NumKVHeads,
 			Hidden: h.Intermediate, Vocab: h.VocabSize, MaxSeq: h.MaxPositions, RopeTheta: h.RopeTheta, NormEps: h.RMSNormEps,
 			InitStdDev: h.InitRange, QKVBias: h.ModelType == "qwen2"}
@@ -204,37 +218,57 @@ func (m *Model) hfLayout() []hfTensor {
 	return out
 }
 
-// hfParts returns the views of the host parameter array that an hfTensor
-// covers, in order, and the row length (columns of the internal matrices).
-func (m *Model) hfParts(h hfTensor, host []float32) (views [][]float32, cols int) {
+// hfRanges returns the ranges of the parameter array (offset, length) that
+// an hfTensor covers, in order, and the row length (columns of the internal
+// matrices).
+func (m *Model) hfRanges(h hfTensor) (ranges [][2]int, cols int) {
 	if h.half >= 0 {
 		t := m.lo.tensors[h.parts[0]]
 		n := t.Size() / 2
-		return [][]float32{host[t.Off+h.half*n : t.Off+(h.half+1)*n]}, t.Shape[1]
+		return [][2]int{{t.Off + h.half*n, n}}, t.Shape[1]
 	}
 	for _, i := range h.parts {
 		t := m.lo.tensors[i]
-		views = append(views, host[t.Off:t.Off+t.Size()])
+		ranges = append(ranges, [2]int{t.Off, t.Size()})
 		cols = t.Shape[len(t.Shape)-1]
 	}
-	return views, cols
+	return ranges, cols
 }
 
-// exportHF converts the host parameter array into checkpoint tensors.
-func (m *Model) exportHF(host []float32) []safetensors.Tensor {
-	var out []safetensors.Tensor
-	for _, h := range m.hfLayout() {
-		views, cols := m.hfParts(h, host)
-		var data []float32
-		for _, v := range views {
-			data = append(data, v...)
-		}
-		if h.transposed { // internal (out, in) -> Conv1D (in, out)
-			data = transpose(data, len(data)/cols, cols)
-		}
-		out = append(out, safetensors.Tensor{Name: h.name, Shape: h.shape, Data: data})
+// hfData returns one checkpoint tensor's values, downloaded from the
+// parameters, in the checkpoint's layout.
+func (m *Model) hfData(h hfTensor) ([]float32, error) {
+	ranges, cols := m.hfRanges(h)
+	n := 0
+	for _, r := range ranges {
+		n += r[1]
 	}
-	return out
+	data := make([]float32, n)
+	at := data
+	for _, r := range ranges {
+		m.be.Download(at[:r[1]], m.params.Slice(r[0], r[1]))
+		at = at[r[1]:]
+	}
+	if err := m.be.Sync(); err != nil {
+		return nil, err
+	}
+	if h.transposed { // internal (out, in) -> Conv1D (in, out)
+		data = transpose(data, len(data)/cols, cols)
+	}
+	return data, nil
+}
+
+// setHFData puts one checkpoint tensor's values into the parameters.
+func (m *Model) setHFData(h hfTensor, data []float32) error {
+	ranges, cols := m.hfRanges(h)
+	if h.transposed { // Conv1D (in, out) -> internal (out, in)
+		data = transpose(data, cols, len(data)/cols)
+	}
+	for _, r := range ranges {
+		m.be.Upload(m.params.Slice(r[0], r[1]), data[:r[1]])
+		data = data[r[1]:]
+	}
+	return m.be.Sync()
 }
 
 // transpose returns the (cols, rows) transpose of a (rows, cols) matrix.
@@ -248,15 +282,92 @@ func transpose(x []float32, rows, cols int) []float32 {
 	return t
 }
 
-// SaveHF writes config.json and model.safetensors into dir (created if needed).
+// hfSource is the checkpoint a model was loaded from, kept so that SaveHF
+// writes the same files: config.json and the other JSON files as read, and
+// each weight file under its own header (names, dtypes, order, metadata),
+// with the model's current values.
+type hfSource struct {
+	cfg    Config
+	files  map[string][]byte // file name -> contents as read
+	shards []hfShard
+	// tensors maps each checkpoint tensor name to what it holds; buffers
+	// holds the values of the non-parameter ones, written back as read.
+	tensors map[string]hfTensor
+	buffers map[string][]float32
+}
+
+type hfShard struct {
+	file   string
+	layout safetensors.Layout
+}
+
+// hfSideFiles are the files SaveHF copies from the checkpoint as read.
+var hfSideFiles = []string{"config.json", "generation_config.json", "model.safetensors.index.json"}
+
+// rounded reports whether the checkpoint stores weights in fewer bits than
+// float32 (then SaveOptimizer keeps the float32 master weights).
+func (s *hfSource) rounded() bool {
+	for _, sh := range s.shards {
+		for _, in := range sh.layout.Infos() {
+			if in.DType != safetensors.F32 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// StoredAs is the element type SaveHF writes the weights in: the
+// checkpoint's (the most common one if it mixes them), F32 for a new model.
+func (m *Model) StoredAs() safetensors.DType {
+	if m.src == nil {
+		return safetensors.F32
+	}
+	count := map[safetensors.DType]int{}
+	best := safetensors.F32
+	for _, sh := range m.src.shards {
+		for _, in := range sh.layout.Infos() {
+			count[in.DType] += in.Elements()
+			if count[in.DType] > count[best] {
+				best = in.DType
+			}
+		}
+	}
+	return best
+}
+
+// SaveHF writes the model as a Hugging Face checkpoint into dir (created if
+// needed). A model LoadHF read is written in that checkpoint's layout: its
+// JSON files as they were, its shards with their names, dtypes (bfloat16
+// stays bfloat16, rounded to nearest even) and headers, so a model saved
+// unchanged is its checkpoint byte for byte. A new model is written as
+// float32 in config.json and model.safetensors.
 func (m *Model) SaveHF(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("save model: %w", err)
 	}
-	host := make([]float32, m.lo.total)
-	m.be.Download(host, m.params)
-	if err := m.be.Sync(); err != nil {
-		return err
+	if src := m.src; src != nil && src.cfg == m.Cfg {
+		for _, name := range hfSideFiles {
+			if data, ok := src.files[name]; ok {
+				if err := writeAtomic(filepath.Join(dir, name), func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+					return err
+				}
+			}
+		}
+		for _, sh := range src.shards {
+			err := writeAtomic(filepath.Join(dir, sh.file), func(w io.Writer) error {
+				return sh.layout.Write(w, func(in safetensors.Info) ([]float32, error) {
+					if v, ok := src.buffers[in.Name]; ok {
+						return v, nil
+					}
+					return m.hfData(src.tensors[in.Name])
+				})
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	cfg, err := json.MarshalIndent(m.Cfg.toHF(), "", "  ")
 	if err != nil {
@@ -265,14 +376,27 @@ func (m *Model) SaveHF(dir string) error {
 	if err := writeAtomic(filepath.Join(dir, "config.json"), func(w io.Writer) error { _, err := w.Write(append(cfg, '\n')); return err }); err != nil {
 		return err
 	}
+	var ts []safetensors.Tensor
+	for _, h := range m.hfLayout() {
+		data, err := m.hfData(h)
+		if err != nil {
+			return err
+		}
+		ts = append(ts, safetensors.Tensor{Name: h.name, Shape: h.shape, Data: data})
+	}
 	return writeAtomic(filepath.Join(dir, "model.safetensors"), func(w io.Writer) error {
-		return safetensors.Write(w, m.exportHF(host), map[string]string{"format": "pt"})
+		return safetensors.Write(w, ts, map[string]string{"format": "pt"})
 	})
 }
 
-// LoadHF builds a model from a Hugging Face checkpoint directory. Every
-// tensor of the architecture must be present with its exact shape; tensors the
-// architecture does not use are an error, except known non-parameter buffers.
+// LoadHF builds a model from a Hugging Face checkpoint directory: config.json,
+// model.safetensors or the shards model.safetensors.index.json names (F32,
+// BF16, F16 or F64), and generation_config.json when present. Every
+// tensor of the architecture must be present with its exact shape; tensors
+// the architecture does not use are an error, except known non-parameter
+// buffers and a tied model's copy of its embedding as lm_head.weight.
+// Weights are read one file at a time into the backend, so loading needs
+// host memory for the largest shard, not the model.
 //
 // A directory with a ChecksumsFile must match it. Whatever the directory,
 // a tensor holding NaN or Inf is refused, and one with absurd magnitudes
@@ -285,70 +409,93 @@ func LoadHF(be gpu.Backend, dir string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := New(be, cfg, 0)
+	m, err := alloc(be, cfg)
 	if err != nil {
 		return nil, err
 	}
-	files, paths, err := openWeights(dir)
-	if err != nil {
+	if m.Generation, err = ReadGeneration(dir); err != nil {
 		return nil, err
 	}
-	lookup := func(name string) (*safetensors.File, string, string, bool) {
-		for _, cand := range []string{name, "transformer." + name} {
-			for i, f := range files {
-				if _, ok := f.Info(cand); ok {
-					return f, paths[i], cand, true
-				}
-			}
+	for _, id := range append([]int32{m.Generation.BOS}, m.Generation.EOS...) {
+		if id >= int32(cfg.Vocab) {
+			return nil, fmt.Errorf("%s: token id %d in generation_config.json (or config.json) is past vocab_size %d", dir, id, cfg.Vocab)
 		}
-		return nil, "", "", false
 	}
-	host := make([]float32, m.lo.total)
-	used := map[string]bool{}
+	src := &hfSource{cfg: m.Cfg, files: map[string][]byte{}, tensors: map[string]hfTensor{}, buffers: map[string][]float32{}}
+	for _, name := range hfSideFiles {
+		if data, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+			src.files[name] = data
+		}
+	}
+	shards, err := weightFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]hfTensor{}
 	for _, h := range m.hfLayout() {
-		f, path, name, ok := lookup(h.name)
-		if !ok {
-			return nil, fmt.Errorf("%s: checkpoint has no tensor %q", dir, h.name)
-		}
-		used[name] = true
-		info, _ := f.Info(name)
-		if fmt.Sprint(info.Shape) != fmt.Sprint(h.shape) {
-			return nil, fmt.Errorf("%s: tensor %q has shape %v, config.json implies %v", dir, name, info.Shape, h.shape)
-		}
-		data, err := f.Float32(name)
-		if err != nil {
-			return nil, err
-		}
-		warning, err := checkWeights(path, name, data)
-		if err != nil {
-			return nil, err
-		}
-		if warning != "" {
-			m.Warnings = append(m.Warnings, warning)
-		}
-		views, cols := m.hfParts(h, host)
-		if h.transposed { // Conv1D (in, out) -> internal (out, in)
-			data = transpose(data, cols, len(data)/cols)
-		}
-		for _, v := range views {
-			copy(v, data[:len(v)])
-			data = data[len(v):]
-		}
+		want[h.name] = h
 	}
+	tiedHead := m.lo.lmHead == m.lo.wte
+	found := map[string]string{} // architecture name -> checkpoint name
 	var unexpected []string
-	for _, f := range files {
+	for _, file := range shards {
+		path := filepath.Join(dir, file)
+		f, err := safetensors.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
 		for _, in := range f.Infos() {
-			if !used[in.Name] && !ignorableBuffer(in.Name) && !(m.lo.lmHead == m.lo.wte && in.Name == "lm_head.weight") {
+			name := strings.TrimPrefix(in.Name, "transformer.")
+			h, ok := want[name]
+			switch {
+			case !ok && tiedHead && name == "lm_head.weight":
+				src.tensors[in.Name] = want[m.lo.tensors[m.lo.wte].Name]
+				continue // the embedding is read under its own name
+			case !ok && ignorableBuffer(name):
+				if src.buffers[in.Name], err = f.Float32(in.Name); err != nil {
+					return nil, err
+				}
+				continue
+			case !ok:
 				unexpected = append(unexpected, in.Name)
+				continue
+			}
+			if prev, dup := found[name]; dup {
+				return nil, fmt.Errorf("%s: tensor %q is stored twice (as %q too)", dir, in.Name, prev)
+			}
+			found[name] = in.Name
+			src.tensors[in.Name] = h
+			if fmt.Sprint(in.Shape) != fmt.Sprint(h.shape) {
+				return nil, fmt.Errorf("%s: tensor %q has shape %v, config.json implies %v", path, in.Name, in.Shape, h.shape)
+			}
+			data, err := f.Float32(in.Name)
+			if err != nil {
+				return nil, err
+			}
+			warning, err := checkWeights(path, in.Name, data)
+			if err != nil {
+				return nil, err
+			}
+			if warning != "" {
+				m.Warnings = append(m.Warnings, warning)
+			}
+			if err := m.setHFData(h, data); err != nil {
+				return nil, err
 			}
 		}
+		src.shards = append(src.shards, hfShard{file: file, layout: f.Layout()})
 	}
 	if len(unexpected) > 0 {
 		sort.Strings(unexpected)
 		return nil, fmt.Errorf("%s: tensors the %s architecture does not use: %s", dir, cfg.Family, strings.Join(unexpected, ", "))
 	}
-	be.Upload(m.params, host)
-	return m, be.Sync()
+	for _, h := range m.hfLayout() {
+		if _, ok := found[h.name]; !ok {
+			return nil, fmt.Errorf("%s: checkpoint has no tensor %q", dir, h.name)
+		}
+	}
+	m.src = src
+	return m, nil
 }
 
 // ignorableBuffer names non-parameter buffers older checkpoints carry.
@@ -357,27 +504,22 @@ func ignorableBuffer(name string) bool {
 		strings.HasSuffix(name, "rotary_emb.inv_freq")
 }
 
-// openWeights reads the model's weight files and returns them with their
-// paths.
-func openWeights(dir string) ([]*safetensors.File, []string, error) {
-	single := filepath.Join(dir, "model.safetensors")
-	if _, err := os.Stat(single); err == nil {
-		f, err := safetensors.ReadFile(single)
-		if err != nil {
-			return nil, nil, err
-		}
-		return []*safetensors.File{f}, []string{single}, nil
+// weightFiles names the model's weight files in dir: model.safetensors, or
+// the shards model.safetensors.index.json lists, in name order.
+func weightFiles(dir string) ([]string, error) {
+	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err == nil {
+		return []string{"model.safetensors"}, nil
 	}
 	index := filepath.Join(dir, "model.safetensors.index.json")
 	data, err := os.ReadFile(index)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: no model.safetensors or model.safetensors.index.json", dir)
+		return nil, fmt.Errorf("%s: no model.safetensors or model.safetensors.index.json", dir)
 	}
 	var idx struct {
 		WeightMap map[string]string `json:"weight_map"`
 	}
 	if err := json.Unmarshal(data, &idx); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", index, err)
+		return nil, fmt.Errorf("%s: %w", index, err)
 	}
 	shards := map[string]bool{}
 	for _, f := range idx.WeightMap {
@@ -386,33 +528,22 @@ func openWeights(dir string) ([]*safetensors.File, []string, error) {
 	names := make([]string, 0, len(shards))
 	for f := range shards {
 		if filepath.Base(f) != f {
-			return nil, nil, fmt.Errorf("%s: shard %q must be a file name in the same directory", index, f)
+			return nil, fmt.Errorf("%s: shard %q must be a file name in the same directory", index, f)
 		}
 		names = append(names, f)
 	}
 	sort.Strings(names)
-	var out []*safetensors.File
-	var paths []string
-	for _, n := range names {
-		p := filepath.Join(dir, n)
-		f, err := safetensors.ReadFile(p)
-		if err != nil {
-			return nil, nil, err
-		}
-		out, paths = append(out, f), append(paths, p)
-	}
-	return out, paths, nil
+	return names, nil
 }
 
 // SaveOptimizer writes AdamW's moments (internal tensor names) and the step
-// count to path, so a resumed run continues exactly.
+// count to path, so a resumed run continues exactly. When SaveHF rounds the
+// weights (a bfloat16 or float16 checkpoint), the float32 master weights
+// are kept here too, as master/<name>.
 func (m *Model) SaveOptimizer(path string) error {
 	host := make([]float32, m.lo.total)
 	var ts []safetensors.Tensor
-	for _, pair := range []struct {
-		prefix string
-		buf    gpu.Buffer
-	}{{"exp_avg/", m.m}, {"exp_avg_sq/", m.v}} {
+	for _, pair := range m.optimizerState(m.src != nil && m.src.rounded()) {
 		m.be.Download(host, pair.buf)
 		if err := m.be.Sync(); err != nil {
 			return err
@@ -426,7 +557,8 @@ func (m *Model) SaveOptimizer(path string) error {
 	})
 }
 
-// LoadOptimizer restores what SaveOptimizer wrote.
+// LoadOptimizer restores what SaveOptimizer wrote, the master weights
+// included when it kept them.
 func (m *Model) LoadOptimizer(path string) error {
 	f, err := safetensors.ReadFile(path)
 	if err != nil {
@@ -437,10 +569,8 @@ func (m *Model) LoadOptimizer(path string) error {
 		return fmt.Errorf("%s: metadata step %q is not a step count", path, f.Metadata["step"])
 	}
 	host := make([]float32, m.lo.total)
-	for _, pair := range []struct {
-		prefix string
-		buf    gpu.Buffer
-	}{{"exp_avg/", m.m}, {"exp_avg_sq/", m.v}} {
+	_, master := f.Info("master/" + m.lo.tensors[0].Name)
+	for _, pair := range m.optimizerState(master) {
 		for _, t := range m.lo.tensors {
 			d, err := f.Float32(pair.prefix + t.Name)
 			if err != nil {
@@ -455,6 +585,22 @@ func (m *Model) LoadOptimizer(path string) error {
 	}
 	m.step = step
 	return m.be.Sync()
+}
+
+// stateBuffer is one buffer of the optimizer file, under its name prefix.
+type stateBuffer struct {
+	prefix string
+	buf    gpu.Buffer
+}
+
+// optimizerState lists what the optimizer file holds: AdamW's moments, and
+// the master weights when master is set.
+func (m *Model) optimizerState(master bool) []stateBuffer {
+	s := []stateBuffer{{"exp_avg/", m.m}, {"exp_avg_sq/", m.v}}
+	if master {
+		s = append(s, stateBuffer{"master/", m.params})
+	}
+	return s
 }
 
 var writeAtomic = atomicfile.Write

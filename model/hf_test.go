@@ -1,7 +1,9 @@
 package model
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -116,5 +118,157 @@ func TestLoadHFErrors(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type": "bert", "vocab_size": 5}`), 0o644)
 	if _, err := LoadHF(cpu.New(1), dir); err == nil || !strings.Contains(err.Error(), "model_type") {
 		t.Fatalf("bad model type: err = %v", err)
+	}
+}
+
+// publishedCheckpoint writes m as a checkpoint as it is published: a
+// config.json with fields corl does not read, generation_config.json, BF16
+// weights in two shards whose headers list tensors in name order while the
+// data lies in layout order (writeBF16), and the index.
+func publishedCheckpoint(t *testing.T, m *Model, dir string) {
+	t.Helper()
+	hc := map[string]any{}
+	b, _ := json.Marshal(m.Cfg.toHF())
+	json.Unmarshal(b, &hc)
+	hc["torch_dtype"], hc["hidden_act"], hc["use_cache"], hc["transformers_version"] = "bfloat16", "silu", true, "4.45.0"
+	hc["bos_token_id"], hc["eos_token_id"] = 1, 2
+	cfg, _ := json.MarshalIndent(hc, "", "  ")
+	files := map[string][]byte{
+		"config.json":            append(cfg, '\n'),
+		"generation_config.json": []byte("{\n  \"bos_token_id\": 1,\n  \"eos_token_id\": [2, 3],\n  \"do_sample\": true,\n  \"temperature\": 0.6,\n  \"top_p\": 0.9\n}\n"),
+	}
+	tensors := hfTensors(t, m)
+	half := len(tensors) / 2
+	weightMap := map[string]string{}
+	for i, part := range [][]safetensors.Tensor{tensors[:half], tensors[half:]} {
+		name := fmt.Sprintf("model-%05d-of-00002.safetensors", i+1)
+		writeBF16(t, filepath.Join(dir, name), part)
+		for _, tt := range part {
+			weightMap[tt.Name] = name
+		}
+	}
+	index, _ := json.MarshalIndent(map[string]any{"metadata": map[string]any{"total_size": 2 * m.NumParams()}, "weight_map": weightMap}, "", "  ")
+	files["model.safetensors.index.json"] = append(index, '\n')
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestPublishedCheckpointRoundTripsByteForByte: a sharded BF16 checkpoint
+// with a foreign header layout, loaded and saved, is the same files byte
+// for byte; generation_config.json's stop tokens and sampling defaults are
+// read.
+func TestPublishedCheckpointRoundTripsByteForByte(t *testing.T) {
+	for _, name := range []string{"llama-gqa-bias", "llama-tied", "llama-headdim-rope3"} {
+		t.Run(name, func(t *testing.T) {
+			m, err := New(cpu.New(1), tinyConfigs()[name], 9)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, dst := t.TempDir(), t.TempDir()
+			publishedCheckpoint(t, m, src)
+			got, err := LoadHF(cpu.New(1), src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.StoredAs() != safetensors.BF16 {
+				t.Errorf("stored as %s, want BF16", got.StoredAs())
+			}
+			g := got.Generation
+			if g.BOS != 1 || fmt.Sprint(g.EOS) != "[2 3]" || !g.Ends(3) || g.Ends(1) || g.Temperature != 0.6 || g.TopP != 0.9 || g.DoSample == nil || !*g.DoSample {
+				t.Errorf("generation config read as %+v", g)
+			}
+			if err := got.SaveHF(dst); err != nil {
+				t.Fatal(err)
+			}
+			entries, _ := os.ReadDir(src)
+			out, _ := os.ReadDir(dst)
+			if len(out) != len(entries) {
+				t.Fatalf("saved %d files, the checkpoint has %d", len(out), len(entries))
+			}
+			for _, e := range entries {
+				a, _ := os.ReadFile(filepath.Join(src, e.Name()))
+				b, err := os.ReadFile(filepath.Join(dst, e.Name()))
+				if err != nil || !bytes.Equal(a, b) {
+					t.Errorf("%s: saved file differs from the checkpoint's (err %v)", e.Name(), err)
+				}
+			}
+		})
+	}
+}
+
+// TestRoundedCheckpointResumesFromMasterWeights: after a training step a
+// BF16 checkpoint is written rounded, and the optimizer file keeps the
+// float32 master weights, so a resumed model has the trained weights bit
+// for bit; the checkpoint alone reads back as their rounding.
+func TestRoundedCheckpointResumesFromMasterWeights(t *testing.T) {
+	cfg := tinyConfigs()["llama-gqa-bias"]
+	m, err := New(cpu.New(1), cfg, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, dst := t.TempDir(), t.TempDir()
+	publishedCheckpoint(t, m, src)
+	if m, err = LoadHF(cpu.New(1), src); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(2, 2))
+	if _, err := m.TrainStep(randBatch(r, 2, 4, cfg.Vocab), DefaultOptim(1e-2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SaveHF(dst); err != nil {
+		t.Fatal(err)
+	}
+	opt := filepath.Join(dst, "optimizer.safetensors")
+	if err := m.SaveOptimizer(opt); err != nil {
+		t.Fatal(err)
+	}
+	rounded, err := LoadHF(cpu.New(1), dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed, err := LoadHF(cpu.New(1), dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := resumed.LoadOptimizer(opt); err != nil {
+		t.Fatal(err)
+	}
+	trained, inexact := cpu.Data(m.params), 0
+	for i, v := range trained {
+		if math.Float32bits(cpu.Data(resumed.params)[i]) != math.Float32bits(v) {
+			t.Fatalf("weight %d resumed as %v, trained %v", i, cpu.Data(resumed.params)[i], v)
+		}
+		if w := cpu.Data(rounded.params)[i]; w != bf16Round(v) {
+			t.Fatalf("weight %d: checkpoint holds %v, want bf16(%v)", i, w, v)
+		} else if w != v {
+			inexact++
+		}
+	}
+	if inexact == 0 {
+		t.Fatal("no trained weight needed rounding: the test shows nothing")
+	}
+}
+
+// TestReadGenerationRefuses names the file and the field.
+func TestReadGenerationRefuses(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"eos_token_id": "x"}`:             "token id",
+		`{"bos_token_id": [1, 2]}`:          "bos_token_id: one id",
+		`{"eos_token_id": [-1]}`:            "negative",
+		`{"eos_token_id": 2, "top_p": 1.5}`: "top_p",
+	} {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "generation_config.json"), []byte(body), 0o644)
+		if _, err := ReadGeneration(dir); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "generation_config.json") {
+			t.Errorf("%s: err = %v, want %q", body, err, want)
+		}
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"eos_token_id": null, "bos_token_id": 7}`), 0o644)
+	if g, err := ReadGeneration(dir); err != nil || g.BOS != 7 || len(g.EOS) != 0 {
+		t.Errorf("from config.json: %+v, %v", g, err)
 	}
 }

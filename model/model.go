@@ -26,10 +26,27 @@ type Model struct {
 	// Warnings are what LoadHF found suspicious but not fatal (weights of
 	// absurd magnitude in a directory without checksums); callers show them.
 	Warnings []string
+	// Generation is the checkpoint's generation_config.json (LoadHF; zero
+	// for a new model).
+	Generation Generation
+	// src is the checkpoint LoadHF read, whose layout SaveHF writes back
+	// (nil: a new model, saved as float32 in one file).
+	src *hfSource
 }
 
 // New builds a model with freshly initialised weights (deterministic from seed).
 func New(be gpu.Backend, cfg Config, seed uint64) (*Model, error) {
+	m, err := alloc(be, cfg)
+	if err != nil {
+		return nil, err
+	}
+	be.Upload(m.params, initParams(m.Cfg, m.lo, seed))
+	return m, nil
+}
+
+// alloc builds a model with its buffers allocated and the weights left as
+// the backend gives them.
+func alloc(be gpu.Backend, cfg Config) (*Model, error) {
 	c, err := cfg.Normalized()
 	if err != nil {
 		return nil, fmt.Errorf("model config: %w", err)
@@ -41,7 +58,6 @@ func New(be gpu.Backend, cfg Config, seed uint64) (*Model, error) {
 	}
 	m := &Model{Cfg: c, be: be, lo: lo, invFreq: inv,
 		params: be.Alloc(lo.total), grads: be.Alloc(lo.total), m: be.Alloc(lo.total), v: be.Alloc(lo.total)}
-	be.Upload(m.params, initParams(c, lo, seed))
 	m.own = Pass{m: m, be: be, grads: m.grads}
 	m.scratch = Pass{m: m, be: be}
 	return m, nil

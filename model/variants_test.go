@@ -84,7 +84,7 @@ func TestCheckpointVariants(t *testing.T) {
 		t.Fatal(err)
 	}
 	host := cpu.Data(m.params)
-	tensors := m.exportHF(append([]float32(nil), host...))
+	tensors := hfTensors(t, m)
 	cfgJSON, _ := json.Marshal(m.Cfg.toHF())
 
 	t.Run("bf16", func(t *testing.T) {
@@ -137,6 +137,10 @@ func TestCheckpointVariants(t *testing.T) {
 			{`"architectures": ["LlamaForSequenceClassification"]`, "architectures"},
 			{`"rope_scaling": {"rope_type": "yarn", "factor": 4}`, "rope_scaling"},
 			{`"head_dim": 7`, "head_dim"},
+			{`"hidden_act": "gelu"`, "hidden_act"},
+			{`"mlp_bias": true`, "mlp_bias"},
+			{`"use_sliding_window": true`, "use_sliding_window"},
+			{`"use_mrope": true`, "use_mrope"},
 		} {
 			dir := t.TempDir()
 			// appended last: JSON's last duplicate key wins
@@ -180,4 +184,17 @@ func writeBF16(t *testing.T, path string, tensors []safetensors.Tensor) {
 	if err := os.WriteFile(path, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// hfTensors is the model's checkpoint tensors, in float32.
+func hfTensors(t *testing.T, m *Model) []safetensors.Tensor {
+	var out []safetensors.Tensor
+	for _, h := range m.hfLayout() {
+		data, err := m.hfData(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, safetensors.Tensor{Name: h.name, Shape: h.shape, Data: data})
+	}
+	return out
 }
