@@ -50,6 +50,19 @@ type Generator struct {
 	Ctx context.Context
 	// Phases, if set, has Run's time in each phase added to it.
 	Phases *Phases
+	// OnlyTokenizerEOS ends sequences at Tok.EOS() alone. By default the
+	// model's generation_config.json stop tokens (Model.Generation.EOS,
+	// e.g. Llama 3's <|eot_id|>) end them too.
+	OnlyTokenizerEOS bool
+}
+
+// ends is the set of tokens that end a sequence.
+func (g *Generator) ends() []int32 {
+	ends := []int32{g.Tok.EOS()}
+	if !g.OnlyTokenizerEOS {
+		ends = append(ends, g.Model.Generation.EOS...)
+	}
+	return ends
 }
 
 // Phases is where Run's time went: starting requests (the prompts'
@@ -98,7 +111,7 @@ func (g *Generator) Run(reqs []Request) ([]Output, error) {
 	}
 	defer m.FreeCache(kc)
 	r := &run{g: g, reqs: reqs, kc: kc, slots: slots, outs: make([]Output, len(reqs)), state: make([]*slotState, slots),
-		slotGen: make([]int, slots), eos: g.Tok.EOS(), tokens: make([]int32, slots), active: make([]bool, slots), ended: make([]bool, slots)}
+		slotGen: make([]int, slots), ends: g.ends(), tokens: make([]int32, slots), active: make([]bool, slots), ended: make([]bool, slots)}
 	r.last.slot = -1
 	all := make([]int, slots)
 	for s := range all {
@@ -165,7 +178,7 @@ type run struct {
 	slotGen []int        // how many requests each slot has been given
 	nextReq int
 	done    int
-	eos     int32
+	ends    []int32
 	// A decoding step's inputs and ended flags, per slot: allocated once.
 	tokens        []int32
 	active, ended []bool
@@ -253,7 +266,7 @@ func (r *run) start(free []int) error {
 			}
 			st := &slotState{req: j.req, s: newSampler(r.reqs[j.req].Params)}
 			r.state[j.slot] = st
-			if r.g.accept(st, j.logits[:V], r.eos, r.reqs[j.req]) {
+			if r.g.accept(st, j.logits[:V], r.ends, r.reqs[j.req]) {
 				r.finish(j.slot)
 				free = append(free, j.slot)
 			}
@@ -284,7 +297,7 @@ func (r *run) step() ([]int, error) {
 	// requests are then taken in slot order.
 	forSlots(r.slots, m.Backend().Threads(), func(s int) {
 		if st := r.state[s]; st != nil {
-			ended[s] = r.g.accept(st, logits[s*V:(s+1)*V], r.eos, r.reqs[st.req])
+			ended[s] = r.g.accept(st, logits[s*V:(s+1)*V], r.ends, r.reqs[st.req])
 		}
 	})
 	var free []int
@@ -337,12 +350,12 @@ func (g *Generator) report(done, total int) {
 }
 
 // accept samples one token for a slot and reports whether its request ended.
-func (g *Generator) accept(st *slotState, logits []float32, eos int32, r Request) bool {
+func (g *Generator) accept(st *slotState, logits []float32, ends []int32, r Request) bool {
 	tok, lp := st.s.next(logits)
 	st.out.Tokens = append(st.out.Tokens, tok)
 	st.out.LogProbs = append(st.out.LogProbs, lp)
 	st.last = tok
-	if tok == eos {
+	if slices.Contains(ends, tok) {
 		st.out.Text = g.Tok.Decode(st.out.Tokens[:len(st.out.Tokens)-1])
 		st.out.Finish, st.out.Keep = "eos", len(st.out.Tokens)
 		return true
@@ -383,7 +396,7 @@ func (g *Generator) tokensBefore(toks []int32, kept string) int {
 func (g *Generator) RunWithoutCache(reqs []Request) ([]Output, error) {
 	m := g.Model
 	V := m.Cfg.Vocab
-	eos := g.Tok.EOS()
+	ends := g.ends()
 	states := make([]*slotState, len(reqs))
 	seqs := make([][]int32, len(reqs))
 	for i, r := range reqs {
@@ -415,7 +428,7 @@ func (g *Generator) RunWithoutCache(reqs []Request) ([]Output, error) {
 			}
 			for b, i := range rows {
 				last := logits[((b+1)*T-1)*V : (b+1)*T*V]
-				if g.accept(states[i], last, eos, reqs[i]) {
+				if g.accept(states[i], last, ends, reqs[i]) {
 					outs[i], states[i] = states[i].out, nil
 				} else {
 					seqs[i] = append(seqs[i], states[i].last)

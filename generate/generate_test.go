@@ -161,6 +161,30 @@ func TestFinishReasons(t *testing.T) {
 	if _, err := g.Run([]Request{{Prompt: prompt, Params: Params{MaxNewTokens: 40}}}); err == nil {
 		t.Error("a request longer than the model's positions was accepted")
 	}
+	// generation_config.json's stop tokens end a sequence as EOS does, in
+	// both paths, unless the generator is told to use the tokenizer's alone.
+	m := constModel(t, 'a')
+	m.Generation.EOS = []int32{'b', 'a'}
+	for _, only := range []bool{false, true} {
+		g = &Generator{Model: m, Tok: tok, OnlyTokenizerEOS: only}
+		cached, err := g.Run([]Request{{Prompt: prompt, Params: Params{MaxNewTokens: 4}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := g.RunWithoutCache([]Request{{Prompt: prompt, Params: Params{MaxNewTokens: 4}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "eos"
+		if only {
+			want = "length"
+		}
+		for _, o := range []Output{cached[0], plain[0]} {
+			if o.Finish != want {
+				t.Errorf("OnlyTokenizerEOS %v: finished by %q, want %q (%+v)", only, o.Finish, want, o)
+			}
+		}
+	}
 }
 
 // TestPhasesAddUp: Run adds its time to Phases, split between starting
@@ -377,7 +401,7 @@ func TestStopStringIsNotKept(t *testing.T) {
 		for i, id := range ids {
 			logits := make([]float32, tok.VocabSize())
 			logits[id] = 10 // greedy picks it
-			if done := g.accept(st, logits, tok.EOS(), req); done != (i == len(ids)-1) {
+			if done := g.accept(st, logits, []int32{tok.EOS()}, req); done != (i == len(ids)-1) {
 				t.Fatalf("%q: finished=%v at token %d of %d", text, done, i+1, len(ids))
 			}
 		}
