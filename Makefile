@@ -158,12 +158,16 @@ bench-llamacpp: build $(LLAMACPP)/llama-ref
 
 # The GGUF export against llama.cpp's reading of it (part of test-long): the
 # next-token probabilities and greedy tokens of grouped-query, tied, biased
-# and multi-query llamas, then one short timed run through the protocol.
+# and multi-query llamas, then one short timed run through the protocol;
+# then checkpoints of Qwen2.5-0.5B's and Llama-3.2-1B's exact shapes (random
+# BF16 weights, two shards) saved back byte for byte and run against
+# llama.cpp (about four minutes, 15 GB of memory).
 llamacpp-check: build $(LLAMACPP)/llama-ref
 	bin/corl bench llamacpp --reference $(LLAMACPP)/llama-ref --check-only
 	bin/corl bench llamacpp --reference $(LLAMACPP)/llama-ref --check-only --kv-heads 2 --tied --qkv-bias
 	bin/corl bench llamacpp --reference $(LLAMACPP)/llama-ref --check-only --layers 2 --dim 96 --heads 3 --kv-heads 1 --hidden 160
 	bin/corl bench llamacpp --reference $(LLAMACPP)/llama-ref --batch 1,3 --threads 1 --reps 1 --new 8 --layers 2 --dim 64 --heads 2
+	CORL_LLAMACPP_REF=$(LLAMACPP)/llama-ref $(GO) test -count=1 -timeout 20m -run TestRealShapesAgainstLlamaCpp -v ./cli/bench
 
 $(LLAMACPP)/llama-ref: scripts/llamacpp/llama-ref.c $(LLAMACPP)/.installed
 	@command -v cc >/dev/null || (apt-get update -qq && apt-get install -y -qq --no-install-recommends gcc libc6-dev)

@@ -1,0 +1,194 @@
+package cli
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/corl-project/corl/gpu/cpu"
+	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/safetensors"
+)
+
+func newModelCmd(stdio IO) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "model",
+		Short: "Build and inspect Hugging Face checkpoints",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newModelRandomCmd(stdio), newModelPlanCmd(stdio))
+	return cmd
+}
+
+const modelRandomLong = `Writes a checkpoint of a published model's exact shape with random weights:
+its config.json and generation_config.json as published, weights drawn as
+corl initialises a model (normal(0, initializer_range) matrices; norm
+weights and biases drawn around ones and zeros, standard deviation 0.1, so
+that an engine reading a norm or bias wrongly shows it), stored in --dtype
+and split into --shards files with model.safetensors.index.json, as
+checkpoints are published. For tests and benchmarks at real sizes without
+downloading weights; corl bench llamacpp --checkpoint runs one against
+llama.cpp.
+
+Shapes: %s; or --config, any config.json corl reads (with the
+generation_config.json beside it, if there is one).
+
+Examples:
+  corl model random --shape qwen2.5-0.5b --out /tmp/qwen-random
+  corl model random --shape llama-3.2-1b --dtype BF16 --shards 2 --seed 3 --out /tmp/llama-random
+  corl model random --config mine/config.json --dtype F32 --out /tmp/mine-random`
+
+func newModelRandomCmd(stdio IO) *cobra.Command {
+	var shape, config, dtype, out string
+	var shards int
+	var seed uint64
+	cmd := &cobra.Command{
+		Use:   "random",
+		Short: "Write a checkpoint of a published shape with random weights",
+		Long:  fmt.Sprintf(modelRandomLong, strings.Join(model.ShapeNames(), ", ")),
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return modelRandom(stdio, shape, config, safetensors.DType(strings.ToUpper(dtype)), out, shards, seed)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&shape, "shape", "", "a published shape (see above)")
+	fl.StringVar(&config, "config", "", "a config.json instead of --shape")
+	fl.StringVar(&dtype, "dtype", "BF16", "element type of the weights: BF16, F16 or F32")
+	fl.IntVar(&shards, "shards", 1, "weight files (more than one: with model.safetensors.index.json)")
+	fl.Uint64Var(&seed, "seed", 1, "seed of the random weights")
+	fl.StringVar(&out, "out", "", "checkpoint directory to write (required)")
+	return cmd
+}
+
+func modelRandom(stdio IO, shape, config string, dtype safetensors.DType, out string, shards int, seed uint64) error {
+	var files map[string][]byte
+	var err error
+	switch {
+	case (shape == "") == (config == ""):
+		return fmt.Errorf("--shape or --config: give one (shapes: %s)", strings.Join(model.ShapeNames(), ", "))
+	case out == "":
+		return fmt.Errorf("--out: required, the checkpoint directory to write")
+	case dtype != safetensors.BF16 && dtype != safetensors.F16 && dtype != safetensors.F32:
+		return fmt.Errorf("--dtype: %q; want BF16, F16 or F32", dtype)
+	case shards < 1:
+		return fmt.Errorf("--shards: %d; want at least 1", shards)
+	case shape != "":
+		if files, err = model.ShapeFiles(shape); err != nil {
+			return fmt.Errorf("--shape: %w", err)
+		}
+	default:
+		data, err := os.ReadFile(config)
+		if err != nil {
+			return fmt.Errorf("--config: %w", err)
+		}
+		files = map[string][]byte{"config.json": data}
+		gen, err := os.ReadFile(filepath.Join(filepath.Dir(config), "generation_config.json"))
+		if err == nil {
+			files["generation_config.json"] = gen
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("--config: %w", err)
+		}
+	}
+	cfg, err := model.ParseConfig(cmp.Or(config, shape+"/config.json"), files["config.json"])
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	m, err := model.New(cpu.New(1), cfg, seed)
+	if err == nil {
+		err = m.PerturbVectors(seed)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdio.Err, "drew %.3fB parameters in %.1f s; writing %s\n", float64(m.NumParams())/1e9, time.Since(start).Seconds(), out)
+	if err := m.SaveHFAs(out, dtype, shards, files); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdio.Out, "%s: %s, %d layers, hidden %d, %d heads (%d kv), vocab %d, %.3fB parameters, %s in %d file(s); %.1f s\n",
+		out, cfg.Family, cfg.Layers, cfg.Dim, cfg.Heads, cfg.KVHeads, cfg.Vocab, float64(m.NumParams())/1e9, dtype, shards, time.Since(start).Seconds())
+	return nil
+}
+
+const modelPlanLong = `Prints what one member of a model holds in memory, item by item, as corl
+allocates it: float32 weights, gradients and AdamW's two moments (16 bytes
+a parameter), a KL reference copy with --kl, the training pass's
+activations for --micro-batch sequences of --seq tokens (attention scores
+included: they grow with the square of --seq), and the generation cache of
+--slots sequences of --capacity positions with its scratch rows. With
+--memory-gib, a plan past it exits with an error naming what to change.
+
+The model is --shape (%s), --config FILE or --model DIR (a checkpoint).
+
+Examples:
+  corl model plan --shape qwen2.5-0.5b --memory-gib 80
+  corl model plan --shape qwen2.5-7b --micro-batch 1 --seq 2048 --memory-gib 80
+  corl model plan --model examples/bases/llama-small --micro-batch 16 --seq 128`
+
+func newModelPlanCmd(stdio IO) *cobra.Command {
+	var shape, config, dir, kv string
+	var o model.PlanOptions
+	var memory float64
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Print a member's memory plan, item by item, and check it fits",
+		Long:  fmt.Sprintf(modelPlanLong, strings.Join(model.ShapeNames(), ", ")),
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			var cfg model.Config
+			var err error
+			switch {
+			case dir != "" && shape == "" && config == "":
+				cfg, err = model.ReadConfig(dir)
+			case dir == "" && shape != "" && config == "":
+				var files map[string][]byte
+				if files, err = model.ShapeFiles(shape); err == nil {
+					cfg, err = model.ParseConfig(shape+"/config.json", files["config.json"])
+				}
+			case dir == "" && shape == "" && config != "":
+				var data []byte
+				if data, err = os.ReadFile(config); err == nil {
+					cfg, err = model.ParseConfig(config, data)
+				}
+			default:
+				return fmt.Errorf("--shape, --config or --model: give one")
+			}
+			if err != nil {
+				return err
+			}
+			if o.MicroBatch < 1 || o.Seq < 1 || o.Slots < 1 || o.Capacity < 1 || o.Parts < 1 || memory < 0 {
+				return fmt.Errorf("--micro-batch, --seq, --slots, --capacity and --parts must be positive, --memory-gib at least 0")
+			}
+			switch kv {
+			case "f32":
+			case "f16":
+				o.HalfKV = true
+			default:
+				return fmt.Errorf("--kv-cache: %q; want f32 or f16", kv)
+			}
+			fmt.Fprintf(stdio.Out, "%s, %d layers, hidden %d, vocab %d: %.3fB parameters\n", cfg.Family, cfg.Layers, cfg.Dim, cfg.Vocab, float64(cfg.NumParams())/1e9)
+			return model.WritePlan(stdio.Out, cfg.Plan(o), int64(memory*(1<<30)))
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&shape, "shape", "", "a published shape (see above)")
+	fl.StringVar(&config, "config", "", "a config.json")
+	fl.StringVar(&dir, "model", "", "a checkpoint directory")
+	fl.IntVar(&o.MicroBatch, "micro-batch", 4, "sequences per training pass (rl.micro_batch)")
+	fl.IntVar(&o.Seq, "seq", 1024, "tokens per training sequence (prompt and completion)")
+	fl.IntVar(&o.Slots, "slots", 64, "sequences generated together")
+	fl.IntVar(&o.Capacity, "capacity", 1024, "positions per generated sequence (prompt and completion)")
+	fl.IntVar(&o.Parts, "parts", 1, "prefills at once (a CPU backend's threads; 1 on a GPU)")
+	fl.StringVar(&kv, "kv-cache", "f32", "generation cache: f32 or f16")
+	fl.BoolVar(&o.Reference, "kl", false, "keep a KL reference copy")
+	fl.Float64Var(&memory, "memory-gib", 0, "device memory in GiB to check the plan against (0: none)")
+	return cmd
+}
