@@ -38,12 +38,6 @@ func (p *Pass) activationsFor(B, T int) *activations {
 		return a
 	}
 	c := m.Cfg
-	N, C, L := B*T, c.Dim, c.Layers
-	QD, KVD, H := c.Heads*c.HeadSize(), c.KVHeads*c.HeadSize(), c.Hidden
-	fcW := H
-	if c.Family == Llama {
-		fcW = 2 * H
-	}
 	a := &activations{B: B, T: T, pos: make([]int32, B*T)}
 	for i := range a.pos {
 		a.pos[i] = int32(i % T)
@@ -55,28 +49,7 @@ func (p *Pass) activationsFor(B, T int) *activations {
 	// all of its outputs and Backward zeroes what it accumulates into, so
 	// a view's stale contents are never read. carve lays the buffers out
 	// with take; run once to measure (take returns nil), then to cut.
-	carve := func(take func(n int) gpu.Buffer) {
-		many := func(n, size int) []gpu.Buffer {
-			s := make([]gpu.Buffer, n)
-			for i := range s {
-				s[i] = take(size)
-			}
-			return s
-		}
-		a.res, a.res2 = many(L+1, N*C), many(L, N*C)
-		a.ln1, a.ln2 = many(L, N*C), many(L, N*C)
-		a.mean1, a.rstd1, a.mean2, a.rstd2 = many(L, N), many(L, N), many(L, N), many(L, N)
-		a.q, a.k, a.v = many(L, N*QD), many(L, N*KVD), many(L, N*KVD)
-		a.att, a.attOut = many(L, B*c.Heads*T*T), many(L, N*QD)
-		a.fc, a.act = many(L, N*fcW), many(L, N*H)
-		a.lnf, a.meanf, a.rstdf = take(N*C), take(N), take(N)
-		a.logits, a.logp, a.stats = take(N*c.Vocab), take(N), take(2*N)
-		a.dres, a.dln, a.dattOut, a.tmp = take(N*C), take(N*C), take(N*QD), take(N*C)
-		a.dq, a.dk, a.dv = take(N*QD), take(N*KVD), take(N*KVD)
-		a.dfc, a.dact = take(N*fcW), take(N*H)
-	}
-	total := 0
-	carve(func(n int) gpu.Buffer { total += n; return nil })
+	total := a.carve(c, func(int) gpu.Buffer { return nil })
 	if p.arena == nil || p.arena.Len() < total {
 		if p.arena != nil {
 			m.be.Free(p.arena)
@@ -84,13 +57,53 @@ func (p *Pass) activationsFor(B, T int) *activations {
 		p.arena = m.be.Alloc(total + total/4) // room for somewhat longer batches
 	}
 	off := 0
-	carve(func(n int) gpu.Buffer {
+	a.carve(c, func(n int) gpu.Buffer {
 		b := p.arena.Slice(off, n)
 		off += n
 		return b
 	})
 	p.acts = a
 	return a
+}
+
+// carve lays out the activations of a (B, T) batch with take and returns
+// the floats they need.
+func (a *activations) carve(c Config, take func(n int) gpu.Buffer) int {
+	B, T := a.B, a.T
+	N, C, L := B*T, c.Dim, c.Layers
+	QD, KVD, H := c.Heads*c.HeadSize(), c.KVHeads*c.HeadSize(), c.Hidden
+	fcW := H
+	if c.Family == Llama {
+		fcW = 2 * H
+	}
+	total := 0
+	one := func(n int) gpu.Buffer { total += n; return take(n) }
+	many := func(n, size int) []gpu.Buffer {
+		s := make([]gpu.Buffer, n)
+		for i := range s {
+			s[i] = one(size)
+		}
+		return s
+	}
+	a.res, a.res2 = many(L+1, N*C), many(L, N*C)
+	a.ln1, a.ln2 = many(L, N*C), many(L, N*C)
+	a.mean1, a.rstd1, a.mean2, a.rstd2 = many(L, N), many(L, N), many(L, N), many(L, N)
+	a.q, a.k, a.v = many(L, N*QD), many(L, N*KVD), many(L, N*KVD)
+	a.att, a.attOut = many(L, B*c.Heads*T*T), many(L, N*QD)
+	a.fc, a.act = many(L, N*fcW), many(L, N*H)
+	a.lnf, a.meanf, a.rstdf = one(N*C), one(N), one(N)
+	a.logits, a.logp, a.stats = one(N*c.Vocab), one(N), one(2*N)
+	a.dres, a.dln, a.dattOut, a.tmp = one(N*C), one(N*C), one(N*QD), one(N*C)
+	a.dq, a.dk, a.dv = one(N*QD), one(N*KVD), one(N*KVD)
+	a.dfc, a.dact = one(N*fcW), one(N*H)
+	return total
+}
+
+// ActivationFloats is the float32 values one forward and backward pass over
+// a (B, T) batch keeps (Pass's arena holds a quarter more, for somewhat
+// longer batches).
+func (c Config) ActivationFloats(B, T int) int {
+	return (&activations{B: B, T: T}).carve(c, func(int) gpu.Buffer { return nil })
 }
 
 func (m *Model) checkTokens(name string, ids []int32, n int) error {

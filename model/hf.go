@@ -151,18 +151,7 @@ func ReadConfig(dir string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("model config: %w", err)
 	}
-	var h hfConfig
-	if err := json.Unmarshal(data, &h); err != nil {
-		return Config{}, fmt.Errorf("%s: %w", path, err)
-	}
-	c, err := h.toConfig()
-	if err == nil {
-		c, err = c.Normalized()
-	}
-	if err != nil {
-		return Config{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return c, nil
+	return ParseConfig(path, data)
 }
 
 // hfTensor is one checkpoint tensor and how it maps onto internal tensors:

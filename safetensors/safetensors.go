@@ -231,10 +231,24 @@ type Tensor struct {
 }
 
 // Write writes tensors (sorted by name, contiguous, each in its DType) with
-// metadata: the header is compact JSON without HTML escapes, __metadata__
-// first and then the tensors in data order, padded with spaces to a
-// multiple of 8 bytes.
+// metadata, in NewLayout's layout.
 func Write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
+	lo, err := NewLayout(tensors, metadata)
+	if err != nil {
+		return err
+	}
+	byName := make(map[string][]float32, len(tensors))
+	for _, t := range tensors {
+		byName[t.Name] = t.Data
+	}
+	return lo.Write(w, func(in Info) ([]float32, error) { return byName[in.Name], nil })
+}
+
+// NewLayout lays out a file of tensors (their Data unused): sorted by name,
+// contiguous, each in its DType; the header is compact JSON without HTML
+// escapes, __metadata__ first and then the tensors in data order, padded
+// with spaces to a multiple of 8 bytes.
+func NewLayout(tensors []Tensor, metadata map[string]string) (Layout, error) {
 	ts := append([]Tensor(nil), tensors...)
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
 	var hj []byte
@@ -242,36 +256,30 @@ func Write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
 	if len(metadata) > 0 {
 		mj, err := marshal(metadata)
 		if err != nil {
-			return err
+			return Layout{}, err
 		}
 		hj = append(append(hj, `"__metadata__":`...), mj...)
 	}
 	off := int64(0)
-	byName := make(map[string]Tensor, len(ts))
 	var infos []Info
 	for i, t := range ts {
 		dt := cmp.Or(t.DType, F32)
 		if dt.Size() == 0 {
-			return fmt.Errorf("safetensors: tensor %q: dtype %q is not supported (F32, F16, BF16, F64)", t.Name, dt)
-		}
-		n := 1
-		for _, d := range t.Shape {
-			n *= d
-		}
-		if n != len(t.Data) {
-			return fmt.Errorf("safetensors: tensor %q: shape %v holds %d values, data has %d", t.Name, t.Shape, n, len(t.Data))
+			return Layout{}, fmt.Errorf("safetensors: tensor %q: dtype %q is not supported (F32, F16, BF16, F64)", t.Name, dt)
 		}
 		if i > 0 && ts[i-1].Name == t.Name {
-			return fmt.Errorf("safetensors: tensor %q written twice", t.Name)
+			return Layout{}, fmt.Errorf("safetensors: tensor %q written twice", t.Name)
 		}
+		n := 1
 		shape := make([]int64, len(t.Shape))
 		for j, d := range t.Shape {
+			n *= d
 			shape[j] = int64(d)
 		}
 		size := int64(dt.Size() * n)
 		ej, err := marshal(headerEntry{DType: dt, Shape: shape, DataOffsets: []int64{off, off + size}})
 		if err != nil {
-			return err
+			return Layout{}, err
 		}
 		nj, _ := marshal(t.Name)
 		if len(hj) > 1 {
@@ -279,14 +287,13 @@ func Write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
 		}
 		hj = append(append(append(hj, nj...), ':'), ej...)
 		infos = append(infos, Info{Name: t.Name, DType: dt, Shape: t.Shape, begin: int(off), end: int(off + size)})
-		byName[t.Name] = t
 		off += size
 	}
 	hj = append(hj, '}')
 	for len(hj)%8 != 0 { // pad with spaces so the data is 8-byte aligned
 		hj = append(hj, ' ')
 	}
-	return Layout{header: hj, infos: infos}.Write(w, func(in Info) ([]float32, error) { return byName[in.Name].Data, nil })
+	return Layout{header: hj, infos: infos}, nil
 }
 
 // marshal is compact JSON with <, > and & as they are.
@@ -354,7 +361,7 @@ func (l Layout) Write(w io.Writer, values func(Info) ([]float32, error)) error {
 			return err
 		}
 		if len(data) != in.Elements() {
-			return fmt.Errorf("safetensors: tensor %q: %d values for shape %v", in.Name, len(data), in.Shape)
+			return fmt.Errorf("safetensors: tensor %q: shape %v holds %d values, data has %d", in.Name, in.Shape, in.Elements(), len(data))
 		}
 		for _, v := range data {
 			switch in.DType {

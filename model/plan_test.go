@@ -1,0 +1,89 @@
+package model
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/corl-project/corl/gpu"
+	"github.com/corl-project/corl/gpu/cpu"
+)
+
+// TestPlanIsWhatIsAllocated: the plan's activations and cache are the
+// buffers a training step and a generation cache allocate, float for float.
+func TestPlanIsWhatIsAllocated(t *testing.T) {
+	for name, cfg := range tinyConfigs() {
+		m, err := New(cpu.New(2), cfg, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(1, 2))
+		if _, err := m.TrainStep(randBatch(r, 2, 4, cfg.Vocab), DefaultOptim(1e-3)); err != nil {
+			t.Fatal(err)
+		}
+		act := m.Cfg.ActivationFloats(2, 4)
+		if got := m.own.arena.Len(); got != act+act/4 {
+			t.Errorf("%s: training arena of %d floats, plan %d + a quarter", name, got, act)
+		}
+		for _, kv := range []KVType{KVFloat32, KVHalf} {
+			if kv == KVHalf && m.Cfg.HeadSize()%2 != 0 {
+				continue
+			}
+			kc, err := m.NewCacheWith(3, 8, kv, WeightFloat32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := 0
+			for _, b := range append(append([]gpu.Buffer{kc.x, kc.x2, kc.ln, kc.mean, kc.rstd, kc.q, kc.kn, kc.vn, kc.att, kc.attOut, kc.fc, kc.act, kc.tmp, kc.lnf, kc.logs}, kc.k...), kc.v...) {
+				got += b.Len()
+			}
+			if want := m.Cfg.CacheFloats(3, 8, 2, kv == KVHalf); got != want {
+				t.Errorf("%s, %s cache: %d floats allocated, plan %d", name, kv, got, want)
+			}
+			m.FreeCache(kc)
+		}
+	}
+}
+
+// TestShapesHavePublishedSizes: every embedded shape has its model's
+// published parameter count.
+func TestShapesHavePublishedSizes(t *testing.T) {
+	want := map[string]int{"qwen2.5-0.5b": 494_032_768, "qwen2.5-1.5b": 1_543_714_304, "qwen2.5-3b": 3_085_938_688,
+		"qwen2.5-7b": 7_615_616_512, "llama-3.2-1b": 1_235_814_400}
+	if len(ShapeNames()) != len(want) {
+		t.Errorf("shapes %v, want %d", ShapeNames(), len(want))
+	}
+	for _, name := range ShapeNames() {
+		files, err := ShapeFiles(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := ParseConfig(name, files["config.json"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.NumParams(); got != want[name] {
+			t.Errorf("%s: %d parameters, published %d", name, got, want[name])
+		}
+	}
+}
+
+// TestPlanRefusesNamingWhatToChange: a plan past the memory is an error
+// naming the largest item the spec controls, or the model's own state when
+// that alone does not fit.
+func TestPlanRefusesNamingWhatToChange(t *testing.T) {
+	files, _ := ShapeFiles("qwen2.5-0.5b")
+	cfg, _ := ParseConfig("qwen2.5-0.5b", files["config.json"])
+	rows := cfg.Plan(PlanOptions{MicroBatch: 64, Seq: 1024, Slots: 8, Capacity: 1024, Parts: 1})
+	var out bytes.Buffer
+	if err := WritePlan(&out, rows, 80<<30); err == nil || !strings.Contains(err.Error(), "rl.micro_batch") {
+		t.Errorf("activations past 80 GiB: err = %v\n%s", err, out.String())
+	}
+	if err := WritePlan(&out, rows, 4<<30); err == nil || !strings.Contains(err.Error(), "16 bytes a parameter") {
+		t.Errorf("state past 4 GiB: err = %v", err)
+	}
+	if err := WritePlan(&out, cfg.Plan(PlanOptions{MicroBatch: 1, Seq: 512, Slots: 8, Capacity: 512, Parts: 1}), 80<<30); err != nil {
+		t.Errorf("a small plan refused: %v", err)
+	}
+}
