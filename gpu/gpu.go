@@ -186,3 +186,18 @@ type AdamWParams struct {
 	Step                               int     // 1-based step count, for bias correction
 	GradScale                          float32 // multiplies gradients first (clipping)
 }
+
+// FlashAttention is implemented by backends that compute attention in tiles
+// with an online softmax (FlashAttention-2's algorithm): the probabilities
+// are never stored, so memory is O(T) per head, not AttentionForward's
+// O(T^2). lse (B, NH, Tq) saves each query's log-sum-exp of its scaled
+// scores; the backward recomputes the probabilities from it. Head sizes up
+// to FlashMaxHead.
+type FlashAttention interface {
+	FlashAttentionForward(out, lse, q, k, v Buffer, s AttnShape)
+	// dq, dk, dv += gradients; out and lse are the forward's.
+	FlashAttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Buffer, s AttnShape)
+}
+
+// FlashMaxHead is the largest head size FlashAttention takes.
+const FlashMaxHead = 128

@@ -24,6 +24,11 @@ mutants=(
   "attention_forward: key stride C, not CKV (wrong stride)|attention.cu|23s/\\* CKV/* C/"
   "attention_backward_kv: query stride C*2 (wrong stride)|attention.cu|97s/h \\* HS + i/h * 2 * HS + i/"
   "gemm: tile column index ty, not tx (wrong index)|matmul.cu|s/int c = col0 + tx \\* 4 + j/int c = col0 + ty * 4 + j/"
+  "flash_attention_forward: no rescale at a new maximum|flash.cu|/for (int i = 0; i < HS; i++) o\\[i\\] \\*= c;/d"
+  "flash_attention_forward: causal bound one key late|flash.cu|/flash_attention_forward(/,/^}/s/t0 + j <= pos; j++/t0 + j <= pos + 1; j++/"
+  "flash_attention_forward: __syncthreads before the next tile removed|flash.cu|/the previous tile is read/d"
+  "flash_attention_backward_query: causal bound one key early|flash.cu|/flash_attention_backward_query(/,/^}/s/t0 + j <= pos; j++/t0 + j < pos; j++/"
+  "flash_attention_backward_kv: a query sees the key after its own|flash.cu|s/if (keys - Tq + q0 + j < t) continue;/if (keys - Tq + q0 + j < t - 1) continue;/"
 )
 
 build() { # dir -> lib

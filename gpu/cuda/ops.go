@@ -151,6 +151,38 @@ func (be *Backend) AttentionBackward(dq, dk, dv, dout, att, q, k, v gpu.Buffer, 
 	be.run("attention_backward_kv", grid(s.B*s.NKV*s.Tk), a2...)
 }
 
+func checkFlash(s gpu.AttnShape) {
+	checkAttn(s)
+	if s.HS > gpu.FlashMaxHead {
+		panic("gpu: flash attention head size past gpu.FlashMaxHead")
+	}
+}
+
+// flashTiles is the blocks over n queries or keys, threads a block.
+func flashTiles(n int) int { return (n + threads - 1) / threads }
+
+// FlashAttentionForward implements gpu.FlashAttention.
+func (be *Backend) FlashAttentionForward(out, lse, q, k, v gpu.Buffer, s gpu.AttnShape) {
+	checkFlash(s)
+	kl, f := be.ints(s.KLen)
+	defer f()
+	args := append([]uint64{dptr(out), dptr(lse), dptr(q), dptr(k), dptr(v)}, attnArgs(s, kl)...)
+	be.run("flash_attention_forward", grid(s.B*s.NH*flashTiles(s.Tq)), args...)
+}
+
+// FlashAttentionBackward implements gpu.FlashAttention.
+func (be *Backend) FlashAttentionBackward(dq, dk, dv, dout, out, lse, q, k, v gpu.Buffer, s gpu.AttnShape) {
+	checkFlash(s)
+	kl, f := be.ints(s.KLen)
+	defer f()
+	delta := be.alloc(max(s.B*s.NH*s.Tq, 1) * 4) // dout . out per query, for the second step
+	defer be.release(delta)
+	a1 := append([]uint64{dptr(dq), uint64(delta), dptr(dout), dptr(out), dptr(lse), dptr(q), dptr(k), dptr(v)}, attnArgs(s, kl)...)
+	be.run("flash_attention_backward_query", grid(s.B*s.NH*flashTiles(s.Tq)), a1...)
+	a2 := append([]uint64{dptr(dk), dptr(dv), dptr(dout), dptr(lse), uint64(delta), dptr(q), dptr(k), dptr(v)}, attnArgs(s, kl)...)
+	be.run("flash_attention_backward_kv", grid(s.B*s.NKV*flashTiles(s.Tk)), a2...)
+}
+
 // GELUForward implements gpu.Backend.
 func (be *Backend) GELUForward(out, inp gpu.Buffer, n int) {
 	be.run("gelu_forward", blocks(n), dptr(out), dptr(inp), i32(n))

@@ -97,6 +97,7 @@ func RunAll(t *testing.T, be gpu.Backend) {
 		{"SumSquares", testSumSquares},
 		{"AdamW", testAdamW},
 		{"Deterministic", testDeterministic},
+		{"FlashAttention", testFlashAttention},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -222,6 +222,59 @@ func testAttention(h *harness) {
 	}
 }
 
+// testFlashAttention checks a backend's tiled attention (gpu.FlashAttention)
+// against the float64 references on the shapes testAttention takes (query
+// and key counts across the kernels' tiles of 32 and blocks of 256, a
+// cache whose slots past a row's keys hold NaN and Inf, decoding batches,
+// GQA, head sizes 1 to gpu.FlashMaxHead): out, lse, and the backward's
+// dq, dk, dv accumulated onto what the buffers held.
+func testFlashAttention(h *harness) {
+	fa, ok := h.be.(gpu.FlashAttention)
+	if !ok {
+		h.t.Skipf("%s has no tiled attention (gpu.FlashAttention)", h.be.Name())
+	}
+	shapes := []gpu.AttnShape{
+		{B: 1, Tq: 1, Tk: 1, Tcap: 1, NH: 1, NKV: 1, HS: 1},
+		{B: 2, Tq: 5, Tk: 5, Tcap: 5, NH: 4, NKV: 2, HS: 3},
+		{B: 2, Tq: 1, Tk: 6, Tcap: 9, NH: 4, NKV: 1, HS: 4},
+		{B: 1, Tq: 3, Tk: 8, Tcap: 8, NH: 2, NKV: 2, HS: 5},
+		{B: 2, Tq: 33, Tk: 33, Tcap: 33, NH: 4, NKV: 2, HS: 32},
+		{B: 3, Tq: 1, Tk: 7, Tcap: 10, NH: 4, NKV: 2, HS: 4, KLen: []int32{7, 1, 4}},
+		{B: 2, Tq: 2, Tk: 6, Tcap: 6, NH: 2, NKV: 1, HS: 3, KLen: []int32{2, 6}},
+		{B: 1, Tq: 300, Tk: 300, Tcap: 300, NH: 2, NKV: 1, HS: 16},
+		{B: 1, Tq: 70, Tk: 70, Tcap: 70, NH: 2, NKV: 2, HS: gpu.FlashMaxHead},
+	}
+	for _, s := range shapes {
+		C, CKV := s.NH*s.HS, s.NKV*s.HS
+		q, k, v := h.rnd(s.B*s.Tq*C, 1), h.rnd(s.B*s.Tcap*CKV, 1), h.rnd(s.B*s.Tcap*CKV, 1)
+		for b := 0; b < s.B; b++ {
+			for t := s.Keys(b); t < s.Tcap; t++ {
+				for i := 0; i < CKV; i++ {
+					k[(b*s.Tcap+t)*CKV+i], v[(b*s.Tcap+t)*CKV+i] = math.NaN(), math.Inf(1)
+				}
+			}
+		}
+		out, lse := h.be.Alloc(s.B*s.Tq*C), h.be.Alloc(s.B*s.NH*s.Tq)
+		qb, kb, vb := h.up(q), h.up(k), h.up(v)
+		fa.FlashAttentionForward(out, lse, qb, kb, vb, s)
+		name := fmt.Sprintf("flash attention %+v", s)
+		h.close(name+" out", h.down(out), refAttention(q, k, v, s), 1e-5, 1e-4)
+		h.close(name+" lse", h.down(lse), refLSE(q, k, s), 1e-5, 1e-5)
+		if s.KLen != nil {
+			continue
+		}
+		dout := h.rnd(len(q), 1)
+		g0q, g0k, g0v := h.rnd(len(q), 1), h.rnd(len(k), 1), h.rnd(len(v), 1)
+		dq, dk, dv := h.up(g0q), h.up(g0k), h.up(g0v)
+		fa.FlashAttentionBackward(dq, dk, dv, h.up(dout), out, lse, qb, kb, vb, s)
+		wq, wk, wv := refAttentionBackward(dout, q, k, v, s)
+		tol := 2e-6 * float64(max(s.Tq, s.Tk, s.HS))
+		h.close(name+" dq", sub(h.down(dq), g0q), wq, tol, 1e-4)
+		h.close(name+" dk", sub(h.down(dk), g0k), wk, tol, 1e-4)
+		h.close(name+" dv", sub(h.down(dv), g0v), wv, tol, 1e-4)
+	}
+}
+
 // testAttentionLarge differentiates attention where finite differences are
 // too slow: more than 256 keys per query, GQA, and a GPT-2 124M layer's
 // heads (12 x 64).

@@ -262,3 +262,32 @@ func refAttentionBackward(dout, q, k, v []float64, s gpu.AttnShape) (dq, dk, dv 
 	}
 	return dq, dk, dv
 }
+
+// refLSE is each query's log-sum-exp of its scaled causal scores, (B, NH, Tq).
+func refLSE(q, k []float64, s gpu.AttnShape) []float64 {
+	C, CKV, group := s.NH*s.HS, s.NKV*s.HS, s.NH/s.NKV
+	scale := 1 / math.Sqrt(float64(s.HS))
+	out := make([]float64, s.B*s.NH*s.Tq)
+	for b := 0; b < s.B; b++ {
+		for h := 0; h < s.NH; h++ {
+			kvo := (h / group) * s.HS
+			for tq := 0; tq < s.Tq; tq++ {
+				scores := make([]float64, s.Keys(b)-s.Tq+tq+1)
+				mx := math.Inf(-1)
+				for tk := range scores {
+					for i := 0; i < s.HS; i++ {
+						scores[tk] += q[(b*s.Tq+tq)*C+h*s.HS+i] * k[(b*s.Tcap+tk)*CKV+kvo+i]
+					}
+					scores[tk] *= scale
+					mx = math.Max(mx, scores[tk])
+				}
+				sum := 0.0
+				for _, x := range scores {
+					sum += math.Exp(x - mx)
+				}
+				out[(b*s.NH+h)*s.Tq+tq] = mx + math.Log(sum)
+			}
+		}
+	}
+	return out
+}

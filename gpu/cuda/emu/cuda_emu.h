@@ -34,6 +34,7 @@
 #define __syncthreads() corlemu::syncthreads(__FILE__, __LINE__)
 
 inline float __expf(float x) { return expf(x); }
+inline float __logf(float x) { return logf(x); }
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 using std::max;
 using std::min;

@@ -8,3 +8,4 @@
 #include "activation.cu"
 #include "softmax.cu"
 #include "optim.cu"
+#include "flash.cu"
