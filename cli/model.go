@@ -15,6 +15,7 @@ import (
 	"github.com/corl-project/corl/gpu/cpu"
 	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/safetensors"
+	"github.com/corl-project/corl/tokenizer"
 )
 
 func newModelCmd(stdio IO) *cobra.Command {
@@ -43,10 +44,11 @@ generation_config.json beside it, if there is one).
 Examples:
   corl model random --shape qwen2.5-0.5b --out /tmp/qwen-random
   corl model random --shape llama-3.2-1b --dtype BF16 --shards 2 --seed 3 --out /tmp/llama-random
-  corl model random --config mine/config.json --dtype F32 --out /tmp/mine-random`
+  corl model random --config mine/config.json --dtype F32 --out /tmp/mine-random
+  corl model random --shape qwen2.5-0.5b --tokenizer bytes --out /tmp/member   # a member corl run can train`
 
 func newModelRandomCmd(stdio IO) *cobra.Command {
-	var shape, config, dtype, out string
+	var shape, config, dtype, out, tok string
 	var shards int
 	var seed uint64
 	cmd := &cobra.Command{
@@ -55,7 +57,13 @@ func newModelRandomCmd(stdio IO) *cobra.Command {
 		Long:  fmt.Sprintf(modelRandomLong, strings.Join(model.ShapeNames(), ", ")),
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			return modelRandom(stdio, shape, config, safetensors.DType(strings.ToUpper(dtype)), out, shards, seed)
+			if tok != "" && tok != "bytes" {
+				return fmt.Errorf("--tokenizer: %q; the one tokenizer corl can write here is bytes", tok)
+			}
+			if err := modelRandom(stdio, shape, config, safetensors.DType(strings.ToUpper(dtype)), out, shards, seed); err != nil || tok == "" {
+				return err
+			}
+			return tokenizer.NewBytes().Save(out)
 		},
 	}
 	fl := cmd.Flags()
@@ -65,6 +73,7 @@ func newModelRandomCmd(stdio IO) *cobra.Command {
 	fl.IntVar(&shards, "shards", 1, "weight files (more than one: with model.safetensors.index.json)")
 	fl.Uint64Var(&seed, "seed", 1, "seed of the random weights")
 	fl.StringVar(&out, "out", "", "checkpoint directory to write (required)")
+	fl.StringVar(&tok, "tokenizer", "", "also write a tokenizer: bytes (corl's 257-token byte tokenizer, so that corl run can train the checkpoint as a member)")
 	return cmd
 }
 
@@ -121,8 +130,9 @@ func modelRandom(stdio IO, shape, config string, dtype safetensors.DType, out st
 const modelPlanLong = `Prints what one member of a model holds in memory, item by item, as corl
 allocates it: float32 weights, gradients and AdamW's two moments (16 bytes
 a parameter), a KL reference copy with --kl, the training pass's
-activations for --micro-batch sequences of --seq tokens (attention scores
-included: they grow with the square of --seq), and the generation cache of
+activations for --micro-batch sequences of --seq tokens (with --tiled=false,
+as on the CPU backend, attention's probabilities are kept too, and grow with
+the square of --seq), and the generation cache of
 --slots sequences of --capacity positions with its scratch rows. With
 --memory-gib, a plan past it exits with an error naming what to change.
 
@@ -189,6 +199,7 @@ func newModelPlanCmd(stdio IO) *cobra.Command {
 	fl.IntVar(&o.Parts, "parts", 1, "prefills at once (a CPU backend's threads; 1 on a GPU)")
 	fl.StringVar(&kv, "kv-cache", "f32", "generation cache: f32 or f16")
 	fl.BoolVar(&o.Reference, "kl", false, "keep a KL reference copy")
+	fl.BoolVar(&o.Tiled, "tiled", true, "attention in tiles, as the CUDA backend trains (false: stored probabilities, as the CPU backend does)")
 	fl.Float64Var(&memory, "memory-gib", 0, "device memory in GiB to check the plan against (0: none)")
 	return cmd
 }

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"os"
 
 	"github.com/corl-project/corl/gpu"
 )
@@ -17,7 +18,8 @@ type activations struct {
 	mean1, rstd1          []gpu.Buffer // (N) norm statistics (mean unused by RMSNorm)
 	mean2, rstd2          []gpu.Buffer
 	q, k, v               []gpu.Buffer // (N, NH*HS), (N, NKV*HS) after RoPE
-	att                   []gpu.Buffer // (B, NH, T, T)
+	att                   []gpu.Buffer // (B, NH, T, T); tiled attention: lse (B, NH, T)
+	flash                 bool         // attention through gpu.FlashAttention
 	attOut                []gpu.Buffer // (N, NH*HS)
 	fc                    []gpu.Buffer // gpt2 (N, H) pre-GELU; llama (N, 2H) gate|up
 	act                   []gpu.Buffer // (N, H) after GELU / SwiGLU
@@ -38,7 +40,7 @@ func (p *Pass) activationsFor(B, T int) *activations {
 		return a
 	}
 	c := m.Cfg
-	a := &activations{B: B, T: T, pos: make([]int32, B*T)}
+	a := &activations{B: B, T: T, pos: make([]int32, B*T), flash: c.tiledOn(p.be)}
 	for i := range a.pos {
 		a.pos[i] = int32(i % T)
 	}
@@ -89,7 +91,12 @@ func (a *activations) carve(c Config, take func(n int) gpu.Buffer) int {
 	a.ln1, a.ln2 = many(L, N*C), many(L, N*C)
 	a.mean1, a.rstd1, a.mean2, a.rstd2 = many(L, N), many(L, N), many(L, N), many(L, N)
 	a.q, a.k, a.v = many(L, N*QD), many(L, N*KVD), many(L, N*KVD)
-	a.att, a.attOut = many(L, B*c.Heads*T*T), many(L, N*QD)
+	if a.flash {
+		a.att = many(L, B*c.Heads*T)
+	} else {
+		a.att = many(L, B*c.Heads*T*T)
+	}
+	a.attOut = many(L, N*QD)
 	a.fc, a.act = many(L, N*fcW), many(L, N*H)
 	a.lnf, a.meanf, a.rstdf = one(N*C), one(N), one(N)
 	a.logits, a.logp, a.stats = one(N*c.Vocab), one(N), one(2*N)
@@ -101,9 +108,21 @@ func (a *activations) carve(c Config, take func(n int) gpu.Buffer) int {
 
 // ActivationFloats is the float32 values one forward and backward pass over
 // a (B, T) batch keeps (Pass's arena holds a quarter more, for somewhat
-// longer batches).
-func (c Config) ActivationFloats(B, T int) int {
-	return (&activations{B: B, T: T}).carve(c, func(int) gpu.Buffer { return nil })
+// longer batches); tiled: attention through gpu.FlashAttention, which keeps
+// a log-sum-exp per query where the other keeps T probabilities.
+func (c Config) ActivationFloats(B, T int, tiled bool) int {
+	return (&activations{B: B, T: T, flash: tiled}).carve(c, func(int) gpu.Buffer { return nil })
+}
+
+// UntiledAttention, when set, keeps training on AttentionForward's stored
+// probabilities on every backend (CORL_TILED_ATTENTION=off).
+var UntiledAttention = os.Getenv("CORL_TILED_ATTENTION") == "off"
+
+// tiledOn reports whether training on be computes attention in tiles: be
+// has gpu.FlashAttention and the head size is within its limit.
+func (c Config) tiledOn(be gpu.Backend) bool {
+	_, ok := be.(gpu.FlashAttention)
+	return ok && !UntiledAttention && c.HeadSize() <= gpu.FlashMaxHead
 }
 
 func (m *Model) checkTokens(name string, ids []int32, n int) error {
@@ -187,7 +206,11 @@ func (p *Pass) ForwardAt(inputs, targets []int32, B, T int, temperature float32,
 			m.ropeOn(be, a.q[l], a.pos, N, c.Heads, true)
 			m.ropeOn(be, a.k[l], a.pos, N, c.KVHeads, true)
 		}
-		be.AttentionForward(a.attOut[l], a.att[l], a.q[l], a.k[l], a.v[l], shape)
+		if a.flash {
+			be.(gpu.FlashAttention).FlashAttentionForward(a.attOut[l], a.att[l], a.q[l], a.k[l], a.v[l], shape)
+		} else {
+			be.AttentionForward(a.attOut[l], a.att[l], a.q[l], a.k[l], a.v[l], shape)
+		}
 		be.MatMulForward(a.tmp, a.attOut[l], P(lp.wo), P(lp.bo), N, QD, C)
 		be.Add(a.res2[l], a.res[l], a.tmp, N*C)
 		m.normOn(be, a.ln2[l], a.mean2[l], a.rstd2[l], a.res2[l], lp.norm2w, lp.norm2b, N)
@@ -277,7 +300,11 @@ func (p *Pass) Backward(dlogp []float32) error {
 		be.Zero(a.dq)
 		be.Zero(a.dk)
 		be.Zero(a.dv)
-		be.AttentionBackward(a.dq, a.dk, a.dv, a.dattOut, a.att[l], a.q[l], a.k[l], a.v[l], shape)
+		if a.flash {
+			be.(gpu.FlashAttention).FlashAttentionBackward(a.dq, a.dk, a.dv, a.dattOut, a.attOut[l], a.att[l], a.q[l], a.k[l], a.v[l], shape)
+		} else {
+			be.AttentionBackward(a.dq, a.dk, a.dv, a.dattOut, a.att[l], a.q[l], a.k[l], a.v[l], shape)
+		}
 		if c.Family == Llama {
 			m.ropeOn(be, a.dq, a.pos, N, c.Heads, false)
 			m.ropeOn(be, a.dk, a.pos, N, c.KVHeads, false)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+
+	"github.com/corl-project/corl/gpu"
 )
 
 // NumParams is the parameter count of a model of c (tied embeddings counted
@@ -22,6 +24,9 @@ type PlanOptions struct {
 	Parts int
 	// Reference adds the frozen copy a KL penalty reads.
 	Reference bool
+	// Tiled is attention through gpu.FlashAttention (the CUDA backend's):
+	// a log-sum-exp per query saved, not T probabilities.
+	Tiled bool
 }
 
 // PlanRow is one item of a memory plan.
@@ -46,10 +51,15 @@ func (c Config) Plan(o PlanOptions) []PlanRow {
 	if o.Reference {
 		rows = append(rows, PlanRow{"KL reference", 4 * P, "a frozen float32 copy"})
 	}
-	act := int64(c.ActivationFloats(o.MicroBatch, o.Seq))
-	att := int64(c.Layers) * int64(o.MicroBatch) * int64(c.Heads) * int64(o.Seq) * int64(o.Seq)
-	rows = append(rows, PlanRow{"training activations", 4 * (act + act/4),
-		fmt.Sprintf("micro-batch %d x %d tokens, +25%% arena; attention scores %.1f%% of it", o.MicroBatch, o.Seq, 100*float64(att)/float64(act))})
+	act := int64(c.ActivationFloats(o.MicroBatch, o.Seq, o.Tiled))
+	how := fmt.Sprintf("micro-batch %d x %d tokens, +25%% arena; ", o.MicroBatch, o.Seq)
+	if o.Tiled && c.HeadSize() <= gpu.FlashMaxHead {
+		how += "attention in tiles"
+	} else {
+		att := int64(c.Layers) * int64(o.MicroBatch) * int64(c.Heads) * int64(o.Seq) * int64(o.Seq)
+		how += fmt.Sprintf("attention probabilities %.1f%% of it", 100*float64(att)/float64(act))
+	}
+	rows = append(rows, PlanRow{"training activations", 4 * (act + act/4), how})
 	cache := int64(c.CacheFloats(o.Slots, o.Capacity, max(o.Parts, 1), o.HalfKV))
 	kind := "float32"
 	if o.HalfKV {

@@ -22,7 +22,7 @@ func TestPlanIsWhatIsAllocated(t *testing.T) {
 		if _, err := m.TrainStep(randBatch(r, 2, 4, cfg.Vocab), DefaultOptim(1e-3)); err != nil {
 			t.Fatal(err)
 		}
-		act := m.Cfg.ActivationFloats(2, 4)
+		act := m.Cfg.ActivationFloats(2, 4, false)
 		if got := m.own.arena.Len(); got != act+act/4 {
 			t.Errorf("%s: training arena of %d floats, plan %d + a quarter", name, got, act)
 		}
