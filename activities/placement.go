@@ -79,6 +79,16 @@ func (a *Activities) Acquire(ctx context.Context, in pipeline.AcquireInput) (pip
 		defer cleanup()
 		dir, source = tmp, src
 	}
+	// A member larger than this device can ever hold fails the run, naming
+	// what to change; the plan is in the worker's log either way.
+	if d, err := cohort.LoadData(s); err == nil {
+		if _, rows, err := cohort.PlanMember(a.Backend, s, ms, dir, d); err == nil {
+			activity.GetLogger(ctx).Info("memory plan", "run", in.RunKey(), "member", ms.Name, "bytes", model.PlanBytes(rows))
+			if err := cohort.CheckMemberFits(a.Backend, ms.Name, rows); err != nil {
+				return pipeline.AcquireOutput{}, badSpec(err)
+			}
+		}
+	}
 	m, err := cohort.LoadMember(a.Backend, ms, dir, false)
 	if err != nil {
 		return pipeline.AcquireOutput{}, badSpec(namedAs(err, dir, source))

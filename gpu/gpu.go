@@ -201,3 +201,10 @@ type FlashAttention interface {
 
 // FlashMaxHead is the largest head size FlashAttention takes.
 const FlashMaxHead = 128
+
+// MemoryReporter is implemented by backends that know how much memory they
+// have: the bytes free now and in all (a CPU backend: the host's available
+// and total memory).
+type MemoryReporter interface {
+	Memory() (free, total int64, err error)
+}

@@ -132,4 +132,12 @@ func WritePlan(w io.Writer, rows []PlanRow, memory int64) error {
 	return fmt.Errorf("memory plan: %s needed, %s available; %s", gib(total), gib(memory), advice)
 }
 
-func gib(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
+func gib(b int64) string { return FormatBytes(b) }
+
+// FormatBytes writes b in GiB, or in MiB below one GiB.
+func FormatBytes(b int64) string {
+	if b < 1<<30 {
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	}
+	return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30))
+}

@@ -163,6 +163,9 @@ func prepareLocal(be gpu.Backend, s *spec.RunSpec, runDir string, resume bool, l
 	if err != nil {
 		return nil, state{}, nil, err
 	}
+	if err := cohort.CheckMemory(be, s, data, st.Dir, log); err != nil {
+		return nil, state{}, nil, err
+	}
 	members, err := loadMembers(be, s, st.Dir, log)
 	if err != nil {
 		return nil, state{}, nil, err

@@ -166,6 +166,21 @@ var kernelNames = []string{"embedding_forward", "embedding_backward", "gemm", "a
 	"swiglu_backward", "add", "scale", "softmax_forward", "softmax_backward", "logsoftmax_forward",
 	"logsoftmax_backward", "token_logprobs", "token_logprobs_backward", "sum_squares", "adamw"}
 
+// Memory implements gpu.MemoryReporter: the device's free and total bytes,
+// the backend's cache of freed allocations counted as free.
+func (be *Backend) Memory() (free, total int64, err error) {
+	defer be.bind()()
+	var f, t uint64
+	if rc := be.d.cuMemGetInfo(&f, &t); rc != 0 {
+		return 0, 0, fmt.Errorf("cuMemGetInfo: %s", be.d.errString(rc))
+	}
+	cached := 0
+	for size, ptrs := range be.cache {
+		cached += size * len(ptrs)
+	}
+	return int64(f) + int64(cached), int64(t), nil
+}
+
 // Name implements gpu.Backend.
 func (be *Backend) Name() string { return be.name }
 

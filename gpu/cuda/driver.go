@@ -41,6 +41,7 @@ type driver struct {
 	cuModuleGetFunction  func(f *uintptr, mod uintptr, name *byte) int32
 	cuMemAlloc           func(ptr *uintptr, size uint64) int32
 	cuMemFree            func(ptr uintptr) int32
+	cuMemGetInfo         func(free, total *uint64) int32
 	cuMemcpyHtoD         func(dst uintptr, src unsafe.Pointer, size uint64) int32
 	cuMemcpyDtoH         func(dst unsafe.Pointer, src uintptr, size uint64) int32
 	cuMemcpyDtoD         func(dst, src uintptr, size uint64) int32
@@ -144,6 +145,7 @@ func openDriver(path string) (*driver, error) {
 		{&d.cuModuleLoadData, []string{"cuModuleLoadData"}},
 		{&d.cuModuleGetFunction, []string{"cuModuleGetFunction"}},
 		{&d.cuMemAlloc, []string{"cuMemAlloc_v2"}},
+		{&d.cuMemGetInfo, []string{"cuMemGetInfo_v2"}},
 		{&d.cuMemFree, []string{"cuMemFree_v2"}},
 		{&d.cuMemcpyHtoD, []string{"cuMemcpyHtoD_v2"}},
 		{&d.cuMemcpyDtoH, []string{"cuMemcpyDtoH_v2"}},

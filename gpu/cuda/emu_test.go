@@ -409,3 +409,23 @@ func TestEmuTF32(t *testing.T) {
 		t.Fatal("TF32 changed nothing: the math mode did not reach the library")
 	}
 }
+
+// TestEmuMemory: the emulated device reports an H100's 80 GiB and frees as
+// allocations come and go.
+func TestEmuMemory(t *testing.T) {
+	be := openEmu(t, "off")
+	free0, total, err := be.Memory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != 80<<30 || free0 > total {
+		t.Fatalf("free %d of %d bytes, want of 80 GiB", free0, total)
+	}
+	b := be.Alloc(1 << 20)
+	free1, _, _ := be.Memory()
+	be.Free(b)
+	free2, _, _ := be.Memory()
+	if free0-free1 != 4<<20 || free2 != free0 {
+		t.Fatalf("free %d, %d after allocating 4 MiB, %d after freeing it", free0, free1, free2)
+	}
+}

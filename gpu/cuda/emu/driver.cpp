@@ -127,6 +127,17 @@ struct Alloc {
 };
 std::mutex memMu;
 std::map<uintptr_t, Alloc> allocs;  // by base
+size_t allocated = 0;               // bytes the allocations asked for, rounded to 4
+
+// deviceMemory is the emulated device's memory: $CORL_CUDA_EMU_MEMORY bytes,
+// else an H100's 80 GiB; an allocation past it is out of memory.
+size_t deviceMemory() {
+    static size_t total = [] {
+        const char* e = getenv("CORL_CUDA_EMU_MEMORY");
+        return e && *e ? (size_t)strtoull(e, nullptr, 10) : (size_t)80 << 30;
+    }();
+    return total;
+}
 size_t pageSize;
 
 // findRange returns the allocation holding [p, p+n), or null.
@@ -782,13 +793,28 @@ API CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t size) {
     if (CUresult rc = need()) return rc;
     if (size == 0) return fail(CUDA_ERROR_INVALID_VALUE, "cuMemAlloc: size 0");
     size_t rounded = (size + 3) & ~(size_t)3;
+    {
+        std::lock_guard<std::mutex> g(memMu);
+        if (allocated + rounded > deviceMemory())
+            return fail(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc: %zu bytes with %zu of the device's %zu allocated", size, allocated,
+                        deviceMemory());
+        allocated += rounded;  // reserved here, so concurrent allocations cannot pass the limit together
+    }
     size_t data = (rounded + pageSize - 1) / pageSize * pageSize;
     size_t len = data + 2 * pageSize;
+    auto unreserve = [&] {
+        std::lock_guard<std::mutex> g(memMu);
+        allocated -= rounded;
+    };
     void* m = mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) return fail(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc: %zu bytes: mmap failed", size);
+    if (m == MAP_FAILED) {
+        unreserve();
+        return fail(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc: %zu bytes: mmap failed", size);
+    }
     char* dataStart = (char*)m + pageSize;
     if (mprotect(dataStart, data, PROT_READ | PROT_WRITE) != 0) {
         munmap(m, len);
+        unreserve();
         return fail(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc: %zu bytes: mprotect failed", size);
     }
     uintptr_t base = (uintptr_t)(dataStart + data - rounded);
@@ -804,7 +830,16 @@ API CUresult cuMemFree_v2(CUdeviceptr p) {
     auto it = allocs.find((uintptr_t)p);
     if (it == allocs.end()) return fail(CUDA_ERROR_INVALID_VALUE, "cuMemFree: 0x%llx is not an allocation's start", p);
     munmap(it->second.map, it->second.mapLen);
+    allocated -= it->second.size;
     allocs.erase(it);
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
+    if (CUresult rc = need()) return rc;
+    std::lock_guard<std::mutex> g(memMu);
+    *total = deviceMemory();
+    *free = *total - allocated;
     return CUDA_SUCCESS;
 }
 
