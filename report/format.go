@@ -16,17 +16,17 @@ func (t Table) Markdown() string {
 	for _, task := range t.Tasks {
 		b.WriteString(" " + task + " |")
 	}
-	b.WriteString(" average | gain vs base (paired) | greedy pass@1 | greedy gain (paired) | FLOPs |\n|---|---|")
+	b.WriteString(" average | gain vs base (paired) | greedy pass@1 | greedy gain (paired) | FLOPs | compute seconds |\n|---|---|")
 	for range t.Tasks {
 		b.WriteString("---|")
 	}
-	b.WriteString("---|---|---|---|---|\n")
+	b.WriteString("---|---|---|---|---|---|\n")
 	for _, r := range t.Rows {
 		fmt.Fprintf(&b, "| %s | %d |", r.Method, r.Seeds)
 		for _, task := range t.Tasks {
 			b.WriteString(" " + formatCI(r.ByTask[task]) + " |")
 		}
-		fmt.Fprintf(&b, " %s | %s | %s | %s | %s |\n", formatCI(r.Average), r.Gain.String(), formatCI(r.Greedy), r.GreedyGain.String(), formatFLOPs(r.FLOPs))
+		fmt.Fprintf(&b, " %s | %s | %s | %s | %s | %s |\n", formatCI(r.Average), r.Gain.String(), formatCI(r.Greedy), r.GreedyGain.String(), formatFLOPs(r.FLOPs), formatSeconds(r.Seconds))
 	}
 	if slices.ContainsFunc(t.Rows, func(r Row) bool { return r.Collapse != nil }) {
 		b.WriteString("\n| method | answer entropy, first -> last round (nats) | distinct answers per prompt, first -> last | modal answer share, last round | runs flagged by a collapse rule | flagged rounds per run |\n|---|---|---|---|---|---|\n")
@@ -60,7 +60,7 @@ func (t Table) CSV() string {
 	for _, task := range append(append([]string(nil), t.Tasks...), "average") {
 		fmt.Fprintf(&b, ",%s_mean,%s_lo,%s_hi", task, task, task)
 	}
-	b.WriteString(",greedy_mean,greedy_lo,greedy_hi,gain_mean,gain_lo,gain_hi,gain_p,gain_p_holm,greedy_gain_mean,greedy_gain_lo,greedy_gain_hi,greedy_gain_p,greedy_gain_p_holm,flops\n")
+	b.WriteString(",greedy_mean,greedy_lo,greedy_hi,gain_mean,gain_lo,gain_hi,gain_p,gain_p_holm,greedy_gain_mean,greedy_gain_lo,greedy_gain_hi,greedy_gain_p,greedy_gain_p_holm,flops,compute_seconds\n")
 	for _, r := range t.Rows {
 		fmt.Fprintf(&b, "%q,%d,%q", r.Method, r.Seeds, r.Metric)
 		for _, task := range t.Tasks {
@@ -75,7 +75,7 @@ func (t Table) CSV() string {
 				b.WriteString(",,,,,")
 			}
 		}
-		fmt.Fprintf(&b, ",%.4g\n", r.FLOPs)
+		fmt.Fprintf(&b, ",%.4g,%.1f\n", r.FLOPs, r.Seconds)
 	}
 	return b.String()
 }
@@ -101,6 +101,14 @@ func formatCI(iv stats.Interval) string {
 		return fmt.Sprintf("%.3f", iv.Mean)
 	}
 	return fmt.Sprintf("%.3f [%.3f, %.3f]", iv.Mean, iv.Lo, iv.Hi)
+}
+
+// formatSeconds is a row's wall time ("-" for the base, which ran none).
+func formatSeconds(s float64) string {
+	if s == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f s", s)
 }
 
 func formatFLOPs(f float64) string {

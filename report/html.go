@@ -188,14 +188,14 @@ th:first-child,td:first-child{text-align:left}figure{display:inline-block;vertic
 	for _, task := range t.Tasks {
 		fmt.Fprintf(&b, "<th>%s</th>", html.EscapeString(task))
 	}
-	b.WriteString("<th>average</th><th>gain vs base (paired)</th><th>greedy pass@1</th><th>greedy gain (paired)</th><th>FLOPs</th></tr>")
+	b.WriteString("<th>average</th><th>gain vs base (paired)</th><th>greedy pass@1</th><th>greedy gain (paired)</th><th>FLOPs</th><th>compute seconds</th></tr>")
 	for _, r := range t.Rows {
 		fmt.Fprintf(&b, "<tr><td>%s</td><td>%d</td>", html.EscapeString(r.Method), r.Seeds)
 		for _, task := range t.Tasks {
 			fmt.Fprintf(&b, "<td class=k>%s</td>", formatCI(r.ByTask[task]))
 		}
-		fmt.Fprintf(&b, "<td class=k>%s</td><td class=k>%s</td><td class=k>%s</td><td class=k>%s</td><td class=k>%s</td></tr>",
-			formatCI(r.Average), html.EscapeString(r.Gain.String()), formatCI(r.Greedy), html.EscapeString(r.GreedyGain.String()), formatFLOPs(r.FLOPs))
+		fmt.Fprintf(&b, "<td class=k>%s</td><td class=k>%s</td><td class=k>%s</td><td class=k>%s</td><td class=k>%s</td><td class=k>%s</td></tr>",
+			formatCI(r.Average), html.EscapeString(r.Gain.String()), formatCI(r.Greedy), html.EscapeString(r.GreedyGain.String()), formatFLOPs(r.FLOPs), formatSeconds(r.Seconds))
 	}
 	b.WriteString("</table>")
 	if slices.ContainsFunc(t.Rows, func(r Row) bool { return r.Collapse != nil }) {

@@ -53,6 +53,9 @@ type Row struct {
 	Gain       *Paired                   `json:"gain_vs_base,omitempty"`        // of the headline metric
 	GreedyGain *Paired                   `json:"greedy_gain_vs_base,omitempty"` // of greedy pass@1
 	FLOPs      float64                   `json:"flops"`
+	// Seconds is the members' generation and update time (Run.Seconds),
+	// the mean over seeds: compute time beside the FLOPs.
+	Seconds float64 `json:"compute_seconds"`
 	Metric     string                    `json:"metric"` // "sampled pass@1" or "pass@1"
 	// Collapse is what the scored members sampled while training, first
 	// and last round, averaged over seeds (absent for Base).
@@ -133,6 +136,7 @@ type sample struct {
 	greedy     float64
 	ci, gci    *stats.Interval
 	flops      float64
+	seconds    float64
 	metric     string
 	from, to   []float64 // per-problem outcomes of the base and of this, when kept
 	gFrom, gTo []float64 // the same, greedy
@@ -169,6 +173,7 @@ func rowOf(method string, ss []sample, tasks []string) Row {
 	for i, s := range ss {
 		avg[i], greedy[i] = s.avg, s.greedy
 		row.FLOPs += s.flops / float64(len(ss))
+		row.Seconds += s.seconds / float64(len(ss))
 	}
 	row.Average, row.Greedy = seedInterval(avg), seedInterval(greedy)
 	if len(ss) == 1 && ss[0].ci != nil {
@@ -252,7 +257,8 @@ func BuildTable(runs []*Run, member string) Table {
 			run   *Run // the method's run; nil for its Base row
 			e     record.Eval
 			flops float64
-		}{{baseKey, nil, first, 0}, {groupKey(r), r, last, lastOf(r.FLOPs())}} {
+			secs  float64
+		}{{baseKey, nil, first, 0, 0}, {groupKey(r), r, last, lastOf(r.FLOPs()), r.Seconds()}} {
 			seedKey := fmt.Sprint(pick.key, "\x00", r.Spec.Seed)
 			if pick.run == nil && (first.Round != 0 || bases[seedKey]) {
 				continue // the same base models once per seed (its sampling draws), from a round-0 evaluation
@@ -263,6 +269,7 @@ func BuildTable(runs []*Run, member string) Table {
 				continue // still running: only its base has been evaluated
 			}
 			s := sampleOf(pick.e, scored, pick.flops)
+			s.seconds = pick.secs
 			for task := range s.byTask {
 				taskSet[task] = true
 			}

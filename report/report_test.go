@@ -62,7 +62,7 @@ func fakeRun(t *testing.T, name, mode string, seed uint64, members []spec.Member
 	for r := 0; r < 2; r++ {
 		m := record.Round{Round: r, Reward: mode}
 		for range members {
-			m.Models = append(m.Models, record.ModelRound{GenFLOPs: 1e12, UpdateFLOPs: 2e12})
+			m.Models = append(m.Models, record.ModelRound{GenFLOPs: 1e12, UpdateFLOPs: 2e12, GenSeconds: 4 + float64(seed), UpdateSeconds: 6 + float64(r)})
 			m.Diag.Models = append(m.Diag.Models, record.ModelDiag{AnswerEntropy: 1 - 0.3*float64(r), DistinctAnswers: 3, PseudoLabelAcc: &acc})
 		}
 		rec := map[string]any{"round": m}
@@ -115,6 +115,10 @@ func TestTableGroupsSeedsIntoMethods(t *testing.T) {
 	}
 	if gt.FLOPs != 6e12 {
 		t.Errorf("ground truth FLOPs %v, want 6e12 (2 rounds x 3e12)", gt.FLOPs)
+	}
+	// rounds of 10+seed and 11+seed seconds: seeds 1 and 2 ran 23 and 25
+	if gt.Seconds != 24 || tb.Rows[0].Seconds != 0 {
+		t.Errorf("ground truth seconds %v, want 24 (the mean of its runs' rounds); base %v, want 0", gt.Seconds, tb.Rows[0].Seconds)
 	}
 	md, csv := tb.Markdown(), tb.CSV()
 	for _, want := range []string{"| Ground-truth | 2 |", "| Base | 2 |", "average"} {

@@ -214,6 +214,20 @@ func (r *Run) FLOPs() []float64 {
 	return out
 }
 
+// Seconds is the run's compute time: every member's generation and update
+// seconds, summed over rounds (grading, checkpoints and evaluations left
+// out). The committed studies' workers ran one thread each, so these are
+// CPU seconds.
+func (r *Run) Seconds() float64 {
+	t := 0.0
+	for _, m := range r.Rounds {
+		for _, md := range m.Models {
+			t += md.GenSeconds + md.UpdateSeconds
+		}
+	}
+	return t
+}
+
 // groupKey is the run's spec without what varies between seeds of one
 // method: runs with one key are one row.
 func groupKey(r *Run) string {
