@@ -2,7 +2,10 @@ package model
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -85,5 +88,40 @@ func TestPlanRefusesNamingWhatToChange(t *testing.T) {
 	}
 	if err := WritePlan(&out, cfg.Plan(PlanOptions{MicroBatch: 1, Seq: 512, Slots: 8, Capacity: 512, Parts: 1}), 80<<30); err != nil {
 		t.Errorf("a small plan refused: %v", err)
+	}
+}
+
+// TestSaveHFAsWritesAPublishedLayout: shards in the asked dtype with their
+// index, the given files as given, and a checkpoint that loads and saves
+// back byte for byte.
+func TestSaveHFAsWritesAPublishedLayout(t *testing.T) {
+	m, err := New(cpu.New(1), tinyConfigs()["llama-gqa-bias"], 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := []byte("{\"eos_token_id\": [1, 2]}\n")
+	dir, again := t.TempDir(), t.TempDir()
+	if err := m.SaveHFAs(dir, "BF16", 3, map[string][]byte{"generation_config.json": gen, "README.md": []byte("random\n")}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadHF(cpu.New(1), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.StoredAs() != "BF16" || len(got.src.shards) != 3 || fmt.Sprint(got.Generation.EOS) != "[1 2]" {
+		t.Fatalf("stored as %s in %d shards, EOS %v", got.StoredAs(), len(got.src.shards), got.Generation.EOS)
+	}
+	if err := got.SaveHF(again); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"config.json", "generation_config.json", "model.safetensors.index.json", "model-00002-of-00003.safetensors"} {
+		a, _ := os.ReadFile(filepath.Join(dir, name))
+		b, _ := os.ReadFile(filepath.Join(again, name))
+		if len(a) == 0 || !bytes.Equal(a, b) {
+			t.Errorf("%s: %d bytes written, %d saved back, or they differ", name, len(a), len(b))
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "README.md")); string(b) != "random\n" {
+		t.Errorf("README.md: %q", b)
 	}
 }

@@ -135,6 +135,7 @@ func (m *Model) SaveHFAs(dir string, dtype safetensors.DType, shards int, files 
 		files = maps.Clone(files)
 		files["model.safetensors.index.json"] = append(index, '\n')
 	}
+	// The side files SaveHF writes from the source; the others here.
 	names := make([]string, 0, len(files))
 	for name := range files {
 		names = append(names, name)
@@ -145,11 +146,12 @@ func (m *Model) SaveHFAs(dir string, dtype safetensors.DType, shards int, files 
 			return fmt.Errorf("save model: file %q must be a name in the checkpoint directory", name)
 		}
 		data := files[name]
-		if err := writeAtomic(filepath.Join(dir, name), func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
-			return err
-		}
 		if slices.Contains(hfSideFiles, name) {
 			src.files[name] = data
+			continue
+		}
+		if err := writeAtomic(filepath.Join(dir, name), func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+			return err
 		}
 	}
 	prev := m.src

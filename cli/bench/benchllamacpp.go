@@ -274,6 +274,12 @@ func idVocab(n int, eos int32) []gguf.KV {
 			types[id] = 1 // LLAMA_TOKEN_TYPE_NORMAL
 		}
 	}
+	return gpt2Vocab(tokens, types, eos)
+}
+
+// gpt2Vocab is llama.cpp's gpt2 (byte-level BPE) vocabulary metadata: the
+// tokens and their types, no merges, eos as beginning and end of sequence.
+func gpt2Vocab(tokens []string, types []int32, eos int32) []gguf.KV {
 	return []gguf.KV{
 		{Key: "tokenizer.ggml.model", Value: "gpt2"},
 		{Key: "tokenizer.ggml.pre", Value: "default"},
@@ -299,17 +305,7 @@ func bytesVocab(tok *tokenizer.BPE) []gguf.KV {
 			types[id] = 3 // LLAMA_TOKEN_TYPE_CONTROL
 		}
 	}
-	eos := uint32(tok.EOS())
-	return []gguf.KV{
-		{Key: "tokenizer.ggml.model", Value: "gpt2"},
-		{Key: "tokenizer.ggml.pre", Value: "default"},
-		{Key: "tokenizer.ggml.tokens", Value: tokens},
-		{Key: "tokenizer.ggml.token_type", Value: types},
-		{Key: "tokenizer.ggml.merges", Value: []string{}},
-		{Key: "tokenizer.ggml.bos_token_id", Value: eos},
-		{Key: "tokenizer.ggml.eos_token_id", Value: eos},
-		{Key: "tokenizer.ggml.add_bos_token", Value: false},
-	}
+	return gpt2Vocab(tokens, types, tok.EOS())
 }
 
 func writeGGUF(path string, m *model.Model, vocab []gguf.KV) error {
