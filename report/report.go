@@ -56,7 +56,7 @@ type Row struct {
 	// Seconds is the members' generation and update time (Run.Seconds),
 	// the mean over seeds: compute time beside the FLOPs.
 	Seconds float64 `json:"compute_seconds"`
-	Metric     string                    `json:"metric"` // "sampled pass@1" or "pass@1"
+	Metric  string  `json:"metric"` // "sampled pass@1" or "pass@1"
 	// Collapse is what the scored members sampled while training, first
 	// and last round, averaged over seeds (absent for Base).
 	Collapse *Collapse `json:"collapse,omitempty"`
