@@ -581,6 +581,12 @@ func TestDevKilledAndRestarted(t *testing.T) {
 	port := freePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	dev := spawn(t, nil, "dev", "--dir", dir, "--port", fmt.Sprint(port))
+	waiting := true
+	defer func() { // a run that never got going: what corl dev said
+		if waiting && t.Failed() {
+			t.Logf("corl dev's output:\n%s", dev.out.String())
+		}
+	}()
 	conn, err := connect.LoadConnection("", noEnv, map[string]any{"temporal.address": addr, "store.local_dir": filepath.Join(dir, "blobs")})
 	if err != nil {
 		t.Fatal(err)
@@ -591,6 +597,7 @@ func TestDevKilledAndRestarted(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRound(t, cl, run.GetID(), 2, 2*time.Minute)
+	waiting = false
 	time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond)
 	dev.kill()
 	cl.Close()
