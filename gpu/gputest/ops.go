@@ -178,6 +178,21 @@ func testRoPE(h *harness) {
 	}
 }
 
+// attnInputs draws q, k and v for s, with the cache slots past each row's
+// keys holding NaN and Inf: they may hold anything and must not be read.
+func attnInputs(h *harness, s gpu.AttnShape) (q, k, v []float64) {
+	C, CKV := s.NH*s.HS, s.NKV*s.HS
+	q, k, v = h.rnd(s.B*s.Tq*C, 1), h.rnd(s.B*s.Tcap*CKV, 1), h.rnd(s.B*s.Tcap*CKV, 1)
+	for b := 0; b < s.B; b++ {
+		for t := s.Keys(b); t < s.Tcap; t++ {
+			for i := 0; i < CKV; i++ {
+				k[(b*s.Tcap+t)*CKV+i], v[(b*s.Tcap+t)*CKV+i] = math.NaN(), math.Inf(1)
+			}
+		}
+	}
+	return q, k, v
+}
+
 func testAttention(h *harness) {
 	shapes := []gpu.AttnShape{
 		{B: 1, Tq: 1, Tk: 1, Tcap: 1, NH: 1, NKV: 1, HS: 1},
@@ -191,16 +206,8 @@ func testAttention(h *harness) {
 		{B: 2, Tq: 2, Tk: 6, Tcap: 6, NH: 2, NKV: 1, HS: 3, KLen: []int32{2, 6}},
 	}
 	for _, s := range shapes {
-		C, CKV := s.NH*s.HS, s.NKV*s.HS
-		q, k, v := h.rnd(s.B*s.Tq*C, 1), h.rnd(s.B*s.Tcap*CKV, 1), h.rnd(s.B*s.Tcap*CKV, 1)
-		// Cache slots past a row's keys may hold anything; they must not be read.
-		for b := 0; b < s.B; b++ {
-			for t := s.Keys(b); t < s.Tcap; t++ {
-				for i := 0; i < CKV; i++ {
-					k[(b*s.Tcap+t)*CKV+i], v[(b*s.Tcap+t)*CKV+i] = math.NaN(), math.Inf(1)
-				}
-			}
-		}
+		C := s.NH * s.HS
+		q, k, v := attnInputs(h, s)
 		out, att := h.be.Alloc(s.B*s.Tq*C), h.be.Alloc(s.B*s.NH*s.Tq*s.Tk)
 		qb, kb, vb := h.up(q), h.up(k), h.up(v)
 		h.be.AttentionForward(out, att, qb, kb, vb, s)
@@ -245,15 +252,8 @@ func testFlashAttention(h *harness) {
 		{B: 1, Tq: 70, Tk: 70, Tcap: 70, NH: 2, NKV: 2, HS: gpu.FlashMaxHead},
 	}
 	for _, s := range shapes {
-		C, CKV := s.NH*s.HS, s.NKV*s.HS
-		q, k, v := h.rnd(s.B*s.Tq*C, 1), h.rnd(s.B*s.Tcap*CKV, 1), h.rnd(s.B*s.Tcap*CKV, 1)
-		for b := 0; b < s.B; b++ {
-			for t := s.Keys(b); t < s.Tcap; t++ {
-				for i := 0; i < CKV; i++ {
-					k[(b*s.Tcap+t)*CKV+i], v[(b*s.Tcap+t)*CKV+i] = math.NaN(), math.Inf(1)
-				}
-			}
-		}
+		C := s.NH * s.HS
+		q, k, v := attnInputs(h, s)
 		out, lse := h.be.Alloc(s.B*s.Tq*C), h.be.Alloc(s.B*s.NH*s.Tq)
 		qb, kb, vb := h.up(q), h.up(k), h.up(v)
 		fa.FlashAttentionForward(out, lse, qb, kb, vb, s)

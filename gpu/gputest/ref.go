@@ -94,9 +94,9 @@ func refRoPE(x []float64, pos []int32, N, H, HS int, theta float64) []float64 {
 	return out
 }
 
-// refAttnProbs is query tq of row b, head h's softmax over its causal keys
-// (keys 0..Keys(b)-Tq+tq), in float64.
-func refAttnProbs(q, k []float64, s gpu.AttnShape, b, h, tq int) []float64 {
+// refAttnScores is query tq of row b, head h's scaled scores over its
+// causal keys (keys 0..Keys(b)-Tq+tq) and their maximum, in float64.
+func refAttnScores(q, k []float64, s gpu.AttnShape, b, h, tq int) ([]float64, float64) {
 	C, CKV, kvo := s.NH*s.HS, s.NKV*s.HS, (h/(s.NH/s.NKV))*s.HS
 	scale := 1 / math.Sqrt(float64(s.HS))
 	p := make([]float64, s.Keys(b)-s.Tq+tq+1)
@@ -108,6 +108,12 @@ func refAttnProbs(q, k []float64, s gpu.AttnShape, b, h, tq int) []float64 {
 		p[tk] *= scale
 		mx = math.Max(mx, p[tk])
 	}
+	return p, mx
+}
+
+// refAttnProbs is the softmax of refAttnScores.
+func refAttnProbs(q, k []float64, s gpu.AttnShape, b, h, tq int) []float64 {
+	p, mx := refAttnScores(q, k, s, b, h, tq)
 	var sum float64
 	for tk := range p {
 		p[tk] = math.Exp(p[tk] - mx)
@@ -265,22 +271,11 @@ func refAttentionBackward(dout, q, k, v []float64, s gpu.AttnShape) (dq, dk, dv 
 
 // refLSE is each query's log-sum-exp of its scaled causal scores, (B, NH, Tq).
 func refLSE(q, k []float64, s gpu.AttnShape) []float64 {
-	C, CKV, group := s.NH*s.HS, s.NKV*s.HS, s.NH/s.NKV
-	scale := 1 / math.Sqrt(float64(s.HS))
 	out := make([]float64, s.B*s.NH*s.Tq)
 	for b := 0; b < s.B; b++ {
 		for h := 0; h < s.NH; h++ {
-			kvo := (h / group) * s.HS
 			for tq := 0; tq < s.Tq; tq++ {
-				scores := make([]float64, s.Keys(b)-s.Tq+tq+1)
-				mx := math.Inf(-1)
-				for tk := range scores {
-					for i := 0; i < s.HS; i++ {
-						scores[tk] += q[(b*s.Tq+tq)*C+h*s.HS+i] * k[(b*s.Tcap+tk)*CKV+kvo+i]
-					}
-					scores[tk] *= scale
-					mx = math.Max(mx, scores[tk])
-				}
+				scores, mx := refAttnScores(q, k, s, b, h, tq)
 				sum := 0.0
 				for _, x := range scores {
 					sum += math.Exp(x - mx)
