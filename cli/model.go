@@ -78,8 +78,6 @@ func newModelRandomCmd(stdio IO) *cobra.Command {
 }
 
 func modelRandom(stdio IO, shape, config string, dtype safetensors.DType, out string, shards int, seed uint64) error {
-	var files map[string][]byte
-	var err error
 	switch {
 	case (shape == "") == (config == ""):
 		return fmt.Errorf("--shape or --config: give one (shapes: %s)", strings.Join(model.ShapeNames(), ", "))
@@ -89,24 +87,8 @@ func modelRandom(stdio IO, shape, config string, dtype safetensors.DType, out st
 		return fmt.Errorf("--dtype: %q; want BF16, F16 or F32", dtype)
 	case shards < 1:
 		return fmt.Errorf("--shards: %d; want at least 1", shards)
-	case shape != "":
-		if files, err = model.ShapeFiles(shape); err != nil {
-			return fmt.Errorf("--shape: %w", err)
-		}
-	default:
-		data, err := os.ReadFile(config)
-		if err != nil {
-			return fmt.Errorf("--config: %w", err)
-		}
-		files = map[string][]byte{"config.json": data}
-		gen, err := os.ReadFile(filepath.Join(filepath.Dir(config), "generation_config.json"))
-		if err == nil {
-			files["generation_config.json"] = gen
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("--config: %w", err)
-		}
 	}
-	cfg, err := model.ParseConfig(cmp.Or(config, shape+"/config.json"), files["config.json"])
+	cfg, files, err := shapeOrConfig(shape, config)
 	if err != nil {
 		return err
 	}
@@ -158,16 +140,8 @@ func newModelPlanCmd(stdio IO) *cobra.Command {
 			switch {
 			case dir != "" && shape == "" && config == "":
 				cfg, err = model.ReadConfig(dir)
-			case dir == "" && shape != "" && config == "":
-				var files map[string][]byte
-				if files, err = model.ShapeFiles(shape); err == nil {
-					cfg, err = model.ParseConfig(shape+"/config.json", files["config.json"])
-				}
-			case dir == "" && shape == "" && config != "":
-				var data []byte
-				if data, err = os.ReadFile(config); err == nil {
-					cfg, err = model.ParseConfig(config, data)
-				}
+			case dir == "" && (shape == "") != (config == ""):
+				cfg, _, err = shapeOrConfig(shape, config)
 			default:
 				return fmt.Errorf("--shape, --config or --model: give one")
 			}
@@ -202,4 +176,31 @@ func newModelPlanCmd(stdio IO) *cobra.Command {
 	fl.BoolVar(&o.Tiled, "tiled", true, "attention in tiles, as the CUDA backend trains (false: stored probabilities, as the CPU backend does)")
 	fl.Float64Var(&memory, "memory-gib", 0, "device memory in GiB to check the plan against (0: none)")
 	return cmd
+}
+
+// shapeOrConfig reads the model of --shape (an embedded shape's files) or
+// --config (a config.json, with the generation_config.json beside it if
+// there is one): its config and its JSON files by name.
+func shapeOrConfig(shape, config string) (model.Config, map[string][]byte, error) {
+	var files map[string][]byte
+	if shape != "" {
+		var err error
+		if files, err = model.ShapeFiles(shape); err != nil {
+			return model.Config{}, nil, fmt.Errorf("--shape: %w", err)
+		}
+	} else {
+		data, err := os.ReadFile(config)
+		if err != nil {
+			return model.Config{}, nil, fmt.Errorf("--config: %w", err)
+		}
+		files = map[string][]byte{"config.json": data}
+		gen, err := os.ReadFile(filepath.Join(filepath.Dir(config), "generation_config.json"))
+		if err == nil {
+			files["generation_config.json"] = gen
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return model.Config{}, nil, fmt.Errorf("--config: %w", err)
+		}
+	}
+	cfg, err := model.ParseConfig(cmp.Or(config, shape+"/config.json"), files["config.json"])
+	return cfg, files, err
 }
