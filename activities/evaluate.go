@@ -48,8 +48,9 @@ func evalCacheKey(backend string, m *rl.Member, problems []datasets.Problem, o e
 	}
 	// The version moves whenever a kernel's bits change (v2: the attention
 	// softmax kernel), so no result of older numerics is reused, and
-	// whenever the cached output gains a field (v3: the whole record).
-	fmt.Fprintf(h, "corl eval v3\x00%s\x00%d\x00", backend, m.View)
+	// whenever the cached output gains a field (v3: the whole record); v4:
+	// each member samples from a seed of its own.
+	fmt.Fprintf(h, "corl eval v4\x00%s\x00%d\x00", backend, m.View)
 	for _, part := range [][]byte{fp[:], tok.JSON(), opts, probs} {
 		fmt.Fprintf(h, "%d\x00", len(part))
 		h.Write(part)
@@ -97,7 +98,7 @@ func (a *Activities) Evaluate(ctx context.Context, ref pipeline.MemberRef) (pipe
 		return pipeline.EvalOutput{}, err
 	}
 	start := time.Now()
-	o := evaluate.OptionsFromSpec(&ref.Spec)
+	o := evaluate.OptionsFromSpec(&ref.Spec).ForMember(h.member.Name)
 	key, err := evalCacheKey(a.Backend.Name(), h.member, d.Eval, o)
 	if err != nil {
 		return pipeline.EvalOutput{}, err

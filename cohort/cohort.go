@@ -190,7 +190,7 @@ func PredictMember(m *rl.Member, problems []datasets.Problem, o evaluate.Options
 // Evaluate runs greedy pass@1 for every member (original wording and own
 // view), the cohort vote, and the pairwise diversity probe on the
 // evaluation problems, and at round 0 the pair predictors on d.Predict
-// (Predicts).
+// (Predicts). Each member samples from its own seed (Options.ForMember).
 func Evaluate(members []*rl.Member, d *Data, round int, o evaluate.Options) (*record.Eval, error) {
 	eval := d.Eval
 	names := make([]string, len(members))
@@ -198,7 +198,7 @@ func Evaluate(members []*rl.Member, d *Data, round int, o evaluate.Options) (*re
 	pools := make([][][]string, len(members))
 	own := map[string]evaluate.Result{}
 	for i, m := range members {
-		res, ownView, err := EvaluateMember(m, eval, o)
+		res, ownView, err := EvaluateMember(m, eval, o.ForMember(m.Name))
 		if err != nil {
 			return nil, err
 		}
@@ -211,7 +211,7 @@ func Evaluate(members []*rl.Member, d *Data, round int, o evaluate.Options) (*re
 	er.OwnView = own
 	if d.Predicts(round, len(members)) {
 		for i, m := range members {
-			res, err := PredictMember(m, d.Predict, o)
+			res, err := PredictMember(m, d.Predict, o.ForMember(m.Name))
 			if err != nil {
 				return nil, err
 			}

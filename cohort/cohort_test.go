@@ -53,6 +53,50 @@ func TestMembersAreEvaluatedOnTheirOwnView(t *testing.T) {
 	}
 }
 
+// TestIdenticalCopiesSampleIndependently: two members with the same weights
+// decode the same greedy answers, but their evaluation samples are drawn
+// independently, so their votes (and the pair predictors read from them)
+// are not the model's own twice; the same member evaluated again draws the
+// same samples.
+func TestIdenticalCopiesSampleIndependently(t *testing.T) {
+	task, err := datasets.LookupTask("arith")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := task.Split(1, datasets.SplitSizes{Eval: 24, MaxLevel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join("..", "examples", "bases", "llama-small")
+	var ms []*rl.Member
+	for _, name := range []string{"m", "m-copy"} {
+		m, err := LoadMember(cpu.New(2), spec.Member{Name: name}, base, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	o := evaluate.Options{MaxNew: 48, Answers: datasets.TaskAnswers, Samples: 4, Temperature: 1, Seed: 7}
+	er, err := Evaluate(ms, &Data{Eval: sp.Eval}, 0, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := er.Members["m"], er.Members["m-copy"]
+	if !reflect.DeepEqual(a.Answers, b.Answers) {
+		t.Error("two copies of one model decode different greedy answers")
+	}
+	if reflect.DeepEqual(a.SampleAnswers, b.SampleAnswers) {
+		t.Error("the identical copy drew the model's own samples: its votes are not independent")
+	}
+	again, err := Evaluate(ms[:1], &Data{Eval: sp.Eval}, 0, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(again.Members["m"].SampleAnswers, a.SampleAnswers) {
+		t.Error("the same member evaluated again drew other samples")
+	}
+}
+
 // TestPredictorsOnTheValidationSplit: eval.predictor_split adds the
 // validation problems, disjoint from the test ones, without changing the
 // RL prompts or the test set; the round-0 evaluation of a pair measures
@@ -100,8 +144,8 @@ func TestPredictorsOnTheValidationSplit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ra, _ := PredictMember(a, d.Predict, o)
-	rb, _ := PredictMember(b, d.Predict, o)
+	ra, _ := PredictMember(a, d.Predict, o.ForMember("a"))
+	rb, _ := PredictMember(b, d.Predict, o.ForMember("b"))
 	want := record.PairsOf([]string{"a", "b"}, []evaluate.Result{ra, rb}, [][][]string{ra.CohortAnswers(), rb.CohortAnswers()}, record.Truth(d.Predict, o.Answers))
 	if !reflect.DeepEqual(er.PairsValidation, want) || len(want) != 1 {
 		t.Errorf("round-0 predictors on validation %+v, want %+v", er.PairsValidation, want)

@@ -3,6 +3,7 @@ package evaluate
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 
 	"github.com/corl-project/corl/checker"
 	"github.com/corl-project/corl/datasets"
@@ -176,6 +177,19 @@ func checkerJudge(c checker.Spec, problems []datasets.Problem, outs []generate.O
 		}
 		return a, datasets.Wrong
 	}, nil
+}
+
+// ForMember is o for the member named name: its samples draw from a seed
+// of (Seed, name). Two members of one cohort thus sample independently,
+// even an identical copy with the same weights, whose votes would
+// otherwise be the model's own bit for bit; one member keeps its draws
+// from run to run of the same seed, so runs are still compared on the
+// same draws.
+func (o Options) ForMember(name string) Options {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	o.Seed = sampleSeed(o.Seed, int(h.Sum64()>>1), -1)
+	return o
 }
 
 // sampleSeed derives sample j of problem i's seed (splitmix64 steps).
