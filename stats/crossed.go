@@ -84,61 +84,143 @@ func CrossedDiff(a, b [][]float64, pairedSeeds bool) Crossed {
 	if len(a) == 0 || len(b) == 0 || (pairedSeeds && len(a) != len(b)) {
 		return c
 	}
-	np := len(a[0])
-	for _, rows := range [][][]float64{a, b} {
-		for _, x := range rows {
-			if len(x) != np {
-				panic("stats: crossed outcomes cover different numbers of problems")
-			}
+	checkProblems(append(append([][]float64{}, a...), b...))
+	if !pairedSeeds {
+		c = Combination([]Arm{{Weight: -1, Outcomes: a}, {Weight: 1, Outcomes: b}})
+		c.Seeds = [2]int{len(a), len(b)}
+		return c
+	}
+	d := make([][]float64, len(a))
+	for s := range a {
+		d[s] = make([]float64, len(a[s]))
+		for p := range d[s] {
+			d[s][p] = b[s][p] - a[s][p]
 		}
 	}
+	// The problem part from the two methods' seed means, as the
+	// unpaired difference's.
+	ma, mb := seedMeans(a), seedMeans(b)
+	for p := range ma {
+		ma[p] = mb[p] - ma[p]
+	}
+	c = combine([]Arm{{Weight: 1, Outcomes: d}}, ma)
+	c.Mean = grandMean(b) - grandMean(a)
+	c.finish()
+	c.Seeds = [2]int{len(a), len(b)}
+	return c
+}
+
+// Arm is one method's outcomes in a linear contrast: Outcomes[s][p] is
+// problem p under its training seed s, and Weight its coefficient.
+type Arm struct {
+	Weight   float64
+	Outcomes [][]float64
+}
+
+// Combination estimates sum_i Weight_i x mean(arm i) over arms trained
+// from independent seeds and scored on the same problems (in the same
+// order): a pooled contrast, such as the mean of several methods minus a
+// common control, whose members share that control and so are not
+// independent tests. The variance is CrossedDiff's: a seed part per arm
+// (Weight^2 x the variance of its per-seed means over its seeds), a
+// problem part (the variance over problems of the weighted, seed-averaged
+// outcome), the seed x problem residual counted once, and Student's t with
+// Welch-Satterthwaite degrees of freedom. CrossedDiff(a, b, false) is
+// Combination of a at -1 and b at +1.
+func Combination(arms []Arm) Crossed { return combine(arms, nil) }
+
+// combine is Combination with the seed-averaged outcome per problem given
+// (dp; nil: the weighted sum of the arms' seed means).
+func combine(arms []Arm, dp []float64) Crossed {
+	c := Crossed{P: 1}
+	var all [][]float64
+	for _, a := range arms {
+		if len(a.Outcomes) == 0 {
+			return c
+		}
+		all = append(all, a.Outcomes...)
+	}
+	if len(all) == 0 {
+		return c
+	}
+	np := checkProblems(all)
 	c.Probs = np
 	if np == 0 {
 		return c
 	}
-	c.Mean = grandMean(b) - grandMean(a)
-	// The seed part: one term per independent set of seeds.
-	type part struct{ v, df float64 }
 	var parts []part
 	resid := 0.0 // the residual's share of the parts, counted once too often
-	seedPart := func(x [][]float64) {
+	given := dp != nil
+	if !given {
+		dp = make([]float64, np)
+	}
+	for _, a := range arms {
+		x, w := a.Outcomes, a.Weight
+		c.Mean += w * grandMean(x)
+		for p, m := range seedMeans(x) {
+			if !given {
+				dp[p] += w * m
+			}
+		}
 		if len(x) < 2 {
-			return
+			continue
 		}
 		m := make([]float64, len(x))
 		for s, row := range x {
 			m[s] = mean(row)
 		}
 		sd := stddev(m)
-		parts = append(parts, part{sd * sd / float64(len(x)), float64(len(x) - 1)})
-		resid += residualVar(x) / float64(len(x)*np)
-	}
-	if pairedSeeds {
-		d := make([][]float64, len(a))
-		for s := range a {
-			d[s] = make([]float64, np)
-			for p := range d[s] {
-				d[s][p] = b[s][p] - a[s][p]
-			}
-		}
-		seedPart(d)
-	} else {
-		seedPart(a)
-		seedPart(b)
+		parts = append(parts, part{w * w * sd * sd / float64(len(x)), float64(len(x) - 1)})
+		resid += w * w * residualVar(x) / float64(len(x)*np)
 	}
 	seedV := 0.0
 	for _, pt := range parts {
 		seedV += pt.v
 	}
-	ma, mb := seedMeans(a), seedMeans(b)
-	dp := make([]float64, np)
-	for p := range dp {
-		dp[p] = mb[p] - ma[p]
-	}
 	sdp := stddev(dp)
 	probV := sdp * sdp / float64(np)
 	parts = append(parts, part{probV, float64(np - 1)})
 	v := math.Max(seedV+probV-resid, math.Max(seedV, probV))
+	c.DF = satterthwaite(parts, float64(np-1))
+	c.SE = math.Sqrt(v)
+	if v > 0 {
+		c.SeedShare = math.Min(1, seedV/(seedV+probV))
+	}
+	c.finish()
+	return c
+}
+
+// Pool is sum_i weights[i] x cs[i] for independent estimates (one contrast
+// from each of several studies, with their own runs and problems): its SE
+// is the square root of sum_i weights[i]^2 x SE_i^2, with
+// Welch-Satterthwaite degrees of freedom over the estimates'. Weights
+// summing to 1 give a weighted mean of the estimates.
+func Pool(cs []Crossed, weights []float64) Crossed {
+	if len(cs) != len(weights) {
+		panic("stats: Pool wants one weight per estimate")
+	}
+	c := Crossed{P: 1}
+	var parts []part
+	var v float64
+	for i, x := range cs {
+		w := weights[i]
+		c.Mean += w * x.Mean
+		c.Probs += x.Probs
+		parts = append(parts, part{w * w * x.SE * x.SE, x.DF})
+		v += w * w * x.SE * x.SE
+	}
+	c.SE = math.Sqrt(v)
+	c.DF = satterthwaite(parts, 1)
+	c.finish()
+	return c
+}
+
+// part is one independent share of a variance and its degrees of freedom.
+type part struct{ v, df float64 }
+
+// satterthwaite is the Welch-Satterthwaite degrees of freedom of the sum
+// of parts (or, when no part has any, fallback).
+func satterthwaite(parts []part, fallback float64) float64 {
 	var num, den float64
 	for _, pt := range parts {
 		num += pt.v
@@ -146,14 +228,14 @@ func CrossedDiff(a, b [][]float64, pairedSeeds bool) Crossed {
 			den += pt.v * pt.v / pt.df
 		}
 	}
-	c.DF = float64(np - 1)
 	if den > 0 {
-		c.DF = num * num / den
+		return num * num / den
 	}
-	c.SE = math.Sqrt(v)
-	if v > 0 {
-		c.SeedShare = math.Min(1, seedV/(seedV+probV))
-	}
+	return fallback
+}
+
+// finish sets the interval, MDD and p from Mean, SE and DF.
+func (c *Crossed) finish() {
 	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: math.Max(c.DF, 1)}
 	q := t.Quantile(0.975)
 	c.Lo, c.Hi = c.Mean-q*c.SE, c.Mean+q*c.SE
@@ -166,7 +248,18 @@ func CrossedDiff(a, b [][]float64, pairedSeeds bool) Crossed {
 	default:
 		c.P = math.Min(1, 2*t.CDF(-math.Abs(c.Mean)/c.SE))
 	}
-	return c
+}
+
+// checkProblems is the number of problems every row of x covers; it
+// panics when they differ.
+func checkProblems(x [][]float64) int {
+	np := len(x[0])
+	for _, row := range x {
+		if len(row) != np {
+			panic("stats: crossed outcomes cover different numbers of problems")
+		}
+	}
+	return np
 }
 
 // residualVar is the seed x problem residual variance of a two-way table

@@ -186,3 +186,91 @@ func TestTOST(t *testing.T) {
 		t.Errorf("TOST is symmetric: p %v, want 0.0228", p)
 	}
 }
+
+// TestPooledContrastIsCalibrated: the mean of four methods minus a common
+// control (three seeds each, as the studies run them), with no method
+// better than another, is significant about one time in twenty (a little
+// more: with three seeds the seed part's two degrees of freedom make the
+// crossed test run at 7-9% under this seed-heavy null, two methods
+// compared alone included). Treating
+// the four contrasts with that control as independent estimates (Pool of
+// the four CrossedDiffs) leaves out that they share the control's seeds
+// and is wrong far more often; the pooled contrast also finds a shared
+// effect more often than one of its contrasts alone.
+func TestPooledContrastIsCalibrated(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	const trials = 400
+	var pooled, naive, found, foundOne int
+	quarter := []float64{0.25, 0.25, 0.25, 0.25}
+	for range trials {
+		d := problems(r, 150)
+		for _, effect := range []float64{0, 0.25} {
+			control := simulate(r, d, 3, 0.4, 0)
+			arms := []Arm{{Weight: -1, Outcomes: control}}
+			var each []Crossed
+			for range 4 {
+				x := simulate(r, d, 3, 0.4, effect)
+				arms = append(arms, Arm{Weight: 0.25, Outcomes: x})
+				each = append(each, CrossedDiff(control, x, false))
+			}
+			c := Combination(arms)
+			switch {
+			case effect == 0:
+				pooled += boolInt(c.P < 0.05)
+				naive += boolInt(Pool(each, quarter).P < 0.05)
+			default:
+				found += boolInt(c.P < 0.05)
+				foundOne += boolInt(each[0].P < 0.05)
+			}
+		}
+	}
+	rate, naiveRate := float64(pooled)/trials, float64(naive)/trials
+	if rate < 0.02 || rate > 0.10 {
+		t.Errorf("a pooled contrast of equal methods significant in %.1f%% of %d trials, want about 5%%", 100*rate, trials)
+	}
+	if naiveRate < 2*rate {
+		t.Errorf("pooling the contrasts as if independent: %.1f%% false positives, the pooled contrast %.1f%%: the shared control should make the naive pool overconfident", 100*naiveRate, 100*rate)
+	}
+	if found <= foundOne {
+		t.Errorf("a shared effect found by the pooled contrast in %d of %d trials, by one contrast in %d", found, trials, foundOne)
+	}
+	t.Logf("false positives %.1f%% (naive pool %.1f%%); power %.0f%% pooled, %.0f%% one contrast", 100*rate, 100*naiveRate, 100*float64(found)/trials, 100*float64(foundOne)/trials)
+}
+
+// TestPoolOfIndependentStudies: one contrast from each of two studies
+// (their own problems and runs) pooled with equal weights is calibrated
+// under no difference, its SE is the weighted root sum of squares, and
+// the pool of one estimate at weight 1 is that estimate.
+func TestPoolOfIndependentStudies(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	const trials = 400
+	false5 := 0
+	for range trials {
+		var cs []Crossed
+		for _, n := range []int{200, 120} {
+			d := problems(r, n)
+			cs = append(cs, CrossedDiff(simulate(r, d, 3, 0.4, 0), simulate(r, d, 3, 0.4, 0), false))
+		}
+		p := Pool(cs, []float64{0.5, 0.5})
+		if want := math.Sqrt(cs[0].SE*cs[0].SE+cs[1].SE*cs[1].SE) / 2; math.Abs(p.SE-want) > 1e-15 {
+			t.Fatalf("pooled SE %v, want %v", p.SE, want)
+		}
+		false5 += boolInt(p.P < 0.05)
+	}
+	if rate := float64(false5) / trials; rate < 0.02 || rate > 0.09 {
+		t.Errorf("pooled equal methods significant in %.1f%% of %d trials, want about 5%%", 100*rate, trials)
+	}
+	d := problems(r, 50)
+	one := CrossedDiff(simulate(r, d, 3, 0.4, 0), simulate(r, d, 3, 0.4, 0.3), false)
+	p := Pool([]Crossed{one}, []float64{1})
+	if math.Abs(p.Mean-one.Mean) > 1e-15 || math.Abs(p.Lo-one.Lo) > 1e-12 || math.Abs(p.P-one.P) > 1e-12 {
+		t.Errorf("the pool of one estimate %+v, want %+v", p.Interval, one.Interval)
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
