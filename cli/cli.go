@@ -44,7 +44,7 @@ func newRoot(stdio IO, getenv func(string) string) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newReportCmd(stdio, getenv), newDataCmd(stdio), newGenerateCmd(stdio, getenv), newPretrainCmd(stdio, getenv), newTrainCmd(stdio, getenv), newEvalCmd(stdio, getenv),
+	root.AddCommand(newReportCmd(stdio, getenv), newPoolCmd(stdio), newDataCmd(stdio), newGenerateCmd(stdio, getenv), newPretrainCmd(stdio, getenv), newTrainCmd(stdio, getenv), newEvalCmd(stdio, getenv),
 		newModelCmd(stdio), newWorkerCmd(stdio, getenv), newGCCmd(stdio, getenv), newRunCmd(stdio, getenv), newSweepCmd(stdio, getenv), newScheduleCmd(stdio, getenv), newStatusCmd(stdio, getenv), newWatchCmd(stdio, getenv),
 		newSignalCmd(stdio, getenv, workflows.SignalPause, "Pause a run after its current round (resume continues it)"),
 		newSignalCmd(stdio, getenv, workflows.SignalResume, "Resume a paused run"),

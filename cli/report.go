@@ -19,7 +19,7 @@ import (
 type reportFlags struct {
 	out, md, csv, js, member, records string
 	where, contrasts                  []string
-	contrastsMD                       string
+	contrastsMD, contrastsJSON        string
 	equivalence                       float64
 	completeOnly                      bool
 	cf                                connFlags
@@ -79,8 +79,9 @@ func newReportCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	fl.StringVar(&f.records, "records", "", "also write every run's records (spec, rounds, evaluations with per-problem outcomes) as gzipped JSON lines; name it "+report.RecordsName+" in a results directory, and corl report DIR redraws everything from it offline")
 	fl.BoolVar(&f.completeOnly, "complete", false, "only runs that completed (a sweep in progress: its finished cells, whose records a later sweep --recorded then skips)")
 	fl.StringVar(&f.member, "member", "", "score only this member in the table (the member the compared runs share, e.g. the model every method trains); runs without it are left out. A comma-separated list scores in each run the first of them it has (studies whose cohorts train different models)")
-	fl.StringArrayVar(&f.contrasts, "contrast", nil, "a planned contrast NAME|A|B (repeatable): A - B with the table's interval, p raw, Holm over the whole table and over the planned contrasts alone, and the minimum detectable difference; A and B name rows by the end of their method labels (e.g. 'init seed - copy|nat-llama-init2|nat-llama-copy')")
+	fl.StringArrayVar(&f.contrasts, "contrast", nil, "a planned contrast NAME|A|B (repeatable; a side naming several rows separated by ';' is their mean, a pooled contrast): A - B with the table's interval, p raw, Holm over the whole table and over the planned contrasts alone, and the minimum detectable difference; A and B name rows by the end of their method labels (e.g. 'init seed - copy|nat-llama-init2|nat-llama-copy')")
 	fl.StringVar(&f.contrastsMD, "contrasts-md", "", "also write the planned contrasts as Markdown")
+	fl.StringVar(&f.contrastsJSON, "contrasts-json", "", "also write the planned contrasts as JSON (with each one's SE and degrees of freedom: what corl pool reads)")
 	fl.Float64Var(&f.equivalence, "equivalence", 0, "also test each planned contrast for equivalence within +-this margin (two one-sided tests, Holm over the contrasts); 0: no test")
 	fl.StringArrayVar(&f.where, "where", nil, "keep only runs whose setting KEY matches REGEXP (KEY=REGEXP, repeatable; keys are spec paths such as reward.mode or rounds, and members: the members' names joined by \" + \", e.g. --where 'members=^m \\+ [^+]+$' for two-member cohorts of m)")
 	f.cf.register(cmd)
@@ -118,6 +119,13 @@ func (f *reportFlags) write(stdio IO, runs []*report.Run) error {
 				return err
 			}
 			fmt.Fprintf(stdio.Err, "wrote %s\n", f.contrastsMD)
+		}
+		if f.contrastsJSON != "" {
+			js, _ := json.MarshalIndent(rows, "", "  ")
+			if err := os.WriteFile(f.contrastsJSON, append(js, '\n'), 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdio.Err, "wrote %s\n", f.contrastsJSON)
 		}
 	}
 	page, err := report.HTML(runs, t)

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/corl-project/corl/stats"
@@ -9,7 +10,9 @@ import (
 
 // Contrast is one planned comparison of a table's methods: Name, and A and
 // B, each naming one row by the end of its method label (else by a
-// substring only that row has).
+// substring only that row has). A side naming several rows, separated by
+// ";", is their mean: "p1; p2; p3" minus "copy" is a pooled contrast
+// (stats.Combination) of three peers against one control.
 type Contrast struct {
 	Name, A, B string
 }
@@ -18,9 +21,25 @@ type Contrast struct {
 func ParseContrast(s string) (Contrast, error) {
 	f := strings.Split(s, "|")
 	if len(f) != 3 || f[0] == "" || f[1] == "" || f[2] == "" {
-		return Contrast{}, fmt.Errorf("contrast %q: want NAME|A|B (A and B the ends of two rows' method labels)", s)
+		return Contrast{}, fmt.Errorf("contrast %q: want NAME|A|B (A and B the ends of rows' method labels; several rows separated by ';' are their mean)", s)
+	}
+	for _, side := range f[1:] {
+		for _, which := range strings.Split(side, ";") {
+			if strings.TrimSpace(which) == "" {
+				return Contrast{}, fmt.Errorf("contrast %q: an empty row name in %q", s, side)
+			}
+		}
 	}
 	return Contrast{f[0], f[1], f[2]}, nil
+}
+
+// rowsOf is the side of a contrast as row names.
+func rowsOf(side string) []string {
+	var out []string
+	for _, which := range strings.Split(side, ";") {
+		out = append(out, strings.TrimSpace(which))
+	}
+	return out
 }
 
 // PlannedRow is a planned contrast's result: A - B on the same problems
@@ -47,6 +66,9 @@ type PlannedRow struct {
 	// tests that the difference lies within +-Margin (stats.TOST).
 	Margin      float64 `json:"equivalence_margin,omitempty"`
 	PEquivalent float64 `json:"p_equivalent,omitempty"`
+	// Pooled marks a contrast of several rows' mean (stats.Combination),
+	// which is none of the table's tests: it has no PHolm.
+	Pooled bool `json:"pooled,omitempty"`
 }
 
 // Equivalence sets each row's test that its difference lies within
@@ -61,8 +83,9 @@ func Equivalence(rows []PlannedRow, margin float64) {
 	}
 }
 
-// Planned evaluates the contrasts on t: each is found among t's
-// comparisons in either order (signs flipped for B - A).
+// Planned evaluates the contrasts on t: one row against another is found
+// among t's comparisons in either order (signs flipped for B - A); a side
+// of several rows is pooled from their final outcomes (Table.pooled).
 func Planned(t Table, cs []Contrast) ([]PlannedRow, error) {
 	var methods []string
 	for _, r := range t.Rows {
@@ -90,29 +113,32 @@ func Planned(t Table, cs []Contrast) ([]PlannedRow, error) {
 	var out []PlannedRow
 	var ps []float64
 	for _, c := range cs {
-		a, err := find(c.A)
-		if err != nil {
-			return nil, fmt.Errorf("contrast %s: %w", c.Name, err)
-		}
-		b, err := find(c.B)
-		if err != nil {
-			return nil, fmt.Errorf("contrast %s: %w", c.Name, err)
-		}
-		row := PlannedRow{Name: c.Name, A: a, B: b}
-		found := false
-		for _, cmp := range t.Comparisons {
-			if d := cmp.Diff; d != nil && (cmp.A == a && cmp.B == b || cmp.A == b && cmp.B == a) {
-				row.Diff, row.P, row.PHolm, row.MDD, found = d.Diff, d.P, d.PHolm, d.MDD, true
-				row.MDDPlanned = stats.MDDAt(d.SE, d.DF, 0.05/float64(len(cs)))
-				row.SE, row.DF = d.SE, d.DF
-				if cmp.A == b {
-					row.Diff = stats.Interval{Mean: -d.Diff.Mean, Lo: -d.Diff.Hi, Hi: -d.Diff.Lo}
+		as, bs := rowsOf(c.A), rowsOf(c.B)
+		var a, b []string
+		for _, side := range []struct {
+			names []string
+			into  *[]string
+		}{{as, &a}, {bs, &b}} {
+			for _, which := range side.names {
+				m, err := find(which)
+				if err != nil {
+					return nil, fmt.Errorf("contrast %s: %w", c.Name, err)
 				}
+				*side.into = append(*side.into, m)
 			}
 		}
-		if !found {
-			return nil, fmt.Errorf("contrast %s: the table does not compare %s with %s (per-problem outcomes missing?)", c.Name, a, b)
+		var row PlannedRow
+		var err error
+		if len(a) == 1 && len(b) == 1 {
+			row, err = t.compared(a[0], b[0])
+		} else {
+			row, err = t.pooled(a, b)
 		}
+		if err != nil {
+			return nil, fmt.Errorf("contrast %s: %w", c.Name, err)
+		}
+		row.Name = c.Name
+		row.MDDPlanned = stats.MDDAt(row.SE, row.DF, 0.05/float64(len(cs)))
 		out = append(out, row)
 		ps = append(ps, row.P)
 	}
@@ -120,6 +146,51 @@ func Planned(t Table, cs []Contrast) ([]PlannedRow, error) {
 		out[i].PPlanned = p
 	}
 	return out, nil
+}
+
+// compared is A - B as the table compared them, in either order.
+func (t Table) compared(a, b string) (PlannedRow, error) {
+	row := PlannedRow{A: a, B: b}
+	for _, cmp := range t.Comparisons {
+		if d := cmp.Diff; d != nil && (cmp.A == a && cmp.B == b || cmp.A == b && cmp.B == a) {
+			row.Diff, row.P, row.PHolm, row.MDD = d.Diff, d.P, d.PHolm, d.MDD
+			row.SE, row.DF = d.SE, d.DF
+			if cmp.A == b {
+				row.Diff = stats.Interval{Mean: -d.Diff.Mean, Lo: -d.Diff.Hi, Hi: -d.Diff.Lo}
+			}
+			return row, nil
+		}
+	}
+	return row, fmt.Errorf("the table does not compare %s with %s (per-problem outcomes missing?)", a, b)
+}
+
+// pooled is the mean of rows a minus the mean of rows b on the same
+// problems, from their final outcomes per seed and problem (a row named
+// on both sides counts on both).
+func (t Table) pooled(a, b []string) (PlannedRow, error) {
+	row := PlannedRow{A: strings.Join(a, "; "), B: strings.Join(b, "; "), Pooled: true}
+	var arms []stats.Arm
+	np := -1
+	for _, side := range []struct {
+		names []string
+		sign  float64
+	}{{a, 1}, {b, -1}} {
+		for _, m := range side.names {
+			i := slices.IndexFunc(t.finals, func(f final) bool { return f.method == m })
+			if i < 0 || t.finals[i].to == nil {
+				return row, fmt.Errorf("%s has no final outcomes per problem to pool", m)
+			}
+			x := t.finals[i].to
+			if np >= 0 && len(x[0]) != np {
+				return row, fmt.Errorf("%s was scored on %d problems, the others on %d: a pooled contrast needs the same problems", m, len(x[0]), np)
+			}
+			np = len(x[0])
+			arms = append(arms, stats.Arm{Weight: side.sign / float64(len(side.names)), Outcomes: x})
+		}
+	}
+	c := stats.Combination(arms)
+	row.Diff, row.P, row.MDD, row.SE, row.DF = c.Interval, c.P, c.MDD, c.SE, c.DF
+	return row, nil
 }
 
 // PlannedMarkdown is the planned contrasts as a Markdown table, with the
@@ -144,11 +215,37 @@ func PlannedMarkdown(rows []PlannedRow) string {
 		return fmt.Sprintf("%.3g", x)
 	}
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %+.3f [%+.3f, %+.3f] | %s | %s | %s | %.3f | %.3f |", r.Name, r.Diff.Mean, r.Diff.Lo, r.Diff.Hi, p(r.P), p(r.PHolm), p(r.PPlanned), r.MDD, r.MDDPlanned)
+		holm := p(r.PHolm)
+		if r.Pooled {
+			holm = "— (pooled)"
+		}
+		fmt.Fprintf(&b, "| %s | %+.3f [%+.3f, %+.3f] | %s | %s | %s | %.3f | %.3f |", r.Name, r.Diff.Mean, r.Diff.Lo, r.Diff.Hi, p(r.P), holm, p(r.PPlanned), r.MDD, r.MDDPlanned)
 		if margin > 0 {
 			fmt.Fprintf(&b, " %s |", p(r.PEquivalent))
 		}
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// PoolStudies is the weighted sum of one contrast from each of several
+// independent studies (their own runs and problems; stats.Pool): with
+// weights summing to 1, the contrast's weighted mean over the studies.
+// Each row needs its SE and degrees of freedom (those Planned sets).
+func PoolStudies(name string, rows []PlannedRow, weights []float64) (PlannedRow, error) {
+	if len(rows) != len(weights) || len(rows) == 0 {
+		return PlannedRow{}, fmt.Errorf("pool %s: %d contrasts and %d weights", name, len(rows), len(weights))
+	}
+	cs := make([]stats.Crossed, len(rows))
+	var as, bs []string
+	for i, r := range rows {
+		if r.DF == 0 {
+			return PlannedRow{}, fmt.Errorf("pool %s: contrast %s has no standard error and degrees of freedom (written before they were kept?)", name, r.Name)
+		}
+		cs[i] = stats.Crossed{Interval: r.Diff, SE: r.SE, DF: r.DF}
+		as, bs = append(as, r.A), append(bs, r.B)
+	}
+	c := stats.Pool(cs, weights)
+	return PlannedRow{Name: name, A: strings.Join(as, " | "), B: strings.Join(bs, " | "), Diff: c.Interval, P: c.P, MDD: c.MDD,
+		PPlanned: c.P, MDDPlanned: c.MDD, SE: c.SE, DF: c.DF, Pooled: true}, nil
 }

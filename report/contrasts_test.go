@@ -54,3 +54,43 @@ func TestPlannedContrasts(t *testing.T) {
 		t.Error("a contrast without B was accepted")
 	}
 }
+
+// TestPooledContrast: "p1; p2|copy" is the mean of two peers' final
+// outcomes minus the copy's on the same problems, with the crossed
+// variance of the three arms (stats.Combination), marked pooled (no Holm
+// over the table); a row without per-problem outcomes, or scored on other
+// problems, is refused by name.
+func TestPooledContrast(t *testing.T) {
+	copyTo := [][]float64{{0, 1, 0, 1, 0, 0}, {0, 0, 1, 1, 0, 0}}
+	p1 := [][]float64{{1, 1, 0, 1, 0, 1}, {0, 1, 1, 1, 0, 0}}
+	p2 := [][]float64{{1, 1, 1, 1, 0, 0}, {0, 1, 1, 1, 1, 1}, {1, 0, 1, 1, 0, 0}}
+	tb := Table{
+		Rows: []Row{{Method: "Co-RL — m + copy"}, {Method: "Co-RL — m + p1"}, {Method: "Co-RL — m + p2"}, {Method: "Co-RL — m + p3"}, {Method: "Co-RL — m + p4"}},
+		finals: []final{{method: "Co-RL — m + copy", to: copyTo}, {method: "Co-RL — m + p1", to: p1}, {method: "Co-RL — m + p2", to: p2},
+			{method: "Co-RL — m + p3"}, {method: "Co-RL — m + p4", to: [][]float64{{1, 0}}}},
+	}
+	rows, err := Planned(tb, []Contrast{{"peers - copy", "m + p1; m + p2", "m + copy"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rows[0]
+	// Means: copy 4/12, p1 7/12, p2 12/18 = 2/3: (7/12 + 2/3) / 2 - 1/3.
+	if want := (7.0/12+2.0/3)/2 - 1.0/3; math.Abs(r.Diff.Mean-want) > 1e-12 {
+		t.Errorf("pooled difference %v, want %v", r.Diff.Mean, want)
+	}
+	want := stats.Combination([]stats.Arm{{Weight: 0.5, Outcomes: p1}, {Weight: 0.5, Outcomes: p2}, {Weight: -1, Outcomes: copyTo}})
+	if r.Diff != want.Interval || r.P != want.P || r.SE != want.SE || !r.Pooled || r.A != "Co-RL — m + p1; Co-RL — m + p2" {
+		t.Errorf("pooled row %+v, want the combination %+v", r, want)
+	}
+	if md := PlannedMarkdown(rows); !strings.Contains(md, "| — (pooled) |") {
+		t.Errorf("markdown:\n%s", md)
+	}
+	for _, c := range []struct{ side, want string }{{"m + p1; m + p3", "m + p3 has no final outcomes"}, {"m + p1; m + p4", "scored on 2 problems"}} {
+		if _, err := Planned(tb, []Contrast{{"bad", c.side, "m + copy"}}); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "contrast bad") {
+			t.Errorf("%s: %v, want an error saying %q", c.side, err, c.want)
+		}
+	}
+	if _, err := ParseContrast("x|a;;b|c"); err == nil {
+		t.Error("a contrast with an empty row name was accepted")
+	}
+}

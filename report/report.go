@@ -117,6 +117,9 @@ type Table struct {
 	Members []MemberRow `json:"members,omitempty"`
 	// DoseResponse regresses cohorts' gains on each round-0 predictor.
 	DoseResponse []DoseResponse `json:"dose_response,omitempty"`
+	// finals are the methods' final outcomes per seed and problem, which
+	// pooled contrasts are computed from.
+	finals []final
 }
 
 // Comparison is one test between two methods on the same problems: A's
@@ -301,7 +304,7 @@ func BuildTable(runs []*Run, member string) Table {
 	slices.SortStableFunc(t.Rows, func(a, b Row) int {
 		return cmp.Compare(boolInt(!isBase[a.Method]), boolInt(!isBase[b.Method]))
 	})
-	t.Comparisons = compareAll(finals)
+	t.Comparisons, t.finals = compareAll(finals), finals
 	t.Members = memberTable(runs)
 	t.DoseResponse = doseResponse(runs, member)
 	t.adjust()
