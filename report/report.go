@@ -115,6 +115,8 @@ type Table struct {
 	Comparisons []Comparison `json:"comparisons,omitempty"`
 	// Members scores every member of every method (MemberRow).
 	Members []MemberRow `json:"members,omitempty"`
+	// Cohorts scores each cohort as a whole (CohortRow).
+	Cohorts []CohortRow `json:"cohorts,omitempty"`
 	// DoseResponse regresses cohorts' gains on each round-0 predictor.
 	DoseResponse []DoseResponse `json:"dose_response,omitempty"`
 	// finals are the methods' final outcomes per seed and problem, which
@@ -305,7 +307,7 @@ func BuildTable(runs []*Run, member string) Table {
 		return cmp.Compare(boolInt(!isBase[a.Method]), boolInt(!isBase[b.Method]))
 	})
 	t.Comparisons, t.finals = compareAll(finals), finals
-	t.Members = memberTable(runs)
+	t.Members, t.Cohorts = memberTable(runs), cohortTable(runs)
 	t.DoseResponse = doseResponse(runs, member)
 	t.adjust()
 	return t

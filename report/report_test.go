@@ -270,6 +270,9 @@ func TestTableOfOneMember(t *testing.T) {
 			r.Spec.Members = append(r.Spec.Members, spec.Member{Name: n, Base: "base-" + n})
 			first.Members[n], last.Members[n] = res(m[0]), res(m[1])
 		}
+		if len(r.Spec.Members) > 1 {
+			first.Cohort.Correct, last.Cohort.Correct = 0.5, 0.75
+		}
 		r.Evals = []record.Eval{first, last}
 		// Two rounds of diagnostics: member i's answer entropy falls from
 		// 1+i to seed/2+i nats, its distinct answers from 4 to 2.
@@ -367,6 +370,24 @@ func TestTableOfOneMember(t *testing.T) {
 	}
 	if md := tb.Markdown(); !strings.Contains(md, "| "+co.Method+" | c | base-c | 1 | 1.000 | 1.000 | +0.000") {
 		t.Errorf("Markdown lacks the member table:\n%s", md)
+	}
+	// The cohort as a whole: a and c's mean falls from (0.25 + 1) / 2 to
+	// 0.5, problem by problem -0.125; its vote rises from 0.5 to 0.75.
+	// Only the pair has a cohort; with c frozen, the cohort's trained mean
+	// is a's alone.
+	if len(tb.Cohorts) != 1 {
+		t.Fatalf("cohort rows %+v, want the pair's only", tb.Cohorts)
+	}
+	if c := tb.Cohorts[0]; c.Method != co.Method || c.Members != 2 || c.Before.Mean != 0.625 || c.After.Mean != 0.5 || c.Gain == nil ||
+		math.Abs(c.Gain.Diff.Mean+0.125) > 1e-12 || c.VoteBefore.Mean != 0.5 || c.VoteAfter.Mean != 0.75 || c.VoteGain.Mean != 0.25 {
+		t.Errorf("cohort row %+v (gain %v), want 0.625 -> 0.5 (-0.125), vote 0.5 -> 0.75", c, c.Gain)
+	}
+	if md := tb.Markdown(); !strings.Contains(md, "| "+co.Method+" | 2 | 1 | 0.625 | 0.500 | -0.125 [") || !strings.Contains(md, "| 0.500 | 0.750 | +0.250 |") {
+		t.Errorf("Markdown lacks the cohort table:\n%s", md)
+	}
+	rs[2].Spec.Members[1].Frozen = true
+	if c := BuildTable(rs, "a").Cohorts; len(c) != 1 || c[0].Members != 1 || c[0].Before.Mean != 0.25 || c[0].After.Mean != 0 {
+		t.Errorf("cohort rows with the peer frozen %+v, want a's 0.25 -> 0 alone", c)
 	}
 }
 
