@@ -45,6 +45,7 @@ func (t Table) Markdown() string {
 	}
 	b.WriteString(membersMarkdown(t.Members))
 	b.WriteString(cohortsMarkdown(t.Cohorts))
+	b.WriteString(tasksMarkdown(t))
 	if len(t.DoseResponse) > 0 {
 		b.WriteString("\n| round-0 predictor | slope of gain on it | 95% interval (cohorts resampled) | cohort runs | cohorts |\n|---|---|---|---|---|\n")
 		for _, d := range t.DoseResponse {

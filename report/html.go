@@ -231,6 +231,7 @@ th:first-child,td:first-child{text-align:left}figure{display:inline-block;vertic
 	b.WriteString("<h2>Over training</h2>")
 	b.WriteString(legendHTML(labels))
 	b.WriteString(strings.Join(plots, "\n"))
+	b.WriteString(tasksHTML(t))
 	b.WriteString(cohortsHTML(t.Cohorts)) // after the plots: the first screen holds the results and the curves
 	b.WriteString(agreementHTML(groups, labels))
 	b.WriteString("<h2>Runs</h2><ul>")

@@ -52,7 +52,10 @@ type Row struct {
 	Greedy     stats.Interval            `json:"greedy_pass_at_1"`
 	Gain       *Paired                   `json:"gain_vs_base,omitempty"`        // of the headline metric
 	GreedyGain *Paired                   `json:"greedy_gain_vs_base,omitempty"` // of greedy pass@1
-	FLOPs      float64                   `json:"flops"`
+	// GainByTask is the headline gain on each task's problems alone
+	// (gainsByTask; descriptive, outside the Holm family).
+	GainByTask map[string]*Paired `json:"gain_vs_base_by_task,omitempty"`
+	FLOPs      float64            `json:"flops"`
 	// Seconds is the members' generation and update time (Run.Seconds),
 	// the mean over seeds: compute time beside the FLOPs.
 	Seconds float64 `json:"compute_seconds"`
@@ -144,6 +147,7 @@ type sample struct {
 	seconds    float64
 	metric     string
 	from, to   []float64 // per-problem outcomes of the base and of this, when kept
+	tasks      []string  // each problem's task, where known (problemTasks)
 	gFrom, gTo []float64 // the same, greedy
 	collapse   *Collapse
 }
@@ -202,6 +206,7 @@ func rowOf(method string, ss []sample, tasks []string) Row {
 	row.Collapse = meanCollapse(ss, func(s sample) *Collapse { return s.collapse })
 	row.Gain = pairedGain(ss, func(s sample) ([]float64, []float64) { return s.from, s.to })
 	row.GreedyGain = pairedGain(ss, func(s sample) ([]float64, []float64) { return s.gFrom, s.gTo })
+	row.GainByTask = gainsByTask(ss, tasks)
 	return row
 }
 
@@ -231,6 +236,7 @@ func BuildTable(runs []*Run, member string) Table {
 	}
 	bases := map[string]bool{}
 	names := map[string]string{} // a Base row's models
+	taskCache := map[string][]string{}
 	for _, r := range runs {
 		first, last := r.Evals[0], r.Evals[len(r.Evals)-1]
 		scored := memberNames(first)
@@ -281,6 +287,9 @@ func BuildTable(runs []*Run, member string) Table {
 			if pick.run != nil {
 				s.from, s.gFrom = from, gFrom
 				s.collapse = collapseOf(r, scored)
+				if from != nil {
+					s.tasks = problemTasks(r, taskCache)
+				}
 			}
 			add(pick.key, pick.run, s)
 		}
