@@ -197,6 +197,9 @@ type EvalOutput struct {
 	NoAnswer      float64        `json:"no_answer_rate"`
 	SampleCorrect []int          `json:"sample_correct,omitempty"`
 	OwnView       *record.Result `json:"own_view_result,omitempty"` // view != 0: the whole result on the member's own view
+	// Schema is the record version of the code that evaluated
+	// (record.Schema); absent in outputs of older workers.
+	Schema int `json:"schema,omitempty"`
 	// Predict is the member on the predictor problems (round 0 with
 	// eval.predictor_split), for the pair predictors there.
 	Predict *PredictOutput `json:"predict,omitempty"`
@@ -217,7 +220,7 @@ func NewEvalOutput(res, own record.Result, view int, truth []string) EvalOutput 
 	o := EvalOutput{PassAt1: res.PassAt1, ByTask: res.ByTask, Correct: res.Correct, Answers: res.Answers,
 		View: view, PassAt1OwnView: own.PassAt1, SampledPassAt1: res.SampledPassAt1, MajAtK: res.MajAtK,
 		SampledByTask: res.SampledByTask, PassAt1CI: res.PassAt1CI, SampledCI: res.SampledCI,
-		Pool: res.CohortAnswers(), Truth: truth, NoAnswer: res.NoAnswer, SampleCorrect: res.SampleCorrect}
+		Pool: res.CohortAnswers(), Truth: truth, NoAnswer: res.NoAnswer, SampleCorrect: res.SampleCorrect, Schema: record.Schema}
 	if view != 0 {
 		o.OwnView = &own
 	}

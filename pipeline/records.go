@@ -128,6 +128,9 @@ func (r *Records) eval(round int, outs []*EvalOutput) (record.Eval, bool) {
 		results[i], pools[i] = res, o.Pool
 	}
 	e := record.NewEval(round, r.names, results, pools, outs[0].Truth)
+	for _, o := range outs {
+		e.Schema = min(e.Schema, o.Schema) // a history of older workers' outputs is an older record
+	}
 	if len(own) > 0 {
 		e.OwnView = own
 	}

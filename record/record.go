@@ -7,9 +7,26 @@ import (
 	"github.com/corl-project/corl/datasets"
 )
 
+// Schema is the version of the evaluation records this code writes
+// (Eval.Schema), so that a reader knows what an older record could not
+// hold:
+//
+//   - absent (0): written before records were versioned. Agreement may be
+//     a 0 that was never measured (ForgetUnmeasured drops those), and the
+//     members of one run drew their evaluation samples from one seed, so
+//     an identical copy's samples, votes and pair predictors are the
+//     model's own (SharedDraws).
+//   - 2: every field a record has was measured (a missing one is absent,
+//     never 0), and each member samples its evaluation from a seed of its
+//     own (evaluate.Options.ForMember).
+const Schema = 2
+
 // Eval is a held-out evaluation of the cohort.
 type Eval struct {
 	Round int `json:"round"`
+	// Schema is the record's version (see Schema); absent in records
+	// written before it.
+	Schema int `json:"schema,omitempty"`
 	// Members is each member on the original wording; OwnView, for members
 	// that train on another view, on that view.
 	Members map[string]Result  `json:"members"`
@@ -51,7 +68,7 @@ func rightBy(truth []string) func(p int, a string) bool {
 // NewEval is the evaluation at round of the members (in names' order)
 // with their answer pools: the cohort vote and every pair's numbers.
 func NewEval(round int, names []string, members []Result, pools [][][]string, truth []string) Eval {
-	e := Eval{Round: round, Members: map[string]Result{}, Kappa: map[string]float64{}, Compl: map[string]float64{}}
+	e := Eval{Round: round, Schema: Schema, Members: map[string]Result{}, Kappa: map[string]float64{}, Compl: map[string]float64{}}
 	for i, n := range names {
 		e.Members[n] = members[i]
 	}
@@ -61,6 +78,22 @@ func NewEval(round int, names []string, members []Result, pools [][][]string, tr
 		e.Kappa[key], e.Compl[key] = pp.Kappa, pp.Complementarity
 	}
 	return e
+}
+
+// SharedDraws says whether e's members drew their evaluation samples from
+// one seed (records before Schema 2): two members with the same weights
+// then sampled the same answers, and their pair's predictors measure
+// nothing.
+func (e Eval) SharedDraws() bool { return e.Schema < 2 }
+
+// Upgrade reads a record of an older Schema as this code would hold it:
+// what its version could not have measured is missing, not 0. It returns
+// how many fields it set missing.
+func (e *Eval) Upgrade() int {
+	if e.Schema >= 2 {
+		return 0
+	}
+	return ForgetUnmeasured(e.Pairs) + ForgetUnmeasured(e.PairsValidation)
 }
 
 // PairsOf is every member pair's predictors ("a/b", in names' order) from

@@ -47,3 +47,28 @@ func TestTruthIsGradedByTheRule(t *testing.T) {
 		t.Fatalf("truth %q %q", text, num)
 	}
 }
+
+// TestSchemaUpgrade: a record this code writes carries record.Schema, and
+// its agreement of 0 with shared errors is a measurement that Upgrade
+// keeps; the same record without a version is an older one, whose 0 was
+// never measured and becomes missing, and whose members shared their
+// evaluation draws.
+func TestSchemaUpgrade(t *testing.T) {
+	truth := []string{"1", "2"}
+	pools := [][][]string{{{"3"}, {"2"}}, {{"3"}, {"5"}}}
+	e := NewEval(0, []string{"a", "b"}, []Result{{Correct: []bool{false, true}}, {Correct: []bool{false, false}}}, pools, truth)
+	if e.Schema != Schema || e.SharedDraws() {
+		t.Fatalf("a new record: schema %d, shared draws %v", e.Schema, e.SharedDraws())
+	}
+	zero := 0.0
+	pp := e.Pairs["a/b"]
+	pp.Agreement = &zero // not what they voted, but a measurement all the same
+	e.Pairs["a/b"] = pp
+	if n := e.Upgrade(); n != 0 || e.Pairs["a/b"].Agreement == nil {
+		t.Errorf("a current record lost %d fields to Upgrade", n)
+	}
+	e.Schema = 0
+	if n := e.Upgrade(); n != 1 || e.Pairs["a/b"].Agreement != nil || !e.SharedDraws() {
+		t.Errorf("an unversioned record: %d fields set missing, agreement %v, shared draws %v; want 1, missing, true", n, e.Pairs["a/b"].Agreement, e.SharedDraws())
+	}
+}

@@ -49,7 +49,7 @@ func (t Table) Markdown() string {
 	if len(t.DoseResponse) > 0 {
 		b.WriteString("\n| round-0 predictor | slope of gain on it | 95% interval (cohorts resampled) | cohort runs | cohorts |\n|---|---|---|---|---|\n")
 		for _, d := range t.DoseResponse {
-			fmt.Fprintf(&b, "| %s | %+.3f | %s | %d | %d |\n", d.name(), d.Fit.Slope, d.interval(), d.Fit.Points, d.Fit.Clusters)
+			fmt.Fprintf(&b, "| %s | %+.3f | %s | %s | %d |\n", d.name(), d.Fit.Slope, d.interval(), d.runs(), d.Fit.Clusters)
 		}
 	}
 	return b.String()

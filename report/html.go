@@ -223,8 +223,8 @@ th:first-child,td:first-child{text-align:left}figure{display:inline-block;vertic
 		b.WriteString("<h2>Dose-response</h2><p>Each cohort run's gain regressed on its members' round-0 diagnostics (the scatters below), across every cohort; the interval resamples whole cohorts, a cohort's seeds together.</p>")
 		b.WriteString("<table id=\"dose\"><tr><th>round-0 predictor</th><th>slope of gain on it</th><th>95% interval</th><th>cohort runs</th><th>cohorts</th></tr>")
 		for _, d := range t.DoseResponse {
-			fmt.Fprintf(&b, "<tr><td>%s</td><td class=k>%+.3f</td><td class=k>%s</td><td class=k>%d</td><td class=k>%d</td></tr>",
-				html.EscapeString(d.name()), d.Fit.Slope, html.EscapeString(d.interval()), d.Fit.Points, d.Fit.Clusters)
+			fmt.Fprintf(&b, "<tr><td>%s</td><td class=k>%+.3f</td><td class=k>%s</td><td class=k>%s</td><td class=k>%d</td></tr>",
+				html.EscapeString(d.name()), d.Fit.Slope, html.EscapeString(d.interval()), html.EscapeString(d.runs()), d.Fit.Clusters)
 		}
 		b.WriteString("</table>")
 	}

@@ -260,6 +260,9 @@ func scoredPredictor(r *Run, pp map[string]record.PairPredictors, names []string
 	n := 0
 	for _, m := range names {
 		for _, l := range labellers(r, m) {
+			if sharedDraws(r, m, l) {
+				continue
+			}
 			p, scoredA := pp[m+"/"+l]
 			if !scoredA {
 				var ok bool
@@ -279,6 +282,23 @@ func scoredPredictor(r *Run, pp map[string]record.PairPredictors, names []string
 	return sum / float64(n), true
 }
 
+// sharedDraws says whether members m and l of r drew the same round-0
+// evaluation samples: records before per-member seeds (record.Eval.
+// SharedDraws) of two members from one base, whose samples, votes and
+// pair predictors are then the same model's twice (kappa 1, rescue 0),
+// while in training they sample apart. Such a pair's predictors measure
+// nothing and are left out.
+func sharedDraws(r *Run, m, l string) bool {
+	if len(r.Evals) == 0 || !r.Evals[0].SharedDraws() {
+		return false
+	}
+	base := map[string]string{}
+	for _, ms := range r.Spec.Members {
+		base[ms.Name] = ms.Base
+	}
+	return base[m] != "" && base[m] == base[l]
+}
+
 // dosePoint is one cohort run: its scored members' gain (last evaluation
 // minus the round-0 one) and a round-0 predictor of their pairs with their
 // labellers (scoredPredictor).
@@ -294,7 +314,7 @@ type dosePoint struct {
 // measured on the validation split when every such run has them
 // (eval.predictor_split), else those of the evaluation split for all:
 // one fit never mixes the two.
-func dosePoints(groups [][]*Run, labels []string, member string, pick func(pp record.PairPredictors, scoredA bool) (float64, bool)) (pts []dosePoint, validation bool) {
+func dosePoints(groups [][]*Run, labels []string, member string, pick func(pp record.PairPredictors, scoredA bool) (float64, bool)) (pts []dosePoint, validation bool, shared int) {
 	type cohortRun struct {
 		method int
 		r      *Run
@@ -324,17 +344,35 @@ func dosePoints(groups [][]*Run, labels []string, member string, pick func(pp re
 		}
 		x, ok := scoredPredictor(c.r, pp, names, pick)
 		if !ok {
+			if allSharedDraws(c.r, names) {
+				shared++
+			}
 			continue
 		}
 		pts = append(pts, dosePoint{method: c.method, cohort: labels[c.method], x: x, gain: b - a})
 	}
-	return pts, validation && len(pts) > 0
+	return pts, validation && len(pts) > 0, shared
+}
+
+// allSharedDraws says whether every pair of the scored members with their
+// labellers drew shared samples (sharedDraws): the run has no predictor.
+func allSharedDraws(r *Run, names []string) bool {
+	n := 0
+	for _, m := range names {
+		for _, l := range labellers(r, m) {
+			if !sharedDraws(r, m, l) {
+				return false
+			}
+			n++
+		}
+	}
+	return n > 0
 }
 
 // predictorScatter is each cohort run's gain against a round-0 predictor,
 // coloured by method, with the least-squares line through all of them.
 func predictorScatter(groups [][]*Run, labels []string, member string, pick func(pp record.PairPredictors, scoredA bool) (float64, bool)) []series {
-	pts, _ := dosePoints(groups, labels, member, pick)
+	pts, _, _ := dosePoints(groups, labels, member, pick)
 	var out []series
 	at := map[int]int{}
 	var xs, ys []float64
@@ -366,6 +404,9 @@ type DoseResponse struct {
 	// Split is "validation" when the predictors were measured on the
 	// validation split (eval.predictor_split), "" on the evaluation split.
 	Split string `json:"split,omitempty"`
+	// SharedDraws is the number of cohort runs left out because their
+	// predictors came from samples the members shared (sharedDraws).
+	SharedDraws int `json:"left_out_shared_draws,omitempty"`
 }
 
 // name is the predictor with the split it was measured on, where that is
@@ -375,6 +416,15 @@ func (d DoseResponse) name() string {
 		return d.Predictor + " (" + d.Split + ")"
 	}
 	return d.Predictor
+}
+
+// runs is the number of cohort runs fitted, with those left out for
+// shared draws.
+func (d DoseResponse) runs() string {
+	if d.SharedDraws > 0 {
+		return fmt.Sprintf("%d (%d left out: members' shared evaluation draws)", d.Fit.Points, d.SharedDraws)
+	}
+	return fmt.Sprint(d.Fit.Points)
 }
 
 // interval is the slope's interval as text, or why there is none.
@@ -396,7 +446,7 @@ func doseResponse(runs []*Run, member string) []DoseResponse {
 	labels, groups := methodRuns(runs)
 	var out []DoseResponse
 	for _, p := range predictors {
-		pts, validation := dosePoints(groups, labels, member, p.pick)
+		pts, validation, shared := dosePoints(groups, labels, member, p.pick)
 		if len(pts) < 2 {
 			continue
 		}
@@ -408,7 +458,7 @@ func doseResponse(runs []*Run, member string) []DoseResponse {
 		for i, pt := range pts {
 			x[i], y[i], cl[i] = pt.x, pt.gain, pt.cohort
 		}
-		out = append(out, DoseResponse{Predictor: p.name, Fit: stats.ClusteredSlope(x, y, cl, 1), Split: split})
+		out = append(out, DoseResponse{Predictor: p.name, Fit: stats.ClusteredSlope(x, y, cl, 1), Split: split, SharedDraws: shared})
 	}
 	return out
 }

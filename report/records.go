@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
-	"github.com/corl-project/corl/record"
 	"io"
 	"os"
 	"path/filepath"
@@ -59,10 +58,8 @@ func LoadRecords(path string) ([]*Run, error) {
 		if len(r.Evals) == 0 {
 			return nil, fmt.Errorf("report: %s: line %d: run %s has no evaluations", path, line, r.Spec.Name)
 		}
-		// Saved before agreement was measured, a record holds 0 there.
 		for i := range r.Evals {
-			record.ForgetUnmeasured(r.Evals[i].Pairs)
-			record.ForgetUnmeasured(r.Evals[i].PairsValidation)
+			r.Evals[i].Upgrade()
 		}
 		runs = append(runs, &r)
 	}

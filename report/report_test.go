@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -36,7 +37,7 @@ func fakeRun(t *testing.T, name, mode string, seed uint64, members []spec.Member
 	b, _ := json.Marshal(s)
 	os.WriteFile(filepath.Join(dir, "spec.json"), b, 0o644)
 	eval := func(round int, v float64) record.Eval {
-		e := record.Eval{Round: round, Members: map[string]evaluate.Result{}, Kappa: map[string]float64{}, Compl: map[string]float64{}}
+		e := record.Eval{Round: round, Schema: record.Schema, Members: map[string]evaluate.Result{}, Kappa: map[string]float64{}, Compl: map[string]float64{}}
 		for _, m := range members {
 			ci := stats.Interval{Mean: v, Lo: v - 0.02, Hi: v + 0.02}
 			e.Members[m.Name] = evaluate.Result{N: 100, PassAt1: v + 0.05, Samples: 8, SampledPassAt1: v,
@@ -667,6 +668,38 @@ func TestDoseResponseFindsTheSlope(t *testing.T) {
 	}
 	if md := tab.Markdown(); !strings.Contains(md, "| kappa | +0.500 |") {
 		t.Errorf("Markdown lacks the kappa slope:\n%s", md)
+	}
+	// An identical copy (a's own base) recorded before members sampled
+	// apart: its pair's predictors are the model's own draws twice, so its
+	// two runs are left out, counted, and the fit stays as it was, even
+	// with a gain far off the line. Recorded with per-member seeds, the
+	// same cohort is fitted.
+	var copies []*Run
+	for _, seed := range []uint64{1, 3} {
+		r, err := Load(fakeRun(t, "copy", rl.PeerRing, seed, []spec.Member{{Name: "a", Base: "b"}, {Name: "p", Base: "b"}}, 0.2, 0.9))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range r.Evals {
+			r.Evals[i].Schema = 0
+		}
+		copies = append(copies, r)
+	}
+	for i, d := range BuildTable(append(rs, copies...), "a").DoseResponse {
+		if !reflect.DeepEqual(d.Fit, tab.DoseResponse[i].Fit) || d.SharedDraws != 2 {
+			t.Errorf("%s with a shared-draws copy: fit %+v, %d left out; want %+v and 2", d.Predictor, d.Fit, d.SharedDraws, tab.DoseResponse[i].Fit)
+		}
+	}
+	for _, r := range copies {
+		for i := range r.Evals {
+			r.Evals[i].Schema = record.Schema
+		}
+	}
+	if d := BuildTable(append(rs, copies...), "a").DoseResponse[0]; d.Fit.Points != 10 || d.SharedDraws != 0 {
+		t.Errorf("the copy with its own draws: %d runs fitted, %d left out; want 10 and 0", d.Fit.Points, d.SharedDraws)
+	}
+	if md := BuildTable(append(rs[:4], copies[0]), "a").Markdown(); strings.Contains(md, "left out") {
+		t.Errorf("a run with its own draws counted as left out:\n%s", md)
 	}
 }
 

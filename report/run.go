@@ -80,6 +80,7 @@ func parseRun(dir, specName string, specJSON []byte, metricsName string, metrics
 			r.Rounds = append(r.Rounds, *rec.Round)
 		}
 		if rec.Eval != nil {
+			rec.Eval.Upgrade()
 			r.Evals = append(r.Evals, *rec.Eval)
 		}
 	}
