@@ -4,7 +4,7 @@
 # runs from the repository root; each campaign takes hours and resumes
 # where it stopped. None of them is part of `make test`.
 
-.PHONY: paper-table zoo zoo-natural zoo-own composition-tune composition-tune-rerun composition composition-anchors collapse composition-analysis own-task-tune own-task own-task-analysis
+.PHONY: paper-table zoo zoo-natural zoo-own composition-tune composition-tune-rerun composition composition-anchors collapse composition-analysis own-task-tune own-task own-task-analysis pooled-analysis redraw
 
 # The comparison table (examples/paper-table.yaml: every reward, five
 # seeds, the test split) from nothing to results/paper-table/: about four
@@ -138,6 +138,22 @@ own-task-analysis: build
 	mkdir -p results/own-task-analysis
 	bin/corl report results/own-task --member own-llama -o "" $(OWN_TASK_CONTRASTS) --equivalence 0.02 --contrasts-md results/own-task-analysis/contrasts.md >/dev/null
 	bin/corl report results/own-task --member own-llama --where 'members=^own-llama \+ [^+]+$$' -o results/own-task-analysis/pairs.html --md results/own-task-analysis/pairs.md --json results/own-task-analysis/pairs.json
+
+# Post hoc, after every one-way peer was seen ahead of the identical copy:
+# those contrasts pooled, in each study (corl report, a contrast of several
+# rows' mean) and over both, each contrast weighing the same (corl pool,
+# 7 and 3 contrasts).
+POOLED = one-way peers - identical copy
+pooled-analysis: build
+	bin/corl report results/composition --member nat-llama -o "" --contrast "$(POOLED), composition (post hoc)|nat-llama-init2; nat-llama-order2; nat-llama-small; members nat-llama + nat-gpt2; rephrased (peer-ring); peer-majority); nat-llama-init2 + nat-gpt2|nat-llama-copy" --contrasts-md results/composition-analysis/pooled.md --contrasts-json results/composition-analysis/pooled.json >/dev/null
+	bin/corl report results/own-task --member own-llama -o "" --contrast "$(POOLED), own task (post hoc)|own-llama-init2; own-llama-small; members own-llama + own-gpt2|own-llama-copy" --contrasts-md results/own-task-analysis/pooled.md --contrasts-json results/own-task-analysis/pooled.json >/dev/null
+	bin/corl pool --name "$(POOLED), both studies (post hoc)" "results/composition-analysis/pooled.json:$(POOLED), composition (post hoc)@0.7" "results/own-task-analysis/pooled.json:$(POOLED), own task (post hoc)@0.3" --md results/composition-analysis/pooled-both.md >/dev/null
+
+# Every committed study's report redrawn offline from its records with
+# today's report (the HTML carries the time it was drawn).
+REDRAW = composition:nat-llama composition-anchors:llama-odd own-task:own-llama paper-table:llama-odd
+redraw: build
+	for s in $(REDRAW); do d=results/$${s%%:*}; bin/corl report $$d --member $${s##*:} -o $$d/report.html --md $$d/report.md --json $$d/results.json --csv $$d/results.csv >/dev/null || exit 1; done
 
 # The own-task study (results/own-task/study.md): make
 # zoo-own, then the learning rates on validation, then every arm on test.
