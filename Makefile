@@ -189,15 +189,21 @@ OPENBLAS_CORE := $(shell grep -q avx512_bf16 /proc/cpuinfo 2>/dev/null && echo C
 # for the host with g++, behind the driver API, for `go test ./gpu/cuda`
 # without a GPU (CORL_CUDA_DRIVER=$(CUDA_EMU) runs any corl command on it).
 # Needs no CUDA toolkit; kernels.inc lists the sources' __global__ kernels.
+# __shared__ is thread-local storage; its accesses use the traditional
+# dialect, whose __tls_get_addr is an ordinary call: with TLS descriptors
+# (-mtls-dialect=gnu2) glibc before 2.40 (bug 31372) clobbers vector
+# registers the first time a new host thread reaches the library's
+# thread-local storage, so a helper thread's first block computed wrong
+# sums (TestEmuHelpersFirstBlock).
 CUDA_EMU := $(CURDIR)/.tools/cudaemu/libcudaemu.so
 CUDA_EMU_SRC := $(wildcard gpu/cuda/emu/*.cpp gpu/cuda/emu/*.h gpu/cuda/emu/*.S gpu/cuda/kernels/*.cu gpu/cuda/kernels/*.cuh)
 cuda-emu: $(CUDA_EMU)
 
-$(CUDA_EMU): $(CUDA_EMU_SRC)
+$(CUDA_EMU): $(CUDA_EMU_SRC) Makefile
 	@command -v g++ >/dev/null || (apt-get update -qq && apt-get install -y -qq --no-install-recommends g++)
 	mkdir -p $(@D)
 	sed -n 's/^extern "C" __global__ void \([A-Za-z_0-9]*\)(.*/CORLEMU_KERNEL(\1)/p' gpu/cuda/kernels/*.cu gpu/cuda/emu/*.cu > $(@D)/kernels.inc
-	g++ -std=c++17 -O2 -g -fPIC -shared -fvisibility=hidden -ffp-contract=off -mtls-dialect=gnu2 -Wall -Wno-sign-compare \
+	g++ -std=c++17 -O2 -g -fPIC -shared -fvisibility=hidden -ffp-contract=off -mtls-dialect=gnu -Wall -Wno-sign-compare \
 		-static-libstdc++ -static-libgcc -I$(@D) -o $@.tmp \
 		gpu/cuda/emu/driver.cpp gpu/cuda/emu/kernels.cpp gpu/cuda/emu/cublas.cpp gpu/cuda/emu/switch_amd64.S -lpthread
 	mv $@.tmp $@

@@ -34,7 +34,7 @@ mutants=(
 build() { # dir -> lib
   local d=$1
   sed -n 's/^extern "C" __global__ void \([A-Za-z_0-9]*\)(.*/CORLEMU_KERNEL(\1)/p' "$d"/gpu/cuda/kernels/*.cu "$d"/gpu/cuda/emu/*.cu >"$d/kernels.inc"
-  (cd "$d" && g++ -std=c++17 -O2 -fPIC -shared -fvisibility=hidden -ffp-contract=off -mtls-dialect=gnu2 -w \
+  (cd "$d" && g++ -std=c++17 -O2 -fPIC -shared -fvisibility=hidden -ffp-contract=off -mtls-dialect=gnu -w \
     -static-libstdc++ -static-libgcc -I. -o libcudaemu.so gpu/cuda/emu/driver.cpp gpu/cuda/emu/kernels.cpp \
     gpu/cuda/emu/cublas.cpp gpu/cuda/emu/switch_amd64.S -lpthread)
 }

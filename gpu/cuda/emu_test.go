@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -428,4 +429,54 @@ func TestEmuMemory(t *testing.T) {
 	if free0-free1 != 4<<20 || free2 != free0 {
 		t.Fatalf("free %d, %d after allocating 4 MiB, %d after freeing it", free0, free1, free2)
 	}
+}
+
+// TestEmuHelpersFirstBlock: the first blocks a helper thread runs compute
+// what its later ones do. Built with TLS descriptors, the emulator lost a
+// helper's vector registers the first time the thread reached the
+// kernels' thread-local __shared__ storage (glibc before 2.40), so the
+// first multi-block launch of a process summed some rows wrongly; it runs
+// here as the first launch of a process of its own (this test binary
+// again), on two host threads.
+func TestEmuHelpersFirstBlock(t *testing.T) {
+	if os.Getenv("CORL_EMU_FIRST_BLOCK") == "" {
+		emu := emuPath(t)
+		cmd := exec.Command(os.Args[0], "-test.run=^TestEmuHelpersFirstBlock$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), "CORL_EMU_FIRST_BLOCK=1", "CORL_CUDA_EMU_THREADS=2", "CORL_CUDA_EMU="+emu)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("the first launch of a process: %v\n%s", err, out)
+		}
+		if !strings.Contains(string(out), "rows alike") {
+			t.Fatalf("the child ran no check:\n%s", out)
+		}
+		return
+	}
+	be := openEmu(t, "off")
+	r := rand.New(rand.NewPCG(1, 2))
+	N, C := 16, 64
+	x, w := make([]float32, N*C), make([]float32, C)
+	for i := range x {
+		x[i] = r.Float32()*2 - 1
+	}
+	for i := range w {
+		w[i] = r.Float32()
+	}
+	in, wb := be.Alloc(N*C), be.Alloc(C)
+	be.Upload(in, x)
+	be.Upload(wb, w)
+	run := func() []float32 {
+		out, rstd := be.Alloc(N*C), be.Alloc(N)
+		be.RMSNormForward(out, rstd, in, wb, N, C, 1e-5)
+		got := make([]float32, N)
+		be.Download(got, rstd)
+		return got
+	}
+	first, second := run(), run()
+	for i := range first {
+		if first[i] != second[i] {
+			t.Fatalf("row %d: rstd %v in the process's first launch, %v in the next", i, first[i], second[i])
+		}
+	}
+	t.Logf("%d rows alike", N)
 }
