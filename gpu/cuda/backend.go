@@ -66,6 +66,9 @@ type Backend struct {
 	// buffer's last element.
 	exact bool
 	blas  *blas // GEMM through cuBLAS; nil: corl's own kernel
+	// frozen lists the regions frozen for generation, newest last
+	// (freeze.go).
+	frozen []*frozen
 }
 
 var _ gpu.Backend = (*Backend)(nil)
@@ -158,7 +161,7 @@ func Open(o Options) (*Backend, error) {
 	return be, nil
 }
 
-var kernelNames = []string{"embedding_forward", "embedding_backward", "gemm", "add_bias", "col_sums",
+var kernelNames = []string{"embedding_forward", "embedding_backward", "gemm", "gemm_bf16", "round_bf16", "add_bias", "col_sums",
 	"rmsnorm_forward", "rmsnorm_backward_input", "rmsnorm_backward_weight", "layernorm_forward",
 	"layernorm_backward_input", "layernorm_backward_params", "rope", "attention_forward",
 	"attention_backward_query", "attention_backward_kv", "flash_attention_forward", "flash_attention_backward_query",

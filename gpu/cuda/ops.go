@@ -57,9 +57,17 @@ func (be *Backend) gemm(c, a, b uint64, M, N, K, lda, ldb, ldc int, transA, tran
 	be.launch(be.fn["gemm"], g, block, 0, c, a, b, i32(M), i32(N), i32(K), i32(lda), i32(ldb), i32(ldc), flag(transA), flag(transB), flag(acc))
 }
 
-// MatMulForward implements gpu.Backend.
+// MatMulForward implements gpu.Backend; over a weight frozen as bfloat16
+// (FreezeWeightsBF16) it reads the weight's bfloat16 copy.
 func (be *Backend) MatMulForward(out, inp, w, bias gpu.Buffer, N, C, OC int) {
-	be.gemm(dptr(out), dptr(inp), dptr(w), N, OC, C, C, C, OC, false, true, false)
+	if bf := be.frozenBF16(w); bf != 0 {
+		if N > 0 && OC > 0 {
+			g := [3]uint32{uint32((OC + 63) / 64), uint32((N + 63) / 64), 1}
+			be.launch(be.fn["gemm_bf16"], g, block, 0, dptr(out), dptr(inp), uint64(bf), i32(N), i32(OC), i32(C), i32(C), i32(C), i32(OC), 0, 1, 0)
+		}
+	} else {
+		be.gemm(dptr(out), dptr(inp), dptr(w), N, OC, C, C, C, OC, false, true, false)
+	}
 	if bias != nil {
 		be.run("add_bias", blocks(N*OC), dptr(out), dptr(bias), i32(N), i32(OC))
 	}

@@ -98,6 +98,7 @@ func RunAll(t *testing.T, be gpu.Backend) {
 		{"AdamW", testAdamW},
 		{"Deterministic", testDeterministic},
 		{"FlashAttention", testFlashAttention},
+		{"BF16Weights", testBF16Weights},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

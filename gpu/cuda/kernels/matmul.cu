@@ -1,14 +1,24 @@
 #include "common.cuh"
 
+// A weight element as float32: a float32 one as it is, a bfloat16 one
+// (its bits the high half of the float32's) widened, which is exact.
+__device__ __forceinline__ float load_b(const float* B, long i) { return B[i]; }
+__device__ __forceinline__ float load_b(const unsigned short* B, long i) {
+    return __uint_as_float((unsigned)B[i] << 16);
+}
+
 // C (M, N; row stride ldc) = or += op(A) (M, K) @ op(B) (K, N). op(A) is A
 // (stride lda) or, with transA, the transpose of A stored K x M; likewise B.
 // 64x64 output tiles, 16-deep K slices in shared memory, 4x4 per thread.
-// Each output's K sum runs in the same order whatever the grid.
+// Each output's K sum runs in the same order whatever the grid, and
+// whatever B is stored as: gemm_bf16's products are gemm's on the widened
+// weights, bit for bit.
 #define BM 64
 #define BN 64
 #define BK 16
-extern "C" __global__ void gemm(float* C, const float* A, const float* B, int M, int N, int K,
-                                int lda, int ldb, int ldc, int transA, int transB, int accumulate) {
+template <typename TB>
+__device__ void gemm_tiles(float* C, const float* A, const TB* B, int M, int N, int K,
+                           int lda, int ldb, int ldc, int transA, int transB, int accumulate) {
     __shared__ float As[BK][BM];
     __shared__ float Bs[BK][BN];
     int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
@@ -26,7 +36,7 @@ extern "C" __global__ void gemm(float* C, const float* A, const float* B, int M,
             int kk = e / BN, nn = e % BN;
             int c = col0 + nn, k = k0 + kk;
             float v = 0;
-            if (c < N && k < K) v = transB ? B[(long)c * ldb + k] : B[(long)k * ldb + c];
+            if (c < N && k < K) v = load_b(B, transB ? (long)c * ldb + k : (long)k * ldb + c);
             Bs[kk][nn] = v;
         }
         __syncthreads();
@@ -49,6 +59,33 @@ extern "C" __global__ void gemm(float* C, const float* A, const float* B, int M,
             C[o] = accumulate ? C[o] + acc[i][j] : acc[i][j];
         }
     }
+}
+
+extern "C" __global__ void gemm(float* C, const float* A, const float* B, int M, int N, int K,
+                                int lda, int ldb, int ldc, int transA, int transB, int accumulate) {
+    gemm_tiles(C, A, B, M, N, K, lda, ldb, ldc, transA, transB, accumulate);
+}
+
+// gemm with B stored as bfloat16: the matmuls over weights frozen as
+// bfloat16 for generation (half the bytes read), activations and sums in
+// float32.
+extern "C" __global__ void gemm_bf16(float* C, const float* A, const unsigned short* B, int M, int N, int K,
+                                     int lda, int ldb, int ldc, int transA, int transB, int accumulate) {
+    gemm_tiles(C, A, B, M, N, K, lda, ldb, ldc, transA, transB, accumulate);
+}
+
+// dst (n) = src (n) rounded to bfloat16: to nearest, ties to even; a NaN
+// stays a NaN (quieted), as internal/narrow.BF16.
+extern "C" __global__ void round_bf16(unsigned short* dst, const float* src, long n) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    unsigned u = __float_as_uint(src[i]);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+        dst[i] = (unsigned short)((u >> 16) | 0x40u);
+        return;
+    }
+    u += 0x7fffu + ((u >> 16) & 1u);
+    dst[i] = (unsigned short)(u >> 16);
 }
 
 // out (N, OC) += bias (OC) broadcast over rows.
