@@ -56,7 +56,7 @@ const (
 	// and sums in float32: decoding a few sequences reads the weights once
 	// a token, and this halves the bytes. Embedding lookups and norms keep
 	// float32; results still do not depend on threads or on the batch.
-	// Backends with gpu.BF16Freezer only (the CPU's).
+	// Backends with gpu.BF16Freezer only (the CPU's and CUDA's).
 	WeightBF16 WeightType = "bf16"
 )
 
