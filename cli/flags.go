@@ -124,7 +124,7 @@ func RegisterKVCache(fl *pflag.FlagSet, kv *model.KVType) {
 // RegisterWeights adds --weights, float32 by default.
 func RegisterWeights(fl *pflag.FlagSet, w *model.WeightType) {
 	*w = model.WeightFloat32
-	fl.Var(typeFlag[model.WeightType]{w, model.WeightFloat32, model.ParseWeightType, "f32|bf16"}, "weights", "what decoding's matmuls read the weights as: f32, or bf16 (each weight rounded to bfloat16, activations and sums float32: half the bytes decoding a few sequences reads; CPU backend)")
+	fl.Var(typeFlag[model.WeightType]{w, model.WeightFloat32, model.ParseWeightType, "f32|bf16|bf16-act"}, "weights", "what decoding's matmuls read the weights as: f32; bf16 (each weight rounded to bfloat16, activations and sums float32: half the bytes decoding a few sequences reads); or bf16-act (the matmuls' inputs rounded to bfloat16 too, sums float32: tensor cores through cuBLAS on a GPU)")
 }
 
 // enumFlag is a string flag that takes one of a fixed set of values.

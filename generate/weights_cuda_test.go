@@ -19,7 +19,8 @@ import (
 // weights bf16 is float32 decoding bit for bit, greedy and sampled; on the
 // same model unrounded, the device's rounding and kernels give the CPU
 // backend's bf16 greedy tokens, with log-probabilities within float32
-// noise of them.
+// noise of them; so do matmuls wholly in bfloat16 (bf16-act), with corl's
+// kernel and through cublasGemmEx (the emulator's stand-in).
 func TestBF16WeightsOnEmulatedCUDA(t *testing.T) {
 	emu, _ := filepath.Abs(cuda.EmulatorPath(".."))
 	if _, err := os.Stat(emu); err != nil {
@@ -34,7 +35,7 @@ func TestBF16WeightsOnEmulatedCUDA(t *testing.T) {
 	}
 	tok := tokenizer.NewBytes()
 	host := tinyModelDim(t, model.Llama, 64)
-	onDevice := func(rounded bool) *model.Model {
+	onDevice := func(be *cuda.Backend, rounded bool) *model.Model {
 		m, err := model.New(be, host.Cfg, 3)
 		if err != nil {
 			t.Fatal(err)
@@ -54,7 +55,7 @@ func TestBF16WeightsOnEmulatedCUDA(t *testing.T) {
 	for i := range reqs {
 		reqs[i].Seed += uint64(i)
 	}
-	m := onDevice(true)
+	m := onDevice(be, true)
 	f32, err := (&Generator{Model: m, Tok: tok, Slots: 4}).Run(reqs)
 	if err != nil {
 		t.Fatal(err)
@@ -69,22 +70,40 @@ func TestBF16WeightsOnEmulatedCUDA(t *testing.T) {
 		}
 	}
 	greedy := requests(tok, 0)
-	want, err := (&Generator{Model: host, Tok: tok, Weights: model.WeightBF16}).Run(greedy)
+	withBLAS, err := cuda.Open(cuda.Options{Driver: emu})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := (&Generator{Model: onDevice(false), Tok: tok, Weights: model.WeightBF16}).Run(greedy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range greedy {
-		if !reflect.DeepEqual(got[i].Tokens, want[i].Tokens) {
-			t.Fatalf("request %d: CUDA bf16 tokens %v, CPU bf16 %v", i, got[i].Tokens, want[i].Tokens)
+	for _, c := range []struct {
+		m   *model.Model
+		w   model.WeightType
+		tol float64
+	}{
+		{onDevice(be, false), model.WeightBF16, 1e-4},
+		{onDevice(be, false), model.WeightBF16Compute, 1e-3},
+		{onDevice(withBLAS, false), model.WeightBF16Compute, 1e-3}, // cublasGemmEx
+	} {
+		want, err := (&Generator{Model: host, Tok: tok, Weights: c.w}).Run(greedy)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for j := range want[i].LogProbs {
-			if d := math.Abs(float64(got[i].LogProbs[j] - want[i].LogProbs[j])); d > 1e-4 {
-				t.Fatalf("request %d token %d: log-prob %v on CUDA, %v on the CPU (diff %.2g)", i, j, got[i].LogProbs[j], want[i].LogProbs[j], d)
+		got, err := (&Generator{Model: c.m, Tok: tok, Weights: c.w}).Run(greedy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		worst := 0.0
+		for i := range greedy {
+			if !reflect.DeepEqual(got[i].Tokens, want[i].Tokens) {
+				t.Fatalf("%s, request %d: CUDA tokens %v, CPU %v", c.w, i, got[i].Tokens, want[i].Tokens)
+			}
+			for j := range want[i].LogProbs {
+				d := math.Abs(float64(got[i].LogProbs[j] - want[i].LogProbs[j]))
+				if d > c.tol {
+					t.Fatalf("%s, request %d token %d: log-prob %v on CUDA, %v on the CPU (diff %.2g)", c.w, i, j, got[i].LogProbs[j], want[i].LogProbs[j], d)
+				}
+				worst = max(worst, d)
 			}
 		}
+		t.Logf("%s on %s: the CPU's greedy tokens, log-probs within %.2g", c.w, c.m.Backend().Name(), worst)
 	}
 }

@@ -117,3 +117,47 @@ func TestBF16WeightsRefusedWithoutTheBackend(t *testing.T) {
 		t.Errorf("weights int8: %v, want an unknown-type error", err)
 	}
 }
+
+// TestBF16ComputeRoundsTheInputs: decoding with weights bf16-act rounds
+// the matmuls' inputs as well as their weights (the first token's
+// log-probabilities move from bf16's, by little), leaves the model's
+// weights as they were, and is refused on a backend without it.
+func TestBF16ComputeRoundsTheInputs(t *testing.T) {
+	tok := tokenizer.NewBytes()
+	m := tinyModelDim(t, model.Llama, 64)
+	before := append([]float32(nil), cpu.Data(m.Params())...)
+	reqs := requests(tok, 0)
+	bf, err := (&Generator{Model: m, Tok: tok, Weights: model.WeightBF16}).Run(reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	act, err := (&Generator{Model: m, Tok: tok, Weights: model.WeightBF16Compute}).Run(reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	differ := false
+	nearTie := float32(math.Log(0.4)) // two candidates near evenly split: either may win
+	for i := range reqs {
+		a, b := bf[i].LogProbs[0], act[i].LogProbs[0]
+		switch {
+		case bf[i].Tokens[0] != act[i].Tokens[0] && (a < nearTie || b < nearTie):
+			t.Errorf("request %d: first token %d (log-prob %v) in bf16, %d (%v) in bf16-act, not at a near tie", i, bf[i].Tokens[0], a, act[i].Tokens[0], b)
+		case bf[i].Tokens[0] == act[i].Tokens[0] && math.Abs(float64(a-b)) > 0.05:
+			t.Errorf("request %d: first token's log-prob %v in bf16, %v in bf16-act", i, a, b)
+		}
+		differ = differ || a != b
+	}
+	if !differ {
+		t.Error("bf16-act gave bf16's log-probs exactly: were the inputs rounded at all?")
+	}
+	if !reflect.DeepEqual(before, cpu.Data(m.Params())) {
+		t.Error("decoding in bf16-act changed the model's float32 weights")
+	}
+	p, err := model.New(plain{cpu.New(1)}, model.Config{Family: model.Llama, Layers: 1, Dim: 32, Heads: 4, Vocab: 257, MaxSeq: 64}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&Generator{Model: p, Tok: tok, Weights: model.WeightBF16Compute}).Run(requests(tok, 1)); !errors.Is(err, model.ErrWeightType) {
+		t.Errorf("bf16-act on a backend without it: %v, want ErrWeightType", err)
+	}
+}

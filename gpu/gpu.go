@@ -142,6 +142,21 @@ type BF16Freezer interface {
 	FreezeWeightsBF16(w Buffer) (release func())
 }
 
+// BF16Compute is implemented by backends that can freeze weights for
+// generation with the matmuls wholly in bfloat16: every matmul whose
+// weight lies in w multiplies the weight and its input, both rounded to
+// bfloat16 (nearest, ties to even), summing in float32, which is what
+// tensor cores do with bfloat16 operands. A product of two bfloat16
+// values is exact in float32, so a result is the float32 matmul of the two
+// rounded operands but for the order of its sums (which the backend keeps
+// fixed: results still do not depend on the batch). Batched decoding and
+// prefill are bound by arithmetic, not by reading the weights; this lets a
+// GPU run them on its tensor cores, for a relative error up to 2^-9 in
+// each input as well as each weight.
+type BF16Compute interface {
+	FreezeWeightsBF16Compute(w Buffer) (release func())
+}
+
 // Splitter is implemented by backends whose threads do better on separate
 // parts of a batch than together on each small operation (the CPU backend:
 // decoding a small model issues many operations too short to share).

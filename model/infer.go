@@ -58,6 +58,12 @@ const (
 	// float32; results still do not depend on threads or on the batch.
 	// Backends with gpu.BF16Freezer only (the CPU's and CUDA's).
 	WeightBF16 WeightType = "bf16"
+	// WeightBF16Compute is WeightBF16 with each matmul's input rounded to
+	// bfloat16 as well, sums still float32 (gpu.BF16Compute): what tensor
+	// cores compute, for batched decoding and prefill that arithmetic,
+	// not memory, bounds. Each activation entering a matmul moves by up
+	// to 2^-9 of itself too.
+	WeightBF16Compute WeightType = "bf16-act"
 )
 
 // ParseWeightType reads a WeightType's name; "" is WeightFloat32.
@@ -67,8 +73,10 @@ func ParseWeightType(s string) (WeightType, error) {
 		return WeightFloat32, nil
 	case WeightBF16:
 		return WeightBF16, nil
+	case WeightBF16Compute:
+		return WeightBF16Compute, nil
 	}
-	return "", fmt.Errorf("weight type %q: want f32 or bf16", s)
+	return "", fmt.Errorf("weight type %q: want f32, bf16 or bf16-act", s)
 }
 
 // ErrCacheType is wrapped by NewCacheOf when the backend or the model
@@ -110,8 +118,12 @@ func (m *Model) NewCacheWith(slots, capacity int, typ KVType, w WeightType) (*Ca
 		if _, ok := m.be.(gpu.BF16Freezer); !ok {
 			return nil, fmt.Errorf("%w: backend %s has no bfloat16 weights; use f32", ErrWeightType, m.be.Name())
 		}
+	case WeightBF16Compute:
+		if _, ok := m.be.(gpu.BF16Compute); !ok {
+			return nil, fmt.Errorf("%w: backend %s has no bfloat16 matmuls; use f32", ErrWeightType, m.be.Name())
+		}
 	default:
-		return nil, fmt.Errorf("weight type %q: want f32 or bf16", w)
+		return nil, fmt.Errorf("weight type %q: want f32, bf16 or bf16-act", w)
 	}
 	if slots <= 0 || capacity <= 0 || capacity > c.MaxSeq {
 		return nil, fmt.Errorf("kv cache: %d slots x %d positions; want positive, at most %d positions", slots, capacity, c.MaxSeq)
@@ -186,6 +198,9 @@ func (m *Model) freeze(kc *Cache) { kc.release = m.HoldWeights(kc.Weights) }
 // (gpu/cpu's nested freezes) where each would pack its own: a benchmark
 // times decoding as another engine does, its model loaded once.
 func (m *Model) HoldWeights(w WeightType) (release func()) {
+	if f, ok := m.be.(gpu.BF16Compute); ok && w == WeightBF16Compute {
+		return f.FreezeWeightsBF16Compute(m.params)
+	}
 	if f, ok := m.be.(gpu.BF16Freezer); ok && w == WeightBF16 {
 		return f.FreezeWeightsBF16(m.params)
 	}

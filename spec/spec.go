@@ -109,10 +109,11 @@ type Generation struct {
 	// Evaluation always decodes with float32.
 	KVCache string `json:"kv_cache,omitempty"`
 	// Weights is what rollouts' matmuls read the weights as: "f32" (the
-	// default) or "bf16", each weight rounded to bfloat16 while the round
-	// generates, half the bytes that decoding a few sequences is bound by
-	// (CPU backend only). The update, its log-probabilities and evaluation
-	// always use float32.
+	// default); "bf16", each weight rounded to bfloat16 while the round
+	// generates, half the bytes that decoding a few sequences is bound by;
+	// or "bf16-act", the matmuls' inputs rounded to bfloat16 too (float32
+	// sums: tensor cores through cuBLAS on a GPU). The update, its
+	// log-probabilities and evaluation always use float32.
 	Weights string `json:"weights,omitempty"`
 }
 

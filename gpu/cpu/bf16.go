@@ -25,6 +25,18 @@ func packBF16(kb int, src []float32, dst []uint16) {
 	}
 }
 
+// roundedBF16 is a copy of x rounded to bfloat16 values (the input of a
+// matmul over weights frozen by FreezeWeightsBF16Compute).
+func (be *Backend) roundedBF16(x []float32) []float32 {
+	out := make([]float32, len(x))
+	be.parallelFor(len(x), 4096, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			out[i] = narrow.FromBF16(narrow.BF16(x[i]))
+		}
+	})
+	return out
+}
+
 // roundBF16 rounds a packed float32 panel to bfloat16 values in place
 // (the panels of a bf16 freeze where the kernels take float32).
 func roundBF16(p []float32) {

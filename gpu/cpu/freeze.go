@@ -12,6 +12,7 @@ import (
 type frozen struct {
 	lo, hi uintptr
 	bf16   bool       // the matmuls read the weights rounded to bfloat16
+	act    bool       // and round their inputs to bfloat16 too (gpu.BF16Compute)
 	mu     sync.Mutex // Split's parts pack and look up concurrently
 	packs  map[packKey]*packedMat
 }
@@ -27,12 +28,21 @@ type packKey struct {
 // packing a transposed weight costs as much as a small batch's product).
 // The packed panels are the ones the per-call path would build, so results
 // are bitwise unchanged.
-func (be *Backend) FreezeWeights(w gpu.Buffer) (release func()) { return be.freeze(w, false) }
+func (be *Backend) FreezeWeights(w gpu.Buffer) (release func()) { return be.freeze(w, false, false) }
 
 // FreezeWeightsBF16 implements gpu.BF16Freezer: FreezeWeights, with every
 // matmul whose weight lies in w computing over the weight rounded to
 // bfloat16 (bf16.go), packed once at half the bytes.
-func (be *Backend) FreezeWeightsBF16(w gpu.Buffer) (release func()) { return be.freeze(w, true) }
+func (be *Backend) FreezeWeightsBF16(w gpu.Buffer) (release func()) { return be.freeze(w, true, false) }
+
+// FreezeWeightsBF16Compute implements gpu.BF16Compute: FreezeWeightsBF16,
+// with each such matmul's input rounded to bfloat16 first (a copy; the
+// caller's activations are left as they were). Widened, the rounded
+// operands' products are exact in float32, so the result is the float32
+// matmul of the two rounded operands, bit for bit.
+func (be *Backend) FreezeWeightsBF16Compute(w gpu.Buffer) (release func()) {
+	return be.freeze(w, true, true)
+}
 
 // A freeze of the same memory, of the same kind, inside one still held
 // shares that one's packing: the outer freeze's promise covers the inner
@@ -40,7 +50,7 @@ func (be *Backend) FreezeWeightsBF16(w gpu.Buffer) (release func()) { return be.
 // many generations (each of which freezes them again) packs them once, as
 // another engine loads its model once. The region is listed again, on top,
 // so it decides over any region frozen between the two.
-func (be *Backend) freeze(w gpu.Buffer, bf16 bool) (release func()) {
+func (be *Backend) freeze(w gpu.Buffer, bf16, act bool) (release func()) {
 	d := Data(w)
 	if len(d) == 0 {
 		return func() {}
@@ -49,13 +59,13 @@ func (be *Backend) freeze(w gpu.Buffer, bf16 bool) (release func()) {
 	hi := lo + uintptr(len(d))*4
 	var f *frozen
 	for _, g := range be.frozen {
-		if g.lo == lo && g.hi == hi && g.bf16 == bf16 {
+		if g.lo == lo && g.hi == hi && g.bf16 == bf16 && g.act == act {
 			f = g
 			break
 		}
 	}
 	if f == nil {
-		f = &frozen{lo: lo, hi: hi, bf16: bf16, packs: map[packKey]*packedMat{}}
+		f = &frozen{lo: lo, hi: hi, bf16: bf16, act: act, packs: map[packKey]*packedMat{}}
 	}
 	be.frozen = append(be.frozen, f)
 	return func() {
@@ -71,18 +81,19 @@ func (be *Backend) freeze(w gpu.Buffer, bf16 bool) (release func()) {
 }
 
 // frozenPack returns the packed form of weight w (OC x C, used transposed)
-// when w lies in a frozen region, packing it on first use; nil otherwise.
+// when w lies in a frozen region, packing it on first use, and whether
+// that region rounds the matmul's input to bfloat16; nil otherwise.
 // A Split part looks in its backend's regions: it sees a freeze or a
 // release as soon as they happen, with no copy of the list to go stale.
 // The newest region holding w decides (a float32 freeze for scoring
 // inside a bf16 one for generation scores in float32).
-func (be *Backend) frozenPack(w []float32, C, OC int) *packedMat {
+func (be *Backend) frozenPack(w []float32, C, OC int) (*packedMat, bool) {
 	regions := be.frozen
 	if be.owner != nil {
 		regions = be.owner.frozen
 	}
 	if len(regions) == 0 || len(w) == 0 {
-		return nil
+		return nil, false
 	}
 	at := uintptr(unsafe.Pointer(&w[0]))
 	for i := len(regions) - 1; i >= 0; i-- {
@@ -98,12 +109,13 @@ func (be *Backend) frozenPack(w []float32, C, OC int) *packedMat {
 			pm = be.packMat(true, C, OC, w, C, f.bf16)
 			f.packs[k] = pm
 		}
-		return pm
+		return pm, f.act
 	}
-	return nil
+	return nil, false
 }
 
 var (
 	_ gpu.WeightFreezer = (*Backend)(nil)
 	_ gpu.BF16Freezer   = (*Backend)(nil)
+	_ gpu.BF16Compute   = (*Backend)(nil)
 )

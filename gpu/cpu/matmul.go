@@ -10,7 +10,10 @@ func (be *Backend) MatMulForward(out, inp, w, bias gpu.Buffer, N, C, OC int) {
 	checkLen(x, N*C, "matmul inp")
 	checkLen(wd, OC*C, "matmul w")
 	be.matmulFLOPs.Add(2 * int64(N) * int64(C) * int64(OC))
-	if pre := be.frozenPack(wd, C, OC); pre != nil {
+	if pre, act := be.frozenPack(wd, C, OC); pre != nil {
+		if act {
+			x = be.roundedBF16(x[:N*C])
+		}
 		gemmOn(be.parallelWorkers, be.threads, be.pool, pre, false, true, N, OC, C, x, C, wd, C, o, OC, false)
 	} else {
 		be.gemm(false, true, N, OC, C, x, C, wd, C, o, OC, false)

@@ -161,7 +161,7 @@ func Open(o Options) (*Backend, error) {
 	return be, nil
 }
 
-var kernelNames = []string{"embedding_forward", "embedding_backward", "gemm", "gemm_bf16", "round_bf16", "add_bias", "col_sums",
+var kernelNames = []string{"embedding_forward", "embedding_backward", "gemm", "gemm_bf16", "round_bf16", "round_bf16_f32", "add_bias", "col_sums",
 	"rmsnorm_forward", "rmsnorm_backward_input", "rmsnorm_backward_weight", "layernorm_forward",
 	"layernorm_backward_input", "layernorm_backward_params", "rope", "attention_forward",
 	"attention_backward_query", "attention_backward_kv", "flash_attention_forward", "flash_attention_backward_query",

@@ -14,12 +14,21 @@ type blas struct {
 	setMath func(h uintptr, mode int32) int32
 	sgemm   func(h uintptr, ta, tb int32, m, n, k int32, alpha *float32, a uintptr, lda int32,
 		b uintptr, ldb int32, beta *float32, c uintptr, ldc int32) int32
+	// gemmEx multiplies other types (here: bfloat16 operands, float32
+	// output and sums); nil where the library lacks it.
+	gemmEx func(h uintptr, ta, tb int32, m, n, k int32, alpha *float32, a uintptr, atype, lda int32,
+		b uintptr, btype, ldb int32, beta *float32, c uintptr, ctype, ldc int32, compute, algo int32) int32
 }
 
 const (
 	cublasOpN            = 0
 	cublasOpT            = 1
 	cublasTF32TensorMath = 3 // CUBLAS_TF32_TENSOR_OP_MATH
+
+	cudaR32F         = 0  // CUDA_R_32F
+	cudaR16BF        = 14 // CUDA_R_16BF
+	cublasCompute32F = 68 // CUBLAS_COMPUTE_32F: float32 sums
+	cublasGemmDflt   = -1 // CUBLAS_GEMM_DEFAULT
 )
 
 // The names tried when no library is named: the toolkits corl's PTX targets.
@@ -80,6 +89,9 @@ func bindBLAS(path string) (*blas, error) {
 	}); missing != "" {
 		return nil, fmt.Errorf("%s lacks %s", path, missing)
 	}
+	if bindAll(lib, []binding{{&b.gemmEx, []string{"cublasGemmEx"}}}) != "" {
+		b.gemmEx = nil // optional: matmuls wholly in bfloat16 then run corl's kernel
+	}
 	if blasLibs.byPath == nil {
 		blasLibs.byPath = map[string]*blas{}
 	}
@@ -107,5 +119,20 @@ func (be *Backend) blasGemm(c, a, b uint64, M, N, K, lda, ldb, ldc int, transA, 
 		uintptr(b), int32(ldb), uintptr(a), int32(lda), &beta, uintptr(c), int32(ldc))
 	if st != 0 {
 		panic(fmt.Sprintf("gpu: cublasSgemm M=%d N=%d K=%d: status %d%s", M, N, K, st, be.d.why()))
+	}
+}
+
+// blasGemmBF16 is out (N, OC) = inp (N, C) @ w^T through cublasGemmEx with
+// both operands bfloat16 (inp and w: device addresses of N x C and OC x C
+// bfloat16 values) and float32 sums and output: blasGemm's column-major
+// mapping with transB.
+func (be *Backend) blasGemmBF16(out, inp, w uint64, N, C, OC int) {
+	alpha, beta := float32(1), float32(0)
+	defer be.bind()()
+	st := be.blas.gemmEx(be.blas.handle, cublasOpT, cublasOpN, int32(OC), int32(N), int32(C), &alpha,
+		uintptr(w), cudaR16BF, int32(C), uintptr(inp), cudaR16BF, int32(C), &beta, uintptr(out), cudaR32F, int32(OC),
+		cublasCompute32F, cublasGemmDflt)
+	if st != 0 {
+		panic(fmt.Sprintf("gpu: cublasGemmEx (bfloat16) N=%d C=%d OC=%d: status %d%s", N, C, OC, st, be.d.why()))
 	}
 }

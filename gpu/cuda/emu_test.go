@@ -480,3 +480,44 @@ func TestEmuHelpersFirstBlock(t *testing.T) {
 	}
 	t.Logf("%d rows alike", N)
 }
+
+// TestEmuGemmExBF16: matmuls wholly in bfloat16 through the cuBLAS
+// binding's cublasGemmEx (the stand-in's: bfloat16 operands widened
+// exactly, float32 sums in k order) give corl's gemm_bf16 over the
+// rounded input bit for bit, as both sum each output in k order: the
+// column-major mapping, transposes and leading dimensions of the GemmEx
+// call are right on shapes past one tile in every direction.
+func TestEmuGemmExBF16(t *testing.T) {
+	blasBe, own := openEmu(t, ""), openEmu(t, "off")
+	if blasBe.blas == nil || blasBe.blas.gemmEx == nil {
+		t.Fatal("the emulator's cuBLAS stand-in has no cublasGemmEx bound")
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, sh := range [][3]int{{1, 1, 1}, {3, 70, 5}, {65, 17, 129}, {130, 96, 70}} {
+		N, C, OC := sh[0], sh[1], sh[2]
+		w, x := make([]float32, OC*C), make([]float32, N*C)
+		for i := range w {
+			w[i] = r.Float32()*2 - 1
+		}
+		for i := range x {
+			x[i] = r.Float32()*2 - 1
+		}
+		run := func(be *Backend) []float32 {
+			wb, xb, ob := be.Alloc(OC*C), be.Alloc(N*C), be.Alloc(N*OC)
+			be.Upload(wb, w)
+			be.Upload(xb, x)
+			release := be.FreezeWeightsBF16Compute(wb)
+			be.MatMulForward(ob, xb, wb, nil, N, C, OC)
+			release()
+			out := make([]float32, N*OC)
+			be.Download(out, ob)
+			return out
+		}
+		a, b := run(blasBe), run(own)
+		for i := range a {
+			if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+				t.Fatalf("%v: element %d: cublasGemmEx %v, gemm_bf16 %v", sh, i, a[i], b[i])
+			}
+		}
+	}
+}

@@ -60,17 +60,39 @@ func (be *Backend) gemm(c, a, b uint64, M, N, K, lda, ldb, ldc int, transA, tran
 // MatMulForward implements gpu.Backend; over a weight frozen as bfloat16
 // (FreezeWeightsBF16) it reads the weight's bfloat16 copy.
 func (be *Backend) MatMulForward(out, inp, w, bias gpu.Buffer, N, C, OC int) {
-	if bf := be.frozenBF16(w); bf != 0 {
-		if N > 0 && OC > 0 {
-			g := [3]uint32{uint32((OC + 63) / 64), uint32((N + 63) / 64), 1}
-			be.launch(be.fn["gemm_bf16"], g, block, 0, dptr(out), dptr(inp), uint64(bf), i32(N), i32(OC), i32(C), i32(C), i32(C), i32(OC), 0, 1, 0)
-		}
+	if bf, act := be.frozenBF16(w); bf != 0 {
+		be.matMulBF16(out, inp, bf, act, N, C, OC)
 	} else {
 		be.gemm(dptr(out), dptr(inp), dptr(w), N, OC, C, C, C, OC, false, true, false)
 	}
 	if bias != nil {
 		be.run("add_bias", blocks(N*OC), dptr(out), dptr(bias), i32(N), i32(OC))
 	}
+}
+
+// matMulBF16 is MatMulForward over a weight's bfloat16 copy bf; with act
+// the input is rounded to bfloat16 too (a scratch copy), and the product
+// goes through cublasGemmEx where cuBLAS has it.
+func (be *Backend) matMulBF16(out, inp gpu.Buffer, bf uintptr, act bool, N, C, OC int) {
+	if N == 0 || OC == 0 {
+		return
+	}
+	x := dptr(inp)
+	if act && be.blas != nil && be.blas.gemmEx != nil {
+		xb := be.alloc(max(2*N*C, 4))
+		defer be.release(xb)
+		be.run("round_bf16", blocks(N*C), uint64(xb), x, uint64(N*C))
+		be.blasGemmBF16(dptr(out), uint64(xb), uint64(bf), N, C, OC)
+		return
+	}
+	if act {
+		xr := be.alloc(max(4*N*C, 4))
+		defer be.release(xr)
+		be.run("round_bf16_f32", blocks(N*C), uint64(xr), x, uint64(N*C))
+		x = uint64(xr)
+	}
+	g := [3]uint32{uint32((OC + 63) / 64), uint32((N + 63) / 64), 1}
+	be.launch(be.fn["gemm_bf16"], g, block, 0, dptr(out), x, uint64(bf), i32(N), i32(OC), i32(C), i32(C), i32(C), i32(OC), 0, 1, 0)
 }
 
 // MatMulBackward implements gpu.Backend.

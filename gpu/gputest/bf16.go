@@ -107,3 +107,56 @@ func equalBits(a, b []float64) bool {
 	}
 	return true
 }
+
+// testBF16Compute: while a parameter buffer is frozen for matmuls wholly
+// in bfloat16 (gpu.BF16Compute), a matmul over a weight in it is the
+// float32 matmul of the input and the weight both rounded to bfloat16:
+// within the float32 matmul's tolerance of the float64 product of the two
+// rounded operands (their products are exact; only the sums' order
+// differs, on a GPU's tensor cores as here), exact on one-hot rows, an
+// input placed at a tie rounding to even, and the caller's input left as
+// it was. Released, the matmul is float32 again.
+func testBF16Compute(h *harness) {
+	f, ok := h.be.(gpu.BF16Compute)
+	if !ok {
+		h.t.Skipf("%s has no bfloat16 matmuls", h.be.Name())
+	}
+	for _, sh := range [][3]int{{1, 1, 1}, {3, 7, 5}, {13, 17, 31}, {70, 96, 130}, {5, 300, 65}} {
+		N, C, OC := sh[0], sh[1], sh[2]
+		const off = 5
+		params := h.rnd(off+OC*C, 1)
+		w := params[off:]
+		inp := h.rnd(N*C, 1)
+		for c := 0; c < C; c++ {
+			inp[c] = 0
+		}
+		inp[0] = 1 + 1.0/256 // a tie: rounds to 1, so row 0 reads the rounded weights' first column exactly
+		bias := h.rnd(OC, 1)
+		pb := h.up(params)
+		wb := pb.Slice(off, OC*C)
+		for _, b := range [][]float64{nil, bias} {
+			name := fmt.Sprintf("bf16 matmuls N=%d C=%d OC=%d bias=%v", N, C, OC, b != nil)
+			in := h.up(inp)
+			release := f.FreezeWeightsBF16Compute(pb)
+			out := h.be.Alloc(N * OC)
+			h.be.MatMulForward(out, in, wb, h.up(b), N, C, OC)
+			got := h.down(out)
+			h.close(name, got, refMatMul(roundBF16(inp), roundBF16(w), b, N, C, OC), 1e-4, 1e-5)
+			for o := 0; o < OC; o++ {
+				want := float64(narrow.FromBF16(narrow.BF16(float32(w[o*C]))))
+				if b != nil {
+					want = float64(float32(want) + float32(b[o]))
+				}
+				if got[o] != want {
+					h.t.Fatalf("%s: one-hot row at a tie, output %d = %.9g, want the rounded weight %.9g", name, o, got[o], want)
+				}
+			}
+			if x := h.down(in); !equalBits(x, inp) {
+				h.t.Fatalf("%s: the matmul rounded its caller's input in place", name)
+			}
+			release()
+			h.be.MatMulForward(out, in, wb, h.up(b), N, C, OC)
+			h.close(name+", released", h.down(out), refMatMul(inp, w, b, N, C, OC), 1e-4, 1e-5)
+		}
+	}
+}

@@ -99,6 +99,7 @@ func RunAll(t *testing.T, be gpu.Backend) {
 		{"Deterministic", testDeterministic},
 		{"FlashAttention", testFlashAttention},
 		{"BF16Weights", testBF16Weights},
+		{"BF16Compute", testBF16Compute},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -74,18 +74,26 @@ extern "C" __global__ void gemm_bf16(float* C, const float* A, const unsigned sh
     gemm_tiles(C, A, B, M, N, K, lda, ldb, ldc, transA, transB, accumulate);
 }
 
-// dst (n) = src (n) rounded to bfloat16: to nearest, ties to even; a NaN
-// stays a NaN (quieted), as internal/narrow.BF16.
+// x rounded to bfloat16: to nearest, ties to even; a NaN stays a NaN
+// (quieted), as internal/narrow.BF16.
+__device__ __forceinline__ unsigned short to_bf16(float x) {
+    unsigned u = __float_as_uint(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (unsigned short)(u >> 16);
+}
+
+// dst (n) = src (n) rounded to bfloat16 (to_bf16).
 extern "C" __global__ void round_bf16(unsigned short* dst, const float* src, long n) {
     long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    unsigned u = __float_as_uint(src[i]);
-    if ((u & 0x7fffffffu) > 0x7f800000u) {
-        dst[i] = (unsigned short)((u >> 16) | 0x40u);
-        return;
-    }
-    u += 0x7fffu + ((u >> 16) & 1u);
-    dst[i] = (unsigned short)(u >> 16);
+    if (i < n) dst[i] = to_bf16(src[i]);
+}
+
+// dst (n) = src (n) rounded to bfloat16 values, kept as float32: the input
+// of a matmul wholly in bfloat16 where corl's GEMM kernel runs it.
+extern "C" __global__ void round_bf16_f32(float* dst, const float* src, long n) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] = __uint_as_float((unsigned)to_bf16(src[i]) << 16);
 }
 
 // out (N, OC) += bias (OC) broadcast over rows.
