@@ -49,8 +49,8 @@ func evalCacheKey(backend string, m *rl.Member, problems []datasets.Problem, o e
 	// The version moves whenever a kernel's bits change (v2: the attention
 	// softmax kernel), so no result of older numerics is reused, and
 	// whenever the cached output gains a field (v3: the whole record); v4:
-	// each member samples from a seed of its own.
-	fmt.Fprintf(h, "corl eval v4\x00%s\x00%d\x00", backend, m.View)
+	// each member samples from a seed of its own; v5: the own-view pool.
+	fmt.Fprintf(h, "corl eval v5\x00%s\x00%d\x00", backend, m.View)
 	for _, part := range [][]byte{fp[:], tok.JSON(), opts, probs} {
 		fmt.Fprintf(h, "%d\x00", len(part))
 		h.Write(part)

@@ -209,6 +209,18 @@ func Evaluate(members []*rl.Member, d *Data, round int, o evaluate.Options) (*re
 	}
 	er := record.NewEval(round, names, results, pools, record.Truth(eval, o.Answers))
 	er.OwnView = own
+	if len(own) > 0 {
+		ownRes := make([]evaluate.Result, len(members))
+		ownPools := make([][][]string, len(members))
+		for i, name := range names {
+			r, ok := own[name]
+			if !ok {
+				r = results[i]
+			}
+			ownRes[i], ownPools[i] = r, r.CohortAnswers()
+		}
+		er.PairsOwnView = record.PairsOf(names, ownRes, ownPools, record.Truth(eval, o.Answers))
+	}
 	if d.Predicts(round, len(members)) {
 		for i, m := range members {
 			res, err := PredictMember(m, d.Predict, o.ForMember(m.Name))

@@ -51,6 +51,17 @@ func TestMembersAreEvaluatedOnTheirOwnView(t *testing.T) {
 	if !reflect.DeepEqual(er.Members["l0"].Answers, orig.Answers) {
 		t.Error("two copies of one model scored differently on the original wording")
 	}
+	// The own-view predictors read l1's votes on its own wording, l0's on
+	// the original.
+	truth := record.Truth(sp.Eval, datasets.TaskAnswers)
+	l0 := er.Members["l0"]
+	want := record.PairsOf([]string{"l0", "l1"}, []evaluate.Result{l0, own}, [][][]string{l0.CohortAnswers(), own.CohortAnswers()}, truth)
+	if !reflect.DeepEqual(er.PairsOwnView, want) {
+		t.Errorf("own-view predictors %+v, want %+v", er.PairsOwnView, want)
+	}
+	if reflect.DeepEqual(er.PairsOwnView, er.Pairs) {
+		t.Error("the own-view predictors equal the original wording's: l1's own votes were not used")
+	}
 }
 
 // TestIdenticalCopiesSampleIndependently: two members with the same weights

@@ -197,6 +197,9 @@ type EvalOutput struct {
 	NoAnswer      float64        `json:"no_answer_rate"`
 	SampleCorrect []int          `json:"sample_correct,omitempty"`
 	OwnView       *record.Result `json:"own_view_result,omitempty"` // view != 0: the whole result on the member's own view
+	// OwnPool is Pool on the member's own view (view != 0): its votes
+	// there, for the own-view pair predictors.
+	OwnPool [][]string `json:"own_pool,omitempty"`
 	// Schema is the record version of the code that evaluated
 	// (record.Schema); absent in outputs of older workers.
 	Schema int `json:"schema,omitempty"`
@@ -223,6 +226,7 @@ func NewEvalOutput(res, own record.Result, view int, truth []string) EvalOutput 
 		Pool: res.CohortAnswers(), Truth: truth, NoAnswer: res.NoAnswer, SampleCorrect: res.SampleCorrect, Schema: record.Schema}
 	if view != 0 {
 		o.OwnView = &own
+		o.OwnPool = own.CohortAnswers()
 	}
 	return o
 }

@@ -135,6 +135,7 @@ func (r *Records) eval(round int, outs []*EvalOutput) (record.Eval, bool) {
 		e.OwnView = own
 	}
 	e.PairsValidation = predictorPairs(r.names, outs)
+	e.PairsOwnView = ownViewPairs(r.names, results, pools, outs)
 	return e, true
 }
 
@@ -171,4 +172,27 @@ func sampleCorrect(o *EvalOutput, samples int) []int {
 		return nil
 	}
 	return right
+}
+
+// ownViewPairs is the evaluation's pair predictors with each member voting
+// on its own view (record.Eval.PairsOwnView): a view-0 member's original
+// results, another's own-view ones; nil where no member has another view,
+// or one's output predates its own-view pool.
+func ownViewPairs(names []string, results []record.Result, pools [][][]string, outs []*EvalOutput) map[string]record.PairPredictors {
+	ownRes := append([]record.Result(nil), results...)
+	ownPools := append([][][]string(nil), pools...)
+	some := false
+	for i, o := range outs {
+		if o.OwnView == nil {
+			continue
+		}
+		if o.OwnPool == nil {
+			return nil
+		}
+		ownRes[i], ownPools[i], some = *o.OwnView, o.OwnPool, true
+	}
+	if !some {
+		return nil
+	}
+	return record.PairsOf(names, ownRes, ownPools, outs[0].Truth)
 }

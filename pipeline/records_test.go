@@ -30,3 +30,36 @@ func TestRecordsKeepTheOldestSchema(t *testing.T) {
 		t.Errorf("a new output has schema %d, want %d", o.Schema, record.Schema)
 	}
 }
+
+// TestRecordsOwnViewPairs: a member on another view adds its own-view
+// votes, and the evaluation's own-view predictors pair them with the
+// view-0 member's original ones; an output without its own-view pool (an
+// older worker's) leaves them out rather than mixing wordings.
+func TestRecordsOwnViewPairs(t *testing.T) {
+	s := spec.Default()
+	s.Members = []spec.Member{{Name: "a", Base: "b"}, {Name: "r", Base: "c", View: 1}}
+	truth := []string{"1", "2", "3"}
+	a := record.Result{N: 3, Correct: []bool{true, false, false}, Answers: []string{"1", "5", "6"}}
+	orig := record.Result{N: 3, Correct: []bool{false, false, false}, Answers: []string{"7", "8", "9"}}
+	own := record.Result{N: 3, Correct: []bool{false, true, true}, Answers: []string{"4", "2", "3"}}
+	for _, keepPool := range []bool{true, false} {
+		r := NewRecords(s)
+		r.Evaluated(MemberRef{Spec: s, Member: 0}, NewEvalOutput(a, a, 0, truth))
+		o := NewEvalOutput(orig, own, 1, truth)
+		if !keepPool {
+			o.OwnPool = nil
+		}
+		r.Evaluated(MemberRef{Spec: s, Member: 1}, o)
+		e := r.Evals()[0]
+		if !keepPool {
+			if e.PairsOwnView != nil {
+				t.Errorf("without the own-view pool: own-view pairs %+v", e.PairsOwnView)
+			}
+			continue
+		}
+		want := record.PairsOf([]string{"a", "r"}, []record.Result{a, own}, [][][]string{a.CohortAnswers(), own.CohortAnswers()}, truth)
+		if got := e.PairsOwnView["a/r"]; got.RescueAB != want["a/r"].RescueAB || got.RescueAB != 1 || e.Pairs["a/r"].RescueAB != 0 {
+			t.Errorf("own-view pair %+v (original %+v), want %+v: r's own votes rescue both of a's errors", got, e.Pairs["a/r"], want["a/r"])
+		}
+	}
+}

@@ -42,6 +42,11 @@ type Eval struct {
 	// round 0 of a run with eval.predictor_split: the predictors a gain on
 	// test is regressed on without choosing them on test.
 	PairsValidation map[string]PairPredictors `json:"pairs_validation,omitempty"`
+	// PairsOwnView is Pairs with each member voting on the wording it
+	// trains on (its own view, OwnView) rather than the original: what a
+	// member on a rephrased view labels its peer with. Set where some
+	// member's view is not 0.
+	PairsOwnView map[string]PairPredictors `json:"pairs_own_view,omitempty"`
 }
 
 // Truth is the problems' labels as the evaluation compares answers with

@@ -313,7 +313,9 @@ type dosePoint struct {
 // predictor was set once, is its method. The predictors are those
 // measured on the validation split when every such run has them
 // (eval.predictor_split), else those of the evaluation split for all:
-// one fit never mixes the two.
+// one fit never mixes the two. On the evaluation split a run's pairs are
+// read with each member voting on its own view where the record has that
+// (record.Eval.PairsOwnView), else on the original wording.
 func dosePoints(groups [][]*Run, labels []string, member string, pick func(pp record.PairPredictors, scoredA bool) (float64, bool)) (pts []dosePoint, validation bool, shared int) {
 	type cohortRun struct {
 		method int
@@ -339,8 +341,11 @@ func dosePoints(groups [][]*Run, labels []string, member string, pick func(pp re
 			continue
 		}
 		pp := c.r.Evals[0].Pairs
-		if validation {
+		switch {
+		case validation:
 			pp = c.r.Evals[0].PairsValidation
+		case len(c.r.Evals[0].PairsOwnView) > 0:
+			pp = c.r.Evals[0].PairsOwnView // a rephrased member's votes on the wording it labels with
 		}
 		x, ok := scoredPredictor(c.r, pp, names, pick)
 		if !ok {

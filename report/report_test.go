@@ -638,7 +638,8 @@ func TestRecordsRedrawTheReport(t *testing.T) {
 
 // TestDoseResponseFindsTheSlope: cohorts whose gain is 0.1 + 0.5 x kappa
 // by construction give slope 0.5 on kappa, with an interval over the
-// cohorts that holds it, in the table and its Markdown.
+// cohorts that holds it, in the table and its Markdown; shared-draw
+// copies are left out; own-view predictors are read where recorded.
 func TestDoseResponseFindsTheSlope(t *testing.T) {
 	var rs []*Run
 	for c := range 4 {
@@ -698,8 +699,22 @@ func TestDoseResponseFindsTheSlope(t *testing.T) {
 	if d := BuildTable(append(rs, copies...), "a").DoseResponse[0]; d.Fit.Points != 10 || d.SharedDraws != 0 {
 		t.Errorf("the copy with its own draws: %d runs fitted, %d left out; want 10 and 0", d.Fit.Points, d.SharedDraws)
 	}
-	if md := BuildTable(append(rs[:4], copies[0]), "a").Markdown(); strings.Contains(md, "left out") {
+	if md := BuildTable(append(append([]*Run(nil), rs[:4]...), copies[0]), "a").Markdown(); strings.Contains(md, "left out") {
 		t.Errorf("a run with its own draws counted as left out:\n%s", md)
+	}
+	// Measured with each member voting on its own view, the predictors
+	// are read from there: kappa doubled there halves the slope.
+	for _, r := range rs {
+		r.Evals[0].PairsOwnView = map[string]record.PairPredictors{}
+		for k, pp := range r.Evals[0].Pairs {
+			pp.Kappa *= 2
+			r.Evals[0].PairsOwnView[k] = pp
+		}
+	}
+	for _, d := range BuildTable(rs, "a").DoseResponse {
+		if d.Predictor == "kappa" && math.Abs(d.Fit.Slope-0.25) > 1e-9 {
+			t.Errorf("kappa slope %v with own-view predictors, want 0.25", d.Fit.Slope)
+		}
 	}
 }
 
