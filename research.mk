@@ -142,11 +142,14 @@ own-task-analysis: build
 # Post hoc, after every one-way peer was seen ahead of the identical copy:
 # those contrasts pooled, in each study (corl report, a contrast of several
 # rows' mean) and over both, each contrast weighing the same (corl pool,
-# 7 and 3 contrasts).
+# 7 and 3 contrasts); and the planned contrasts again with the runs paired
+# by seed (--paired-seeds), a sensitivity reading.
 POOLED = one-way peers - identical copy
 pooled-analysis: build
 	bin/corl report results/composition --member nat-llama -o "" --contrast "$(POOLED), composition (post hoc)|nat-llama-init2; nat-llama-order2; nat-llama-small; members nat-llama + nat-gpt2; rephrased (peer-ring); peer-majority); nat-llama-init2 + nat-gpt2|nat-llama-copy" --contrasts-md results/composition-analysis/pooled.md --contrasts-json results/composition-analysis/pooled.json >/dev/null
 	bin/corl report results/own-task --member own-llama -o "" --contrast "$(POOLED), own task (post hoc)|own-llama-init2; own-llama-small; members own-llama + own-gpt2|own-llama-copy" --contrasts-md results/own-task-analysis/pooled.md --contrasts-json results/own-task-analysis/pooled.json >/dev/null
+	bin/corl report results/composition --member nat-llama -o "" --paired-seeds $(COMPOSITION_CONTRASTS) --equivalence 0.02 --contrasts-md results/composition-analysis/contrasts-paired.md >/dev/null
+	bin/corl report results/own-task --member own-llama -o "" --paired-seeds $(OWN_TASK_CONTRASTS) --equivalence 0.02 --contrasts-md results/own-task-analysis/contrasts-paired.md >/dev/null
 	bin/corl pool --name "$(POOLED), both studies (post hoc)" "results/composition-analysis/pooled.json:$(POOLED), composition (post hoc)@0.7" "results/own-task-analysis/pooled.json:$(POOLED), own task (post hoc)@0.3" --md results/composition-analysis/pooled-both.md >/dev/null
 
 # Every committed study's report redrawn offline from its records with

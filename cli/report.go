@@ -21,7 +21,7 @@ type reportFlags struct {
 	where, contrasts                  []string
 	contrastsMD, contrastsJSON        string
 	equivalence                       float64
-	completeOnly                      bool
+	completeOnly, pairedSeeds         bool
 	cf                                connFlags
 }
 
@@ -82,6 +82,7 @@ func newReportCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	fl.StringArrayVar(&f.contrasts, "contrast", nil, "a planned contrast NAME|A|B (repeatable; a side naming several rows separated by ';' is their mean, a pooled contrast): A - B with the table's interval, p raw, Holm over the whole table and over the planned contrasts alone, and the minimum detectable difference; A and B name rows by the end of their method labels (e.g. 'init seed - copy|nat-llama-init2|nat-llama-copy')")
 	fl.StringVar(&f.contrastsMD, "contrasts-md", "", "also write the planned contrasts as Markdown")
 	fl.StringVar(&f.contrastsJSON, "contrasts-json", "", "also write the planned contrasts as JSON (with each one's SE and degrees of freedom: what corl pool reads)")
+	fl.BoolVar(&f.pairedSeeds, "paired-seeds", false, "compare two methods seed by seed where both ran the same seeds (one seed: one base evaluation draw and one data order in every method), so the seeds' shared effect cancels; pooled contrasts too; methods on other seeds stay unpaired")
 	fl.Float64Var(&f.equivalence, "equivalence", 0, "also test each planned contrast for equivalence within +-this margin (two one-sided tests, Holm over the contrasts); 0: no test")
 	fl.StringArrayVar(&f.where, "where", nil, "keep only runs whose setting KEY matches REGEXP (KEY=REGEXP, repeatable; keys are spec paths such as reward.mode or rounds, and members: the members' names joined by \" + \", e.g. --where 'members=^m \\+ [^+]+$' for two-member cohorts of m)")
 	f.cf.register(cmd)
@@ -99,7 +100,7 @@ func (f *reportFlags) write(stdio IO, runs []*report.Run) error {
 		}
 		planned = append(planned, pc)
 	}
-	t := report.BuildTable(runs, f.member)
+	t := report.BuildTableWith(runs, f.member, report.Options{PairedSeeds: f.pairedSeeds})
 	fmt.Fprint(stdio.Out, t.Markdown())
 	if len(planned) > 0 {
 		rows, err := report.Planned(t, planned)

@@ -189,8 +189,35 @@ func (t Table) pooled(a, b []string) (PlannedRow, error) {
 		}
 	}
 	c := stats.Combination(arms)
+	if t.PairedSeeds {
+		if paired, ok := t.bySeeds(a, b, arms); ok {
+			c = stats.CombinationPaired(paired)
+		}
+	}
 	row.Diff, row.P, row.MDD, row.SE, row.DF = c.Interval, c.P, c.MDD, c.SE, c.DF
 	return row, nil
+}
+
+// bySeeds is arms (the rows a then b, as pooled builds them) with every
+// arm's seeds in the first arm's order, or false when the rows did not all
+// run the same seeds, or only one.
+func (t Table) bySeeds(a, b []string, arms []stats.Arm) ([]stats.Arm, bool) {
+	var fs []final
+	for _, m := range append(append([]string(nil), a...), b...) {
+		fs = append(fs, t.finals[slices.IndexFunc(t.finals, func(f final) bool { return f.method == m })])
+	}
+	if len(fs[0].seeds) < 2 {
+		return nil, false
+	}
+	out := make([]stats.Arm, len(arms))
+	for i, f := range fs {
+		x := f.bySeed(f.to, fs[0].seeds)
+		if x == nil {
+			return nil, false
+		}
+		out[i] = stats.Arm{Weight: arms[i].Weight, Outcomes: x}
+	}
+	return out, true
 }
 
 // PlannedMarkdown is the planned contrasts as a Markdown table, with the

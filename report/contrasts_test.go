@@ -94,3 +94,36 @@ func TestPooledContrast(t *testing.T) {
 		t.Error("a contrast with an empty row name was accepted")
 	}
 }
+
+// TestPairedSeeds: with Options.PairedSeeds two methods run on the same
+// seeds are compared seed by seed (rows matched by seed, whatever order
+// the runs came in), the comparison says so, and a pooled contrast pairs
+// its arms the same way; methods on other seeds stay unpaired.
+func TestPairedSeeds(t *testing.T) {
+	fa := final{method: "A", to: [][]float64{{1, 0, 1}, {0, 0, 1}, {1, 1, 1}}, seeds: []uint64{1, 2, 3}}
+	fb := final{method: "B", to: [][]float64{{1, 1, 1}, {1, 0, 1}, {0, 0, 1}}, seeds: []uint64{3, 1, 2}}
+	fc := final{method: "C", to: [][]float64{{0, 0, 1}, {1, 0, 0}}, seeds: []uint64{1, 2}}
+	for _, f := range []*final{&fa, &fb, &fc} {
+		f.gTo = f.to
+	}
+	cs := compareAll([]final{fa, fb, fc}, true)
+	if len(cs) != 3 || !cs[0].PairedSeeds || cs[1].PairedSeeds || cs[2].PairedSeeds {
+		t.Fatalf("comparisons %+v: want A-B paired, A-C and B-C not", cs)
+	}
+	bAligned := [][]float64{{1, 0, 1}, {0, 0, 1}, {1, 1, 1}} // B's rows for seeds 1, 2, 3: B equals A seed by seed
+	if want := crossed(bAligned, fa.to, true); cs[0].Diff.Diff != want.Diff || cs[0].Diff.Diff.Mean != 0 || cs[0].Diff.SE != 0 {
+		t.Errorf("A - B paired %+v, want %+v (no difference at all, seed by seed)", cs[0].Diff, want)
+	}
+	if u := compareAll([]final{fa, fb}, false)[0]; u.PairedSeeds || u.Diff.SE == 0 {
+		t.Errorf("unpaired A - B %+v: want the seeds' variance in it", u.Diff)
+	}
+	tb := Table{Rows: []Row{{Method: "A"}, {Method: "B"}, {Method: "C"}}, finals: []final{fa, fb, fc}, PairedSeeds: true}
+	rows, err := Planned(tb, []Contrast{{"pooled", "A; B", "A"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := stats.CombinationPaired([]stats.Arm{{Weight: 0.5, Outcomes: fa.to}, {Weight: 0.5, Outcomes: bAligned}, {Weight: -1, Outcomes: fa.to}})
+	if rows[0].Diff != want.Interval || rows[0].SE != want.SE {
+		t.Errorf("paired pooled contrast %+v, want %+v", rows[0], want)
+	}
+}

@@ -181,6 +181,9 @@ th:first-child,td:first-child{text-align:left}figure{display:inline-block;vertic
 .legend li{break-inside:avoid;margin:.15em 0}.swatch{display:inline-block;width:1.6em;height:.8em;margin-right:.4em;vertical-align:middle}</style></head><body>`)
 	fmt.Fprintf(&b, "<h1>corl report</h1><p>%d run(s), made %s. Numbers are %s on held-out problems; intervals are 95%%, over training seeds and problems together when there are several seeds (a two-way random-effects variance, Student t), else a bootstrap over problems; each p is shown raw and Holm-corrected over every test of the table.</p>",
 		len(runs), time.Now().UTC().Format("2006-01-02 15:04 UTC"), html.EscapeString(metric))
+	if t.PairedSeeds {
+		b.WriteString("<p>Methods that ran the same seeds are compared seed by seed (--paired-seeds): each seed's shared base draws and data order cancel out of their differences.</p>")
+	}
 	if t.Member != "" {
 		fmt.Fprintf(&b, "<p>The table scores member %s in every run (the member the compared runs share); the plots show every member.</p>", html.EscapeString(t.Member))
 	}

@@ -122,6 +122,9 @@ type Table struct {
 	Cohorts []CohortRow `json:"cohorts,omitempty"`
 	// DoseResponse regresses cohorts' gains on each round-0 predictor.
 	DoseResponse []DoseResponse `json:"dose_response,omitempty"`
+	// PairedSeeds is Options.PairedSeeds: methods run on the same seeds
+	// are compared seed by seed.
+	PairedSeeds bool `json:"paired_seeds,omitempty"`
 	// finals are the methods' final outcomes per seed and problem, which
 	// pooled contrasts are computed from.
 	finals []final
@@ -135,6 +138,9 @@ type Comparison struct {
 	B      string  `json:"b"`
 	Diff   *Paired `json:"diff"`             // of the headline metric
 	Greedy *Paired `json:"greedy,omitempty"` // of greedy pass@1
+	// PairedSeeds: the two methods' runs were paired by seed
+	// (Options.PairedSeeds).
+	PairedSeeds bool `json:"paired_seeds,omitempty"`
 }
 
 // sample is one seed's scores of a method (or of its base).
@@ -148,6 +154,7 @@ type sample struct {
 	metric     string
 	from, to   []float64 // per-problem outcomes of the base and of this, when kept
 	tasks      []string  // each problem's task, where known (problemTasks)
+	seed       uint64    // the run's seed
 	gFrom, gTo []float64 // the same, greedy
 	collapse   *Collapse
 }
@@ -221,7 +228,23 @@ func rowOf(method string, ss []sample, tasks []string) Row {
 // every pair of methods is compared (see Paired); all of the table's p
 // values are Holm-corrected together.
 func BuildTable(runs []*Run, member string) Table {
-	t := Table{Member: member}
+	return BuildTableWith(runs, member, Options{})
+}
+
+// Options change how BuildTableWith compares methods.
+type Options struct {
+	// PairedSeeds pairs two methods' runs by seed where both ran the same
+	// seeds (a seed is the same base evaluation draws and data order in
+	// every method): the seeds' shared effect cancels out of their
+	// difference (stats.CrossedDiff with pairedSeeds, and
+	// stats.CombinationPaired for pooled contrasts). Comparisons of
+	// methods with other seeds stay unpaired.
+	PairedSeeds bool
+}
+
+// BuildTableWith is BuildTable with o's options.
+func BuildTableWith(runs []*Run, member string, o Options) Table {
+	t := Table{Member: member, PairedSeeds: o.PairedSeeds}
 	taskSet := map[string]bool{}
 	groups := map[string][]sample{}
 	var finals []final
@@ -280,7 +303,7 @@ func BuildTable(runs []*Run, member string) Table {
 				continue // still running: only its base has been evaluated
 			}
 			s := sampleOf(pick.e, scored, pick.flops)
-			s.seconds = pick.secs
+			s.seconds, s.seed = pick.secs, r.Spec.Seed
 			for task := range s.byTask {
 				taskSet[task] = true
 			}
@@ -307,15 +330,19 @@ func BuildTable(runs []*Run, member string) Table {
 		if rep[key] == nil {
 			isBase[method] = true
 		} else {
+			seeds := make([]uint64, len(ss))
+			for i, s := range ss {
+				seeds[i] = s.seed
+			}
 			finals = append(finals, final{method, seedOutcomes(ss, func(s sample) []float64 { return s.to }),
-				seedOutcomes(ss, func(s sample) []float64 { return s.gTo })})
+				seedOutcomes(ss, func(s sample) []float64 { return s.gTo }), seeds})
 		}
 	}
 	// Base rows first.
 	slices.SortStableFunc(t.Rows, func(a, b Row) int {
 		return cmp.Compare(boolInt(!isBase[a.Method]), boolInt(!isBase[b.Method]))
 	})
-	t.Comparisons, t.finals = compareAll(finals), finals
+	t.Comparisons, t.finals = compareAll(finals, o.PairedSeeds), finals
 	t.Members, t.Cohorts = memberTable(runs), cohortTable(runs)
 	t.DoseResponse = doseResponse(runs, member)
 	t.adjust()
@@ -323,19 +350,42 @@ func BuildTable(runs []*Run, member string) Table {
 }
 
 // final is a method's final outcomes per seed and problem, sampled (to)
-// and greedy (gTo).
+// and greedy (gTo), and each row's seed.
 type final struct {
 	method  string
 	to, gTo [][]float64
+	seeds   []uint64
+}
+
+// bySeed is x's rows in the order of seeds (each of which x's seeds hold
+// once); nil when they do not.
+func (f final) bySeed(x [][]float64, seeds []uint64) [][]float64 {
+	if x == nil || len(f.seeds) != len(seeds) {
+		return nil
+	}
+	out := make([][]float64, len(seeds))
+	for i, s := range seeds {
+		j := slices.Index(f.seeds, s)
+		if j < 0 || out[i] != nil || slices.Index(f.seeds[j+1:], s) >= 0 {
+			return nil
+		}
+		out[i] = x[j]
+	}
+	return out
 }
 
 // compareAll is every pair of methods compared on the same problems, in
-// the table's order (A before B).
-func compareAll(finals []final) []Comparison {
+// the table's order (A before B); with pairedSeeds, paired by seed where
+// both ran the same seeds.
+func compareAll(finals []final, pairedSeeds bool) []Comparison {
 	var out []Comparison
 	for i, a := range finals {
 		for _, b := range finals[i+1:] {
-			if c := (Comparison{A: a.method, B: b.method, Diff: crossed(b.to, a.to, false), Greedy: crossed(b.gTo, a.gTo, false)}); c.Diff != nil {
+			c := Comparison{A: a.method, B: b.method, Diff: crossed(b.to, a.to, false), Greedy: crossed(b.gTo, a.gTo, false)}
+			if bt, bg := b.bySeed(b.to, a.seeds), b.bySeed(b.gTo, a.seeds); pairedSeeds && bt != nil && len(a.seeds) > 1 {
+				c.Diff, c.Greedy, c.PairedSeeds = crossed(bt, a.to, true), crossed(bg, a.gTo, true), true
+			}
+			if c.Diff != nil {
 				out = append(out, c)
 			}
 		}

@@ -190,6 +190,37 @@ func combine(arms []Arm, dp []float64) Crossed {
 	return c
 }
 
+// CombinationPaired is Combination for arms run on the same training
+// seeds: row s of every arm's Outcomes is seed s (the same base, the same
+// data order), so each seed's weighted combination is one outcome and the
+// seed part is that of those combinations, as CrossedDiff's pairedSeeds.
+// Seeds shared between arms cancel out of it; it needs every arm to have
+// the same number of seeds (else it is Combination's P 1, empty).
+func CombinationPaired(arms []Arm) Crossed {
+	if len(arms) == 0 || len(arms[0].Outcomes) == 0 {
+		return Crossed{P: 1}
+	}
+	ns := len(arms[0].Outcomes)
+	var all [][]float64
+	for _, a := range arms {
+		if len(a.Outcomes) != ns {
+			return Crossed{P: 1}
+		}
+		all = append(all, a.Outcomes...)
+	}
+	np := checkProblems(all)
+	l := make([][]float64, ns)
+	for s := range l {
+		l[s] = make([]float64, np)
+		for _, a := range arms {
+			for p, v := range a.Outcomes[s] {
+				l[s][p] += a.Weight * v
+			}
+		}
+	}
+	return combine([]Arm{{Weight: 1, Outcomes: l}}, nil)
+}
+
 // Pool is sum_i weights[i] x cs[i] for independent estimates (one contrast
 // from each of several studies, with their own runs and problems): its SE
 // is the square root of sum_i weights[i]^2 x SE_i^2, with
