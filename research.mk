@@ -4,7 +4,7 @@
 # runs from the repository root; each campaign takes hours and resumes
 # where it stopped. None of them is part of `make test`.
 
-.PHONY: paper-table zoo zoo-natural zoo-own composition-tune composition-tune-rerun composition composition-anchors collapse composition-analysis own-task-tune own-task own-task-analysis pooled-analysis redraw
+.PHONY: paper-table zoo zoo-natural zoo-own composition-tune composition-tune-rerun composition composition-anchors collapse composition-analysis own-task-tune own-task own-task-analysis pooled-analysis redraw zoo-diversity diversity-check diversity diversity-analysis
 
 # The comparison table (examples/paper-table.yaml: every reward, five
 # seeds, the test split) from nothing to results/paper-table/: about four
@@ -165,3 +165,27 @@ own-task-tune: build $(OWN_ROWS)
 	$(OWN_TASK) CORL_PAPER_SWEEP=examples/own-task/study/tune.yaml CORL_PAPER_OUT=results/own-task-tune scripts/paper-table.sh
 own-task: build $(OWN_ROWS)
 	$(OWN_TASK) CORL_PAPER_SWEEP=examples/own-task/study/test.yaml CORL_PAPER_OUT=results/own-task scripts/paper-table.sh
+
+# The diversity 2x2 (results/diversity/plan.md), not run yet. Its two new
+# bases follow M's and init2's own pretraining runs (same seeds, data
+# order and schedule, so the same trajectories) and stop elsewhere: M
+# trained on to init2's held-out pass@1 (0.37), init2 stopped at M's
+# (0.325, evaluated every 50 steps to stop near it).
+zoo-diversity: build
+	bin/corl pretrain $(ZOO_NAT_LLAMA) $(ZOO_NAT) --seed 11 --target-pass 0.37 --out examples/zoo/nat-llama-cont
+	bin/corl pretrain $(ZOO_NAT_LLAMA) $(ZOO_NAT) --seed 12 --order-seed 11 --eval-every 50 --target-pass 0.325 --out examples/zoo/nat-llama-init2-early
+# The plan's matching check, on the validation split only: each new base's
+# sampled pass@1 against the base it must match.
+DIVERSITY_EVAL := --split validation --tasks linear,mod --max-level 2 --n 250 --samples 4 --max-new-tokens 64 --threads 1
+diversity-check: build
+	bin/corl eval --model examples/zoo/nat-llama-cont --compare examples/zoo/nat-llama-init2 $(DIVERSITY_EVAL)
+	bin/corl eval --model examples/zoo/nat-llama-init2-early --compare examples/zoo/nat-llama $(DIVERSITY_EVAL)
+diversity: build
+	CORL_PAPER_DIR=corl-data/diversity CORL_PAPER_PORT=7283 CORL_PAPER_MEMBER=nat-llama CORL_PAPER_SWEEP=examples/diversity/test.yaml CORL_PAPER_OUT=results/diversity scripts/paper-table.sh
+DIVERSITY_PRIMARY := --contrast "diversity at matched accuracy|nat-llama-init2-early; nat-llama-init2|nat-llama-copy; nat-llama-cont"
+DIVERSITY_SECONDARY := --contrast "accuracy at matched lineage|nat-llama-cont; nat-llama-init2|nat-llama-copy; nat-llama-init2-early" \
+	--contrast "interaction|nat-llama-init2; nat-llama-copy|nat-llama-cont; nat-llama-init2-early"
+diversity-analysis: build
+	mkdir -p results/diversity-analysis
+	bin/corl report results/diversity --member nat-llama -o "" $(DIVERSITY_PRIMARY) --equivalence 0.01 --contrasts-md results/diversity-analysis/primary.md >/dev/null
+	bin/corl report results/diversity --member nat-llama -o "" $(DIVERSITY_SECONDARY) --contrasts-md results/diversity-analysis/secondary.md >/dev/null

@@ -36,8 +36,9 @@ func TestPaperTableSweep(t *testing.T) {
 }
 
 // TestStudySweeps: every committed sweep of the composition and own-task
-// studies loads and expands, each cell scores the study's member first,
-// and the test sweeps evaluate on the test split, five seeds.
+// studies (and the diversity 2x2's, planned) loads and expands, each cell
+// scores the study's member first, and the test sweeps evaluate on the
+// test split.
 func TestStudySweeps(t *testing.T) {
 	for file, want := range map[string]struct {
 		member, split string
@@ -49,6 +50,7 @@ func TestStudySweeps(t *testing.T) {
 		"../examples/composition/collapse.yaml": {"nat-llama", "test", 3},
 		"../examples/own-task/study/tune.yaml":  {"own-llama", "validation", 15},
 		"../examples/own-task/study/test.yaml":  {"own-llama", "test", 50},
+		"../examples/diversity/test.yaml":       {"nat-llama", "test", 32},
 	} {
 		in, err := LoadSweep(file, func(string) string { return "" })
 		if err != nil {
