@@ -93,3 +93,33 @@ func TestREADMEStudyTablesMatchTheirResults(t *testing.T) {
 		}
 	}
 }
+
+// TestCommittedStudiesRedraw: every committed study's report.md and
+// results.json are what its records give today (`make redraw`): a change
+// to the report that moves a committed number fails here until the
+// studies are redrawn and their pages say so.
+func TestCommittedStudiesRedraw(t *testing.T) {
+	for study, member := range map[string]string{"composition": "nat-llama", "composition-anchors": "llama-odd", "own-task": "own-llama", "paper-table": "llama-odd"} {
+		dir := "../results/" + study
+		runs, err := LoadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs, _ = Distinct(runs) // as corl report reads them
+		tb := BuildTable(runs, member)
+		md, err := os.ReadFile(dir + "/report.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tb.Markdown(); got != string(md) {
+			t.Errorf("%s: report.md is not what its records give (run make redraw)", study)
+		}
+		js, err := os.ReadFile(dir + "/results.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := json.MarshalIndent(tb, "", "  "); string(got)+"\n" != string(js) {
+			t.Errorf("%s: results.json is not what its records give (run make redraw)", study)
+		}
+	}
+}

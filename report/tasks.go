@@ -22,6 +22,9 @@ import (
 // absent here) or do not match; cache holds what earlier runs of the same
 // data gave.
 func problemTasks(r *Run, cache map[string][]string) []string {
+	if r.Spec.Data.File != "" {
+		return nil // a file's rows are one task, and the file may not be at hand where the report is drawn
+	}
 	key, _ := json.Marshal([]any{r.Spec.Data, r.Spec.Eval.Split, r.Spec.Eval.Size, r.Spec.Eval.PredictorSplit})
 	tasks, ok := cache[string(key)]
 	if !ok {
@@ -83,6 +86,9 @@ func gainsByTask(ss []sample, tasks []string) map[string]*Paired {
 		if !slices.Equal(s.tasks, ss[0].tasks) {
 			return nil
 		}
+	}
+	if len(tasks) < 2 {
+		return nil // one task's gain is the row's own
 	}
 	out := map[string]*Paired{}
 	for _, task := range tasks {
