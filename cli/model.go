@@ -127,6 +127,7 @@ Examples:
 
 func newModelPlanCmd(stdio IO) *cobra.Command {
 	var shape, config, dir, kv string
+	var weights model.WeightType
 	var o model.PlanOptions
 	var memory float64
 	cmd := &cobra.Command{
@@ -158,6 +159,7 @@ func newModelPlanCmd(stdio IO) *cobra.Command {
 			default:
 				return fmt.Errorf("--kv-cache: %q; want f32 or f16", kv)
 			}
+			o.BF16Weights = weights != model.WeightFloat32
 			fmt.Fprintf(stdio.Out, "%s, %d layers, hidden %d, vocab %d: %.3fB parameters\n", cfg.Family, cfg.Layers, cfg.Dim, cfg.Vocab, float64(cfg.NumParams())/1e9)
 			return model.WritePlan(stdio.Out, cfg.Plan(o), int64(memory*(1<<30)))
 		},
@@ -172,6 +174,7 @@ func newModelPlanCmd(stdio IO) *cobra.Command {
 	fl.IntVar(&o.Capacity, "capacity", 1024, "positions per generated sequence (prompt and completion)")
 	fl.IntVar(&o.Parts, "parts", 1, "prefills at once (a CPU backend's threads; 1 on a GPU)")
 	fl.StringVar(&kv, "kv-cache", "f32", "generation cache: f32 or f16")
+	RegisterWeights(fl, &weights)
 	fl.BoolVar(&o.Reference, "kl", false, "keep a KL reference copy")
 	fl.BoolVar(&o.Tiled, "tiled", true, "attention in tiles, as the CUDA backend trains (false: stored probabilities, as the CPU backend does)")
 	fl.Float64Var(&memory, "memory-gib", 0, "device memory in GiB to check the plan against (0: none)")

@@ -27,6 +27,9 @@ type PlanOptions struct {
 	// Tiled is attention through gpu.FlashAttention (the CUDA backend's):
 	// a log-sum-exp per query saved, not T probabilities.
 	Tiled bool
+	// BF16Weights adds the bfloat16 copy of the weights that generation
+	// reads while it runs with weights bf16 or bf16-act.
+	BF16Weights bool
 }
 
 // PlanRow is one item of a memory plan.
@@ -40,7 +43,8 @@ type PlanRow struct {
 // item, as corl allocates it: float32 weights, gradients and AdamW's two
 // moments (16 bytes a parameter), the training pass's activations (its
 // arena: ActivationFloats and a quarter more), and the generation cache
-// with its scratch rows (CacheFloats).
+// with its scratch rows (CacheFloats), and generation's bfloat16 copy of
+// the weights when it reads them so.
 func (c Config) Plan(o PlanOptions) []PlanRow {
 	P := int64(c.NumParams())
 	rows := []PlanRow{
@@ -66,6 +70,9 @@ func (c Config) Plan(o PlanOptions) []PlanRow {
 		kind = "binary16"
 	}
 	rows = append(rows, PlanRow{"generation cache", 4 * cache, fmt.Sprintf("%d slots x %d positions, %s keys and values, with scratch rows", o.Slots, o.Capacity, kind)})
+	if o.BF16Weights {
+		rows = append(rows, PlanRow{"bfloat16 weights", 2 * P, "2 bytes a parameter, while generation holds them"})
+	}
 	return rows
 }
 

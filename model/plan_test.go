@@ -125,3 +125,26 @@ func TestSaveHFAsWritesAPublishedLayout(t *testing.T) {
 		t.Errorf("README.md: %q", b)
 	}
 }
+
+// TestPlanCountsTheBF16Copy: generation reading bfloat16 weights holds a
+// copy of 2 bytes a parameter beside the float32 ones, and the plan says
+// so; without it the plan has no such row.
+func TestPlanCountsTheBF16Copy(t *testing.T) {
+	c := Config{Family: Llama, Layers: 2, Dim: 64, Heads: 4, KVHeads: 2, Vocab: 257, MaxSeq: 64}
+	o := PlanOptions{MicroBatch: 2, Seq: 16, Slots: 4, Capacity: 32, Parts: 1}
+	sum := func(rows []PlanRow) (total int64, bf int64) {
+		for _, r := range rows {
+			total += r.Bytes
+			if r.What == "bfloat16 weights" {
+				bf = r.Bytes
+			}
+		}
+		return total, bf
+	}
+	plain, none := sum(c.Plan(o))
+	o.BF16Weights = true
+	with, bf := sum(c.Plan(o))
+	if none != 0 || bf != 2*int64(c.NumParams()) || with != plain+bf {
+		t.Errorf("bf16 copy %d bytes (want %d), totals %d and %d", bf, 2*c.NumParams(), plain, with)
+	}
+}
