@@ -118,7 +118,7 @@ func (f typeFlag[T]) Type() string { return f.names }
 // RegisterKVCache adds --kv-cache, float32 by default.
 func RegisterKVCache(fl *pflag.FlagSet, kv *model.KVType) {
 	*kv = model.KVFloat32
-	fl.Var(typeFlag[model.KVType]{kv, model.KVFloat32, model.ParseKVType, "f32|f16"}, "kv-cache", "how the KV cache stores keys and values: f32, or f16 (IEEE binary16, each key and value rounded: half the bytes decoding reads; CPU backend)")
+	fl.Var(typeFlag[model.KVType]{kv, model.KVFloat32, model.ParseKVType, "f32|f16"}, "kv-cache", "how the KV cache stores keys and values: f32, or f16 (IEEE binary16, each key and value rounded: half the bytes decoding reads)")
 }
 
 // RegisterWeights adds --weights, float32 by default.

@@ -107,3 +107,60 @@ func TestBF16WeightsOnEmulatedCUDA(t *testing.T) {
 		t.Logf("%s on %s: the CPU's greedy tokens, log-probs within %.2g", c.w, c.m.Backend().Name(), worst)
 	}
 }
+
+// TestHalfKVOnEmulatedCUDA: a binary16 key/value cache on the CUDA
+// backend (store_half, attention_forward_half, emulated) decodes the CPU
+// backend's greedy tokens with a binary16 cache, log-probabilities within
+// float32 noise of them, and not float32 decoding's exactly (the keys
+// and values were rounded).
+func TestHalfKVOnEmulatedCUDA(t *testing.T) {
+	emu, _ := filepath.Abs(cuda.EmulatorPath(".."))
+	if _, err := os.Stat(emu); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the emulated CUDA driver is missing (%v): make cuda-emu", err)
+		}
+		t.Skipf("emulated CUDA driver not built (%v): make cuda-emu", err)
+	}
+	be, err := cuda.Open(cuda.Options{Driver: emu, CUBLAS: "off"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := tokenizer.NewBytes()
+	host := tinyModelDim(t, model.Llama, 64)
+	m, err := model.New(be, host.Cfg, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be.Upload(m.Params(), cpu.Data(host.Params()))
+	greedy := requests(tok, 0)
+	want, err := (&Generator{Model: host, Tok: tok, Slots: 4, KV: model.KVHalf}).Run(greedy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := (&Generator{Model: m, Tok: tok, Slots: 4, KV: model.KVHalf}).Run(greedy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f32, err := (&Generator{Model: m, Tok: tok, Slots: 4}).Run(greedy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst, moved := 0.0, false
+	for i := range greedy {
+		if !reflect.DeepEqual(got[i].Tokens, want[i].Tokens) {
+			t.Fatalf("request %d: CUDA f16-cache tokens %v, CPU %v", i, got[i].Tokens, want[i].Tokens)
+		}
+		for j := range want[i].LogProbs {
+			d := math.Abs(float64(got[i].LogProbs[j] - want[i].LogProbs[j]))
+			if d > 1e-4 {
+				t.Fatalf("request %d token %d: log-prob %v on CUDA, %v on the CPU", i, j, got[i].LogProbs[j], want[i].LogProbs[j])
+			}
+			worst = max(worst, d)
+			moved = moved || got[i].LogProbs[j] != f32[i].LogProbs[j]
+		}
+	}
+	if !moved {
+		t.Error("the binary16 cache gave float32 decoding's log-probs exactly: were the keys and values rounded?")
+	}
+	t.Logf("f16 cache on %s: the CPU's greedy tokens, log-probs within %.2g", be.Name(), worst)
+}

@@ -40,7 +40,7 @@ const (
 	// value (a relative error up to 2^-11; magnitudes past 65504 become
 	// infinite). Attention computes as over float32 keys and values equal
 	// to the stored ones, so results still do not depend on threads or on
-	// the batch. Backends with gpu.HalfKV only (the CPU's).
+	// the batch. Backends with gpu.HalfKV only (the CPU's and CUDA's).
 	KVHalf KVType = "f16"
 )
 

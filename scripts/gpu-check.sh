@@ -13,7 +13,8 @@
 # corl's own GEMM kernel; on Qwen2.5-0.5B's and 1.5B's shapes (random
 # weights), generated tokens/s at batch 1, 64 and 256 (512 new tokens; for
 # the 0.5B shape also with bf16 weights at batch 1 and with bf16 matmuls,
-# cublasGemmEx on tensor cores, at batch 256) and a
+# cublasGemmEx on tensor cores, at batch 256, and with a binary16 KV
+# cache at batch 64) and a
 # training step's tokens/s and GFLOP/s at 4 x 1,024 tokens (a GRPO update's
 # work per token: forward, backward, AdamW); one Co-RL round of two random
 # Qwen2.5-0.5B-shaped members through `corl dev`; the peak GPU memory
@@ -168,6 +169,8 @@ run() {
         "$out/corl" bench generate --backend cuda "${flags[@]}" --weights bf16 --batch 1 --prompt-tokens 64 --new $new --reps 1 --warmup 0
       step "generate, qwen2.5-$shape shape, bf16 matmuls (tensor cores), batch 256, $new new tokens" 30 'generated tokens/s' \
         "$out/corl" bench generate --backend cuda "${flags[@]}" --weights bf16-act --batch 256 --prompt-tokens 64 --new $new --reps 1 --warmup 0
+      step "generate, qwen2.5-$shape shape, f16 KV cache, batch 64, $new new tokens" 30 'generated tokens/s' \
+        "$out/corl" bench generate --backend cuda "${flags[@]}" --kv-cache f16 --batch 64 --prompt-tokens 64 --new $new --reps 1 --warmup 0
     fi
     step "training step, qwen2.5-$shape shape, 4 x $seq tokens (ms/step, tokens/s, GFLOP/s 6N, with attention, share of peak)" 60 '^[0-9.]+ +[0-9]' \
       "$out/corl" bench train --backend cuda "${flags[@]}" --batch 4 --seq $seq --steps 2 --warmup 1

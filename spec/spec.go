@@ -105,7 +105,7 @@ type Generation struct {
 	MaxCompletion  int     `json:"max_completion_length"`
 	// KVCache is how rollouts' key/value cache stores keys and values:
 	// "f32" (the default) or "f16", IEEE binary16, half the bytes that
-	// decoding reads, with each key and value rounded (CPU backend only).
+	// decoding reads, with each key and value rounded (CPU and CUDA backends).
 	// Evaluation always decodes with float32.
 	KVCache string `json:"kv_cache,omitempty"`
 	// Weights is what rollouts' matmuls read the weights as: "f32" (the

@@ -163,7 +163,7 @@ func Open(o Options) (*Backend, error) {
 
 var kernelNames = []string{"embedding_forward", "embedding_backward", "gemm", "gemm_bf16", "round_bf16", "round_bf16_f32", "add_bias", "col_sums",
 	"rmsnorm_forward", "rmsnorm_backward_input", "rmsnorm_backward_weight", "layernorm_forward",
-	"layernorm_backward_input", "layernorm_backward_params", "rope", "attention_forward",
+	"layernorm_backward_input", "layernorm_backward_params", "rope", "attention_forward", "attention_forward_half", "store_half",
 	"attention_backward_query", "attention_backward_kv", "flash_attention_forward", "flash_attention_backward_query",
 	"flash_attention_backward_kv", "gelu_forward", "gelu_backward", "swiglu_forward",
 	"swiglu_backward", "add", "scale", "softmax_forward", "softmax_backward", "logsoftmax_forward",

@@ -309,3 +309,47 @@ func (be *Backend) AdamW(p, g, m, v gpu.Buffer, n int, h gpu.AdamWParams) {
 	be.run("adamw", blocks(n), dptr(p), dptr(g), dptr(m), dptr(v), i32(n), f32(h.LR), f32(h.Beta1), f32(h.Beta2),
 		f32(h.Eps), f32(h.WeightDecay), f32(bc1), f32(bc2), f32(h.GradScale))
 }
+
+// StoreHalf implements gpu.HalfKV: store_half, one thread per element of
+// the stored rows.
+func (be *Backend) StoreHalf(dst gpu.Buffer, at []int, src gpu.Buffer, nkv, hs, tcap int) {
+	w := nkv * hs
+	if len(at)*w > src.Len() {
+		panic("gpu: half store of more rows than the source holds")
+	}
+	offs := make([]int32, len(at))
+	for i, o := range at {
+		if o >= 0 && o+(nkv-1)*tcap*hs+hs > 2*dst.Len() {
+			panic("gpu: half store past the cache")
+		}
+		if o > math.MaxInt32 {
+			panic("gpu: half cache offset past 2^31 values")
+		}
+		offs[i] = int32(max(o, -1))
+	}
+	if len(at) == 0 {
+		return
+	}
+	d, f := be.ints(offs)
+	defer f()
+	be.run("store_half", blocks(len(at)*w), dptr(dst), d, dptr(src), i32(len(at)), i32(nkv), i32(hs), i32(tcap))
+}
+
+// AttentionForwardHalf implements gpu.HalfKV: attention_forward_half,
+// the bits of AttentionForward over float32 rows holding the cache's
+// values.
+func (be *Backend) AttentionForwardHalf(out, att, q, k, v gpu.Buffer, s gpu.AttnShape) {
+	checkAttn(s)
+	if s.Tq != 1 {
+		panic("gpu: half-cache attention takes one query row")
+	}
+	if 2*k.Len() < s.B*s.NKV*s.Tcap*s.HS || 2*v.Len() < s.B*s.NKV*s.Tcap*s.HS {
+		panic("gpu: half cache smaller than its shape")
+	}
+	kl, f := be.ints(s.KLen)
+	defer f()
+	be.run("attention_forward_half", grid(s.B*s.NH), dptr(out), dptr(att), dptr(q), dptr(k), dptr(v), kl,
+		i32(s.B), i32(s.Tk), i32(s.Tcap), i32(s.NH), i32(s.NKV), i32(s.HS))
+}
+
+var _ gpu.HalfKV = (*Backend)(nil)

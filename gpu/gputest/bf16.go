@@ -160,3 +160,95 @@ func testBF16Compute(h *harness) {
 		}
 	}
 }
+
+// testHalfKV: a binary16 key/value cache (gpu.HalfKV). StoreHalf rounds
+// each stored row to binary16 as internal/narrow does, bit for bit
+// (ties to even, overflow to infinity, subnormals), writes head h at its
+// head-major place, leaves rows at -1 out, and leaves the stored source
+// rows holding the rounded values; AttentionForwardHalf over the cache
+// has the bits of AttentionForward over float32 rows holding the same
+// values, on this backend, with rows of different lengths.
+func testHalfKV(h *harness) {
+	hk, ok := h.be.(gpu.HalfKV)
+	if !ok {
+		h.t.Skipf("%s has no binary16 cache", h.be.Name())
+	}
+	const B, NKV, NH, HS, Tcap = 3, 2, 4, 8, 6
+	w := NKV * HS
+	slab := NKV * Tcap * HS
+	// Every position of every slot, one row each, in a shuffled order,
+	// and one row left out.
+	var at []int
+	var rows [][2]int
+	for b := 0; b < B; b++ {
+		for t := 0; t < Tcap; t++ {
+			rows = append(rows, [2]int{b, t})
+		}
+	}
+	h.r.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
+	for _, bt := range rows {
+		at = append(at, bt[0]*slab+bt[1]*HS)
+	}
+	at = append(at, -1)
+	src := h.rnd(len(at)*w, 2)
+	special := []float64{65520, -65504, 1.0 / (1 << 25), 3.0 / (1 << 25), 1e-7, 1 + 1.0/2048, 1 + 3.0/2048}
+	copy(src, special) // overflow, the largest value, subnormals and ties, in the first stored row
+	sb := h.up(src)
+	cache := h.be.Alloc(B * slab / 2)
+	hk.StoreHalf(cache, at, sb, NKV, HS, Tcap)
+	halves := func(b gpu.Buffer) []uint16 {
+		x := h.down(b)
+		out := make([]uint16, 2*len(x))
+		for i, v := range x {
+			u := math.Float32bits(float32(v))
+			out[2*i], out[2*i+1] = uint16(u), uint16(u>>16)
+		}
+		return out
+	}
+	got := halves(cache)
+	back := h.down(sb)
+	for i, o := range at {
+		for j := 0; j < w; j++ {
+			x := float32(src[i*w+j])
+			if o < 0 {
+				if back[i*w+j] != float64(x) {
+					h.t.Fatalf("row %d, left out, was changed", i)
+				}
+				continue
+			}
+			want := narrow.F16(x)
+			hd, e := j/HS, j%HS
+			if g := got[o+hd*Tcap*HS+e]; g != want {
+				h.t.Fatalf("row %d element %d (%v): stored %#04x, want %#04x", i, j, x, g, want)
+			}
+			if r := float32(back[i*w+j]); math.Float32bits(r) != math.Float32bits(narrow.FromF16(want)) {
+				h.t.Fatalf("row %d element %d: the source holds %v after the store, want the rounded %v", i, j, r, narrow.FromF16(want))
+			}
+		}
+	}
+	// Attention over the cache (finite values now: the special row's
+	// infinity replaced first) and over float32 rows of its values.
+	src[0] = 0.5
+	sb = h.up(src)
+	kc, vc := h.be.Alloc(B*slab/2), h.be.Alloc(B*slab/2)
+	vsrc := h.rnd(len(at)*w, 1)
+	vb := h.up(vsrc)
+	hk.StoreHalf(kc, at, sb, NKV, HS, Tcap)
+	hk.StoreHalf(vc, at, vb, NKV, HS, Tcap)
+	kr, vr := h.down(sb), h.down(vb) // the rounded rows
+	kf, vf := make([]float64, B*Tcap*w), make([]float64, B*Tcap*w)
+	for i, bt := range rows {
+		copy(kf[(bt[0]*Tcap+bt[1])*w:][:w], kr[i*w:][:w])
+		copy(vf[(bt[0]*Tcap+bt[1])*w:][:w], vr[i*w:][:w])
+	}
+	s := gpu.AttnShape{B: B, Tq: 1, Tk: Tcap, Tcap: Tcap, NH: NH, NKV: NKV, HS: HS, KLen: []int32{Tcap, 2, 4}}
+	q := h.up(h.rnd(B*NH*HS, 1))
+	o1, a1 := h.be.Alloc(B*NH*HS), h.be.Alloc(B*NH*Tcap)
+	o2, a2 := h.be.Alloc(B*NH*HS), h.be.Alloc(B*NH*Tcap)
+	hk.AttentionForwardHalf(o1, a1, q, kc, vc, s)
+	h.be.AttentionForward(o2, a2, q, h.up(kf), h.up(vf), s)
+	if g, want := h.down(o1), h.down(o2); !equalBits(g, want) {
+		h.close("half-cache attention", g, want, 0, 0)
+		h.t.Fatal("half-cache attention: not the bits of float32 attention over the same values")
+	}
+}

@@ -100,6 +100,7 @@ func RunAll(t *testing.T, be gpu.Backend) {
 		{"FlashAttention", testFlashAttention},
 		{"BF16Weights", testBF16Weights},
 		{"BF16Compute", testBF16Compute},
+		{"HalfKV", testHalfKV},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
