@@ -13,6 +13,20 @@ import (
 	"github.com/corl-project/corl/tokenizer"
 )
 
+// emulator is the emulated CUDA driver (make cuda-emu); without it the
+// test skips, except under CI, where its absence is a failure.
+func emulator(t *testing.T) string {
+	t.Helper()
+	emu, _ := filepath.Abs(cuda.EmulatorPath(".."))
+	if _, err := os.Stat(emu); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the emulated CUDA driver is missing (%v): make cuda-emu", err)
+		}
+		t.Skipf("emulated CUDA driver not built (%v): make cuda-emu", err)
+	}
+	return emu
+}
+
 // TestBF16WeightsOnEmulatedCUDA: the CUDA backend's bfloat16 weights
 // (round_bf16, gemm_bf16) on the emulated driver, with corl's GEMM kernel.
 // On a model whose weights are already bfloat16 values, decoding with
@@ -22,13 +36,7 @@ import (
 // noise of them; so do matmuls wholly in bfloat16 (bf16-act), with corl's
 // kernel and through cublasGemmEx (the emulator's stand-in).
 func TestBF16WeightsOnEmulatedCUDA(t *testing.T) {
-	emu, _ := filepath.Abs(cuda.EmulatorPath(".."))
-	if _, err := os.Stat(emu); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the emulated CUDA driver is missing (%v): make cuda-emu", err)
-		}
-		t.Skipf("emulated CUDA driver not built (%v): make cuda-emu", err)
-	}
+	emu := emulator(t)
 	be, err := cuda.Open(cuda.Options{Driver: emu, CUBLAS: "off"})
 	if err != nil {
 		t.Fatal(err)
@@ -114,13 +122,7 @@ func TestBF16WeightsOnEmulatedCUDA(t *testing.T) {
 // float32 noise of them, and not float32 decoding's exactly (the keys
 // and values were rounded).
 func TestHalfKVOnEmulatedCUDA(t *testing.T) {
-	emu, _ := filepath.Abs(cuda.EmulatorPath(".."))
-	if _, err := os.Stat(emu); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the emulated CUDA driver is missing (%v): make cuda-emu", err)
-		}
-		t.Skipf("emulated CUDA driver not built (%v): make cuda-emu", err)
-	}
+	emu := emulator(t)
 	be, err := cuda.Open(cuda.Options{Driver: emu, CUBLAS: "off"})
 	if err != nil {
 		t.Fatal(err)

@@ -70,17 +70,7 @@ func cohortTable(runs []*Run) []CohortRow {
 		}
 		row.Before, row.After = seedInterval(before), seedInterval(after)
 		row.VoteBefore, row.VoteAfter, row.VoteGain = seedInterval(vb), seedInterval(va), seedInterval(vd)
-		from := seedOutcomes(kept, func(r *Run) []float64 { return perProblem(r.Evals[0], trained, false) })
-		to := seedOutcomes(kept, func(r *Run) []float64 { return perProblem(r.Evals[len(r.Evals)-1], trained, false) })
-		if from != nil && to != nil {
-			row.Gain = crossed(from, to, true)
-			if lv := level(from); lv != nil && row.Seeds > 1 {
-				row.Before = *lv
-			}
-			if lv := level(to); lv != nil && row.Seeds > 1 {
-				row.After = *lv
-			}
-		}
+		row.Gain = pairedRounds(kept, trained, &row.Before, &row.After)
 		out = append(out, row)
 	}
 	return out

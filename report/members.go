@@ -51,21 +51,31 @@ func memberTable(runs []*Run) []MemberRow {
 				continue
 			}
 			row.Before, row.After = seedInterval(before), seedInterval(after)
-			from := seedOutcomes(kept, func(r *Run) []float64 { return perProblem(r.Evals[0], names, false) })
-			to := seedOutcomes(kept, func(r *Run) []float64 { return perProblem(r.Evals[len(r.Evals)-1], names, false) })
-			if from != nil && to != nil {
-				row.Gain = crossed(from, to, true)
-				if lv := level(from); lv != nil && row.Seeds > 1 {
-					row.Before = *lv
-				}
-				if lv := level(to); lv != nil && row.Seeds > 1 {
-					row.After = *lv
-				}
-			}
+			row.Gain = pairedRounds(kept, names, &row.Before, &row.After)
 			out = append(out, row)
 		}
 	}
 	return out
+}
+
+// pairedRounds is the gain of members (their mean) from each run's first
+// evaluation to its last, paired by problem and seed, where every run kept
+// per-problem outcomes; there, with several runs, it also sets before and
+// after to the levels over seeds and problems. Nil otherwise, leaving
+// them as they were.
+func pairedRounds(runs []*Run, members []string, before, after *stats.Interval) *Paired {
+	from := seedOutcomes(runs, func(r *Run) []float64 { return perProblem(r.Evals[0], members, false) })
+	to := seedOutcomes(runs, func(r *Run) []float64 { return perProblem(r.Evals[len(r.Evals)-1], members, false) })
+	if from == nil || to == nil {
+		return nil
+	}
+	if lv := level(from); lv != nil && len(runs) > 1 {
+		*before = *lv
+	}
+	if lv := level(to); lv != nil && len(runs) > 1 {
+		*after = *lv
+	}
+	return crossed(from, to, true)
 }
 
 // membersMarkdown is the member table as Markdown.
