@@ -2,8 +2,6 @@ package generate
 
 import (
 	"math"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -12,20 +10,6 @@ import (
 	"github.com/corl-project/corl/model"
 	"github.com/corl-project/corl/tokenizer"
 )
-
-// emulator is the emulated CUDA driver (make cuda-emu); without it the
-// test skips, except under CI, where its absence is a failure.
-func emulator(t *testing.T) string {
-	t.Helper()
-	emu, _ := filepath.Abs(cuda.EmulatorPath(".."))
-	if _, err := os.Stat(emu); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the emulated CUDA driver is missing (%v): make cuda-emu", err)
-		}
-		t.Skipf("emulated CUDA driver not built (%v): make cuda-emu", err)
-	}
-	return emu
-}
 
 // TestBF16WeightsOnEmulatedCUDA: the CUDA backend's bfloat16 weights
 // (round_bf16, gemm_bf16) on the emulated driver, with corl's GEMM kernel.
@@ -36,7 +20,7 @@ func emulator(t *testing.T) string {
 // noise of them; so do matmuls wholly in bfloat16 (bf16-act), with corl's
 // kernel and through cublasGemmEx (the emulator's stand-in).
 func TestBF16WeightsOnEmulatedCUDA(t *testing.T) {
-	emu := emulator(t)
+	emu := cuda.Emulator(t, "..")
 	be, err := cuda.Open(cuda.Options{Driver: emu, CUBLAS: "off"})
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +106,7 @@ func TestBF16WeightsOnEmulatedCUDA(t *testing.T) {
 // float32 noise of them, and not float32 decoding's exactly (the keys
 // and values were rounded).
 func TestHalfKVOnEmulatedCUDA(t *testing.T) {
-	emu := emulator(t)
+	emu := cuda.Emulator(t, "..")
 	be, err := cuda.Open(cuda.Options{Driver: emu, CUBLAS: "off"})
 	if err != nil {
 		t.Fatal(err)

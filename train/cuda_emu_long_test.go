@@ -31,13 +31,7 @@ import (
 // here: each GPU thread is a fiber) takes about three minutes on 2 cores:
 // 8 prompts a round and an evaluation of 16 problems per task, 2 samples.
 func TestLocalRoundsOnEmulatedCUDA(t *testing.T) {
-	emu, _ := filepath.Abs(cuda.EmulatorPath(".."))
-	if _, err := os.Stat(emu); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the emulated CUDA driver is missing (%v): make cuda-emu", err)
-		}
-		t.Skipf("emulated CUDA driver not built (%v): make cuda-emu", err)
-	}
+	emu := cuda.Emulator(t, "..")
 	gpuBe, err := cuda.Open(cuda.Options{Driver: emu})
 	if err != nil {
 		t.Fatal(err)

@@ -200,6 +200,33 @@ func EmulatorPath(root string) string {
 	return filepath.Join(root, ".tools", "cudaemu", "libcudaemu.so")
 }
 
+// TB is the part of testing.TB that Emulator uses, so that this package
+// need not import testing.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+}
+
+// Emulator is the absolute path of the emulated driver for a test below the
+// repository root root. Without it the test skips, saying how to build it,
+// except under CI (CI=true), where `make test` builds it first and its
+// absence is a failure.
+func Emulator(t TB, root string) string {
+	t.Helper()
+	abs, err := filepath.Abs(EmulatorPath(root))
+	if err == nil {
+		_, err = os.Stat(abs)
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the emulated CUDA driver is missing (%v): `make test` builds it with `make cuda-emu`", err)
+		}
+		t.Skipf("emulated CUDA driver not built (%v): run `make cuda-emu`, or `make test`", err)
+	}
+	return abs
+}
+
 // driverPath is the library New opens: $CORL_CUDA_DRIVER, else libcuda.so.1.
 func driverPath() string {
 	if p := os.Getenv("CORL_CUDA_DRIVER"); p != "" {

@@ -17,22 +17,10 @@ import (
 	"github.com/corl-project/corl/gpu/gputest"
 )
 
-// emuPath is the emulated driver (make cuda-emu): $CORL_CUDA_EMU, else the
-// Makefile's build. Without it the test skips, saying how to build it, except
-// under CI, where `make test` builds it first and its absence is a failure.
+// emuPath is the emulated driver (make cuda-emu), or the test skips.
 func emuPath(t *testing.T) string {
 	t.Helper()
-	abs, err := filepath.Abs(EmulatorPath(filepath.Join("..", "..")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(abs); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the emulated CUDA driver is missing (%v): `make test` builds it with `make cuda-emu`", err)
-		}
-		t.Skipf("emulated CUDA driver not built (%v): run `make cuda-emu`, or `make test`", err)
-	}
-	return abs
+	return Emulator(t, filepath.Join("..", ".."))
 }
 
 func openEmu(t *testing.T, cublas string) *Backend {
