@@ -114,7 +114,8 @@ allocates it: float32 weights, gradients and AdamW's two moments (16 bytes
 a parameter), a KL reference copy with --kl, the training pass's
 activations for --micro-batch sequences of --seq tokens (with --tiled=false,
 as on the CPU backend, attention's probabilities are kept too, and grow with
-the square of --seq), and the generation cache of
+the square of --seq; with --recompute, one layer's and the residual stream
+entering each), and the generation cache of
 --slots sequences of --capacity positions with its scratch rows. With
 --memory-gib, a plan past it exits with an error naming what to change.
 
@@ -123,6 +124,7 @@ The model is --shape (%s), --config FILE or --model DIR (a checkpoint).
 Examples:
   corl model plan --shape qwen2.5-0.5b --memory-gib 80
   corl model plan --shape qwen2.5-7b --micro-batch 1 --seq 2048 --memory-gib 80
+  corl model plan --shape qwen2.5-1.5b --micro-batch 16 --recompute --memory-gib 80
   corl model plan --model examples/bases/llama-small --micro-batch 16 --seq 128`
 
 func newModelPlanCmd(stdio IO) *cobra.Command {
@@ -168,7 +170,7 @@ func newModelPlanCmd(stdio IO) *cobra.Command {
 	fl.StringVar(&shape, "shape", "", "a published shape (see above)")
 	fl.StringVar(&config, "config", "", "a config.json")
 	fl.StringVar(&dir, "model", "", "a checkpoint directory")
-	fl.IntVar(&o.MicroBatch, "micro-batch", 4, "sequences per training pass (rl.micro_batch)")
+	fl.IntVar(&o.MicroBatch, "micro-batch", 4, "sequences per training pass (the spec's micro_batch_size)")
 	fl.IntVar(&o.Seq, "seq", 1024, "tokens per training sequence (prompt and completion)")
 	fl.IntVar(&o.Slots, "slots", 64, "sequences generated together")
 	fl.IntVar(&o.Capacity, "capacity", 1024, "positions per generated sequence (prompt and completion)")
@@ -176,6 +178,7 @@ func newModelPlanCmd(stdio IO) *cobra.Command {
 	fl.StringVar(&kv, "kv-cache", "f32", "generation cache: f32 or f16")
 	RegisterWeights(fl, &weights)
 	fl.BoolVar(&o.Reference, "kl", false, "keep a KL reference copy")
+	fl.BoolVar(&o.Recompute, "recompute", false, "recompute each layer's activations in the backward (the spec's recompute: true): one layer's kept")
 	fl.BoolVar(&o.Tiled, "tiled", true, "attention in tiles, as the CUDA backend trains (false: stored probabilities, as the CPU backend does)")
 	fl.Float64Var(&memory, "memory-gib", 0, "device memory in GiB to check the plan against (0: none)")
 	return cmd

@@ -54,7 +54,7 @@ func TestCheckMemory(t *testing.T) {
 		t.Errorf("%d plan lines, want one per member and the total:\n%s", n, log.String())
 	}
 	err = CheckMemory(sized{be, one + one/2, 4 * one}, s, d, "", &log)
-	if err == nil || !strings.Contains(err.Error(), "the largest member is") || !strings.Contains(err.Error(), "rl.micro_batch") {
+	if err == nil || !strings.Contains(err.Error(), "the largest member is") || !strings.Contains(err.Error(), "micro_batch_size") {
 		t.Errorf("two members in the room of one and a half: err = %v", err)
 	}
 	if err := CheckMemory(sized{be, one / 2, 4 * one}, s, d, "", &log); err == nil || !strings.Contains(err.Error(), "leave no room") {

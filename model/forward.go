@@ -11,15 +11,18 @@ import (
 // activations holds what the forward pass saves for backward, for one (B, T),
 // plus the gradient scratch the backward pass needs.
 type activations struct {
-	B, T                  int
-	res                   []gpu.Buffer // (N, C) residual stream entering each layer, and the final one
-	res2                  []gpu.Buffer // (N, C) after attention's residual add
-	ln1, ln2              []gpu.Buffer // (N, C) normalised inputs
-	mean1, rstd1          []gpu.Buffer // (N) norm statistics (mean unused by RMSNorm)
-	mean2, rstd2          []gpu.Buffer
-	q, k, v               []gpu.Buffer // (N, NH*HS), (N, NKV*HS) after RoPE
-	att                   []gpu.Buffer // (B, NH, T, T); tiled attention: lse (B, NH, T)
-	flash                 bool         // attention through gpu.FlashAttention
+	B, T         int
+	res          []gpu.Buffer // (N, C) residual stream entering each layer, and the final one
+	res2         []gpu.Buffer // (N, C) after attention's residual add
+	ln1, ln2     []gpu.Buffer // (N, C) normalised inputs
+	mean1, rstd1 []gpu.Buffer // (N) norm statistics (mean unused by RMSNorm)
+	mean2, rstd2 []gpu.Buffer
+	q, k, v      []gpu.Buffer // (N, NH*HS), (N, NKV*HS) after RoPE
+	att          []gpu.Buffer // (B, NH, T, T); tiled attention: lse (B, NH, T)
+	flash        bool         // attention through gpu.FlashAttention
+	// recompute: every layer's entries below res are one layer's buffers,
+	// refilled by layerForward before the backward differentiates a layer.
+	recompute             bool
 	attOut                []gpu.Buffer // (N, NH*HS)
 	fc                    []gpu.Buffer // gpt2 (N, H) pre-GELU; llama (N, 2H) gate|up
 	act                   []gpu.Buffer // (N, H) after GELU / SwiGLU
@@ -36,11 +39,11 @@ type activations struct {
 
 func (p *Pass) activationsFor(B, T int) *activations {
 	m := p.m
-	if a := p.acts; a != nil && a.B == B && a.T == T {
+	if a := p.acts; a != nil && a.B == B && a.T == T && a.recompute == m.Recompute {
 		return a
 	}
 	c := m.Cfg
-	a := &activations{B: B, T: T, pos: make([]int32, B*T), flash: c.tiledOn(p.be)}
+	a := &activations{B: B, T: T, pos: make([]int32, B*T), flash: c.tiledOn(p.be), recompute: m.Recompute}
 	for i := range a.pos {
 		a.pos[i] = int32(i % T)
 	}
@@ -80,14 +83,26 @@ func (a *activations) carve(c Config, take func(n int) gpu.Buffer) int {
 	}
 	total := 0
 	one := func(n int) gpu.Buffer { total += n; return take(n) }
-	many := func(n, size int) []gpu.Buffer {
+	each := func(n, size int) []gpu.Buffer {
 		s := make([]gpu.Buffer, n)
 		for i := range s {
 			s[i] = one(size)
 		}
 		return s
 	}
-	a.res, a.res2 = many(L+1, N*C), many(L, N*C)
+	// many is a buffer per layer, or one that every layer shares when
+	// the backward recomputes each layer's.
+	many := func(n, size int) []gpu.Buffer {
+		if !a.recompute {
+			return each(n, size)
+		}
+		b, s := one(size), make([]gpu.Buffer, n)
+		for i := range s {
+			s[i] = b
+		}
+		return s
+	}
+	a.res, a.res2 = each(L+1, N*C), many(L, N*C)
 	a.ln1, a.ln2 = many(L, N*C), many(L, N*C)
 	a.mean1, a.rstd1, a.mean2, a.rstd2 = many(L, N), many(L, N), many(L, N), many(L, N)
 	a.q, a.k, a.v = many(L, N*QD), many(L, N*KVD), many(L, N*KVD)
@@ -109,9 +124,11 @@ func (a *activations) carve(c Config, take func(n int) gpu.Buffer) int {
 // ActivationFloats is the float32 values one forward and backward pass over
 // a (B, T) batch keeps (Pass's arena holds a quarter more, for somewhat
 // longer batches); tiled: attention through gpu.FlashAttention, which keeps
-// a log-sum-exp per query where the other keeps T probabilities.
-func (c Config) ActivationFloats(B, T int, tiled bool) int {
-	return (&activations{B: B, T: T, flash: tiled}).carve(c, func(int) gpu.Buffer { return nil })
+// a log-sum-exp per query where the other keeps T probabilities;
+// recompute: Model.Recompute, one layer's activations and the residual
+// stream entering each.
+func (c Config) ActivationFloats(B, T int, tiled, recompute bool) int {
+	return (&activations{B: B, T: T, flash: tiled, recompute: recompute}).carve(c, func(int) gpu.Buffer { return nil })
 }
 
 // UntiledAttention, when set, keeps training on AttentionForward's stored
@@ -191,38 +208,12 @@ func (p *Pass) ForwardAt(inputs, targets []int32, B, T int, temperature float32,
 	}
 	a := p.activationsFor(B, T)
 	a.inputs, a.targets = inputs, targets
-	C, HS, H := c.Dim, c.HeadSize(), c.Hidden
-	QD, KVD := c.Heads*HS, c.KVHeads*HS
+	C, HS := c.Dim, c.HeadSize()
 	lo := m.lo
 	be.EmbeddingForward(a.res[0], m.view(m.params, lo.wte), m.view(m.params, lo.wpe), inputs, a.pos, N, C)
 	shape := gpu.AttnShape{B: B, Tq: T, Tk: T, Tcap: T, NH: c.Heads, NKV: c.KVHeads, HS: HS}
-	for l, lp := range lo.layers {
-		P := func(i int) gpu.Buffer { return m.view(m.params, i) }
-		m.normOn(be, a.ln1[l], a.mean1[l], a.rstd1[l], a.res[l], lp.norm1w, lp.norm1b, N)
-		be.MatMulForward(a.q[l], a.ln1[l], P(lp.wq), P(lp.bq), N, C, QD)
-		be.MatMulForward(a.k[l], a.ln1[l], P(lp.wk), P(lp.bk), N, C, KVD)
-		be.MatMulForward(a.v[l], a.ln1[l], P(lp.wv), P(lp.bv), N, C, KVD)
-		if c.Family == Llama {
-			m.ropeOn(be, a.q[l], a.pos, N, c.Heads, true)
-			m.ropeOn(be, a.k[l], a.pos, N, c.KVHeads, true)
-		}
-		if a.flash {
-			be.(gpu.FlashAttention).FlashAttentionForward(a.attOut[l], a.att[l], a.q[l], a.k[l], a.v[l], shape)
-		} else {
-			be.AttentionForward(a.attOut[l], a.att[l], a.q[l], a.k[l], a.v[l], shape)
-		}
-		be.MatMulForward(a.tmp, a.attOut[l], P(lp.wo), P(lp.bo), N, QD, C)
-		be.Add(a.res2[l], a.res[l], a.tmp, N*C)
-		m.normOn(be, a.ln2[l], a.mean2[l], a.rstd2[l], a.res2[l], lp.norm2w, lp.norm2b, N)
-		if c.Family == GPT2 {
-			be.MatMulForward(a.fc[l], a.ln2[l], P(lp.wfc), P(lp.bfc), N, C, H)
-			be.GELUForward(a.act[l], a.fc[l], N*H)
-		} else {
-			be.MatMulForward(a.fc[l], a.ln2[l], P(lp.wfc), nil, N, C, 2*H)
-			be.SwiGLUForward(a.act[l], a.fc[l], N, H)
-		}
-		be.MatMulForward(a.tmp, a.act[l], P(lp.wproj), P(lp.bproj), N, H, C)
-		be.Add(a.res[l+1], a.res2[l], a.tmp, N*C)
+	for l := range lo.layers {
+		p.layerForward(a, l, shape, true)
 	}
 	m.normOn(be, a.lnf, a.meanf, a.rstdf, a.res[c.Layers], lo.normfW, lo.normfB, N)
 	be.MatMulForward(a.logits, a.lnf, m.view(m.params, lo.lmHead), nil, N, C, c.Vocab)
@@ -245,6 +236,45 @@ func (p *Pass) ForwardAt(inputs, targets []int32, B, T int, temperature float32,
 		return nil, nil, fmt.Errorf("forward: %w", err)
 	}
 	return logp, stats, nil
+}
+
+// layerForward runs layer l of a's pass from the residual stream entering
+// it, a.res[l], into the layer's activations; with next, also the residual
+// stream leaving it, a.res[l+1] (the backward's recompute has it already).
+func (p *Pass) layerForward(a *activations, l int, shape gpu.AttnShape, next bool) {
+	m, be := p.m, p.be
+	c := m.Cfg
+	N, C, H := a.B*a.T, c.Dim, c.Hidden
+	QD, KVD := c.Heads*c.HeadSize(), c.KVHeads*c.HeadSize()
+	lp := m.lo.layers[l]
+	P := func(i int) gpu.Buffer { return m.view(m.params, i) }
+	m.normOn(be, a.ln1[l], a.mean1[l], a.rstd1[l], a.res[l], lp.norm1w, lp.norm1b, N)
+	be.MatMulForward(a.q[l], a.ln1[l], P(lp.wq), P(lp.bq), N, C, QD)
+	be.MatMulForward(a.k[l], a.ln1[l], P(lp.wk), P(lp.bk), N, C, KVD)
+	be.MatMulForward(a.v[l], a.ln1[l], P(lp.wv), P(lp.bv), N, C, KVD)
+	if c.Family == Llama {
+		m.ropeOn(be, a.q[l], a.pos, N, c.Heads, true)
+		m.ropeOn(be, a.k[l], a.pos, N, c.KVHeads, true)
+	}
+	if a.flash {
+		be.(gpu.FlashAttention).FlashAttentionForward(a.attOut[l], a.att[l], a.q[l], a.k[l], a.v[l], shape)
+	} else {
+		be.AttentionForward(a.attOut[l], a.att[l], a.q[l], a.k[l], a.v[l], shape)
+	}
+	be.MatMulForward(a.tmp, a.attOut[l], P(lp.wo), P(lp.bo), N, QD, C)
+	be.Add(a.res2[l], a.res[l], a.tmp, N*C)
+	m.normOn(be, a.ln2[l], a.mean2[l], a.rstd2[l], a.res2[l], lp.norm2w, lp.norm2b, N)
+	if c.Family == GPT2 {
+		be.MatMulForward(a.fc[l], a.ln2[l], P(lp.wfc), P(lp.bfc), N, C, H)
+		be.GELUForward(a.act[l], a.fc[l], N*H)
+	} else {
+		be.MatMulForward(a.fc[l], a.ln2[l], P(lp.wfc), nil, N, C, 2*H)
+		be.SwiGLUForward(a.act[l], a.fc[l], N, H)
+	}
+	if next {
+		be.MatMulForward(a.tmp, a.act[l], P(lp.wproj), P(lp.bproj), N, H, C)
+		be.Add(a.res[l+1], a.res2[l], a.tmp, N*C)
+	}
 }
 
 // Backward accumulates into the gradients the effect of dlogp (B*T), the
@@ -280,6 +310,9 @@ func (p *Pass) Backward(dlogp []float32) error {
 	shape := gpu.AttnShape{B: B, Tq: T, Tk: T, Tcap: T, NH: c.Heads, NKV: c.KVHeads, HS: HS}
 	for l := c.Layers - 1; l >= 0; l-- {
 		lp := lo.layers[l]
+		if a.recompute && l < c.Layers-1 { // the last layer's are the forward's own
+			p.layerForward(a, l, shape, false)
+		}
 		// MLP: res[l+1] = res2 + proj(act(fc(norm2(res2)))); dres carries d res2 too.
 		be.Zero(a.dact)
 		be.MatMulBackward(a.dact, G(lp.wproj), G(lp.bproj), a.dres, a.act[l], P(lp.wproj), N, H, C)

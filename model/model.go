@@ -26,6 +26,13 @@ type Model struct {
 	// Warnings are what LoadHF found suspicious but not fatal (weights of
 	// absurd magnitude in a directory without checksums); callers show them.
 	Warnings []string
+	// Recompute keeps, of a training pass's layers, only the residual
+	// stream entering each: the backward runs each layer's forward again
+	// from it before differentiating the layer, so a pass holds one
+	// layer's activations instead of every layer's, for about a third more
+	// compute. The gradients are the same bits either way (every operation
+	// is deterministic, and the recomputed values are the stored ones).
+	Recompute bool
 	// Generation is the checkpoint's generation_config.json (LoadHF; zero
 	// for a new model).
 	Generation Generation

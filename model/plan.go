@@ -27,6 +27,9 @@ type PlanOptions struct {
 	// Tiled is attention through gpu.FlashAttention (the CUDA backend's):
 	// a log-sum-exp per query saved, not T probabilities.
 	Tiled bool
+	// Recompute is Model.Recompute: a training pass keeps one layer's
+	// activations and the residual stream entering each layer.
+	Recompute bool
 	// BF16Weights adds the bfloat16 copy of the weights that generation
 	// reads while it runs with weights bf16 or bf16-act.
 	BF16Weights bool
@@ -55,12 +58,20 @@ func (c Config) Plan(o PlanOptions) []PlanRow {
 	if o.Reference {
 		rows = append(rows, PlanRow{"KL reference", 4 * P, "a frozen float32 copy"})
 	}
-	act := int64(c.ActivationFloats(o.MicroBatch, o.Seq, o.Tiled))
+	tiled := o.Tiled && c.HeadSize() <= gpu.FlashMaxHead
+	act := int64(c.ActivationFloats(o.MicroBatch, o.Seq, tiled, o.Recompute))
 	how := fmt.Sprintf("micro-batch %d x %d tokens, +25%% arena; ", o.MicroBatch, o.Seq)
-	if o.Tiled && c.HeadSize() <= gpu.FlashMaxHead {
+	if o.Recompute {
+		how += "recompute: one layer's activations; "
+	}
+	if tiled {
 		how += "attention in tiles"
 	} else {
-		att := int64(c.Layers) * int64(o.MicroBatch) * int64(c.Heads) * int64(o.Seq) * int64(o.Seq)
+		layers := int64(c.Layers)
+		if o.Recompute {
+			layers = 1
+		}
+		att := layers * int64(o.MicroBatch) * int64(c.Heads) * int64(o.Seq) * int64(o.Seq)
 		how += fmt.Sprintf("attention probabilities %.1f%% of it", 100*float64(att)/float64(act))
 	}
 	rows = append(rows, PlanRow{"training activations", 4 * (act + act/4), how})
@@ -132,7 +143,7 @@ func WritePlan(w io.Writer, rows []PlanRow, memory int64) error {
 	advice := "the model's own state (16 bytes a parameter) does not fit: a smaller member or a larger device"
 	if PlanBytes(rows[:3]) <= memory {
 		advice = fmt.Sprintf("the largest item past the model's state is %s (%s): %s", big.What, gib(big.Bytes),
-			map[string]string{"training activations": "lower rl.micro_batch or the sequence length",
+			map[string]string{"training activations": "recompute: true (one layer's activations kept), a lower micro_batch_size or a shorter sequence",
 				"generation cache": "fewer generation slots, shorter completions or kv_cache f16",
 				"KL reference":     "turn the KL penalty off"}[big.What])
 	}

@@ -22,12 +22,16 @@ func TestPlanIsWhatIsAllocated(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := rand.New(rand.NewPCG(1, 2))
-		if _, err := m.TrainStep(randBatch(r, 2, 4, cfg.Vocab), DefaultOptim(1e-3)); err != nil {
-			t.Fatal(err)
-		}
-		act := m.Cfg.ActivationFloats(2, 4, false)
-		if got := m.own.arena.Len(); got != act+act/4 {
-			t.Errorf("%s: training arena of %d floats, plan %d + a quarter", name, got, act)
+		for _, recompute := range []bool{false, true} {
+			m.Recompute = recompute
+			m.own.arena = nil // the arena only grows: measure each from nothing
+			if _, err := m.TrainStep(randBatch(r, 2, 4, cfg.Vocab), DefaultOptim(1e-3)); err != nil {
+				t.Fatal(err)
+			}
+			act := m.Cfg.ActivationFloats(2, 4, m.Cfg.tiledOn(m.be), recompute)
+			if got := m.own.arena.Len(); got != act+act/4 {
+				t.Errorf("%s, recompute %v: training arena of %d floats, plan %d + a quarter", name, recompute, got, act)
+			}
 		}
 		for _, kv := range []KVType{KVFloat32, KVHalf} {
 			if kv == KVHalf && m.Cfg.HeadSize()%2 != 0 {
@@ -80,7 +84,7 @@ func TestPlanRefusesNamingWhatToChange(t *testing.T) {
 	cfg, _ := ParseConfig("qwen2.5-0.5b", files["config.json"])
 	rows := cfg.Plan(PlanOptions{MicroBatch: 64, Seq: 1024, Slots: 8, Capacity: 1024, Parts: 1})
 	var out bytes.Buffer
-	if err := WritePlan(&out, rows, 80<<30); err == nil || !strings.Contains(err.Error(), "rl.micro_batch") {
+	if err := WritePlan(&out, rows, 80<<30); err == nil || !strings.Contains(err.Error(), "recompute: true") {
 		t.Errorf("activations past 80 GiB: err = %v\n%s", err, out.String())
 	}
 	if err := WritePlan(&out, rows, 4<<30); err == nil || !strings.Contains(err.Error(), "16 bytes a parameter") {

@@ -70,8 +70,10 @@ type Config struct {
 	TotalSteps   int              `json:"total_steps"` // optimizer steps of the whole run, for the cosine schedule
 	MinLRRatio   float64          `json:"min_lr_ratio"`
 	Optim        model.Optim
-	MicroBatch   int    `json:"micro_batch"` // most sequences per forward/backward (microBatches)
-	Seed         uint64 `json:"seed"`
+	MicroBatch   int `json:"micro_batch"` // most sequences per forward/backward (microBatches)
+	// Recompute is model.Model's Recompute for the update's passes.
+	Recompute bool   `json:"recompute,omitempty"`
+	Seed      uint64 `json:"seed"`
 	// Answers is what counts as a final answer (corl's tasks: numbers only).
 	Answers datasets.AnswerRule `json:"answers"`
 	// Checker, when set, keys the answers instead of Answers (see Check).

@@ -192,6 +192,7 @@ func Update(m *Member, ro Rollout, adv [][]float64, c Config, step int) (UpdateS
 		return st, nil // no step, no tokens trained on, no FLOPs
 	}
 	u := prepareUpdate(ro, adv, c)
+	m.Model.Recompute = c.Recompute
 	t0 := time.Now()
 	if err := u.recompute(m, c, &st); err != nil {
 		return st, err

@@ -19,10 +19,14 @@ type RunSpec struct {
 	GRPO            GRPO       `json:"grpo"`
 	Optim           Optim      `json:"optim"`
 	MicroBatchSize  int        `json:"micro_batch_size"`
-	Members         []Member   `json:"members"`
-	Eval            Eval       `json:"eval"`
-	Checkpoint      Checkpoint `json:"checkpoint"`
-	OutputDir       string     `json:"output_dir"`
+	// Recompute keeps one layer's activations in each training pass and
+	// runs each layer's forward again in the backward (model.Model's
+	// Recompute): the same gradients, bit for bit, in less memory.
+	Recompute  bool       `json:"recompute,omitempty"`
+	Members    []Member   `json:"members"`
+	Eval       Eval       `json:"eval"`
+	Checkpoint Checkpoint `json:"checkpoint"`
+	OutputDir  string     `json:"output_dir"`
 	// MaxFLOPs > 0 ends the run after the round in which its FLOPs
 	// (generation, scoring and updates, summed over members) reach it;
 	// rounds is then an upper bound that still sets the learning-rate

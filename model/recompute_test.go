@@ -1,0 +1,108 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/corl-project/corl/gpu"
+	"github.com/corl-project/corl/gpu/cpu"
+)
+
+// TestRecomputeGivesTheSameGradients: with Recompute, a training pass
+// keeps one layer's activations, and its gradients, losses and weights
+// after three steps are the same bits as with every layer's kept, on every
+// tiny shape and on three-layer models (where a middle layer is
+// recomputed), with attention in tiles and stored, on the model's own pass
+// and through Accumulate's passes on threads.
+func TestRecomputeGivesTheSameGradients(t *testing.T) {
+	recomputeSameBits(t, func() gpu.Backend { return cpu.New(2) }, false)
+}
+
+// recomputeSameBits is TestRecomputeGivesTheSameGradients on the backends
+// newBackend opens; unscaled: without the shapes of scaled rotary
+// embeddings, which the backend lacks.
+func recomputeSameBits(t *testing.T, newBackend func() gpu.Backend, unscaled bool) {
+	cfgs := tinyConfigs()
+	for name, cfg := range cfgs {
+		if unscaled && cfg.RopeScaling.Type != "" {
+			delete(cfgs, name)
+		}
+	}
+	cfgs["llama-3-layers"] = Config{Family: Llama, Layers: 3, Dim: 16, Heads: 4, KVHeads: 2, Hidden: 24, Vocab: 11, MaxSeq: 8}
+	cfgs["gpt2-3-layers"] = Config{Family: GPT2, Layers: 3, Dim: 16, Heads: 2, Vocab: 11, MaxSeq: 8}
+	defer func(v bool) { UntiledAttention = v }(UntiledAttention)
+	for name, cfg := range cfgs {
+		for _, untiled := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/untiled=%v", name, untiled), func(t *testing.T) {
+				UntiledAttention = untiled
+				var runs [2][]uint32
+				var losses [2][]float64
+				for i, recompute := range []bool{false, true} {
+					m, err := New(newBackend(), cfg, 7)
+					if err != nil {
+						t.Fatal(err)
+					}
+					m.Recompute = recompute
+					r := rand.New(rand.NewPCG(3, 4))
+					for step := 0; step < 3; step++ {
+						b := randBatch(r, 3, 6, cfg.Vocab)
+						b.Temperature = 0.7
+						loss, err := m.TrainStep(b, DefaultOptim(1e-2))
+						if err != nil {
+							t.Fatal(err)
+						}
+						losses[i] = append(losses[i], loss)
+					}
+					// Accumulate: two passes on threads, their gradients summed.
+					m.ZeroGrad()
+					batches := []Batch{randBatch(r, 2, 5, cfg.Vocab), randBatch(r, 1, 8, cfg.Vocab)}
+					err = m.Accumulate(len(batches), func(j int, p *Pass) error {
+						b := batches[j]
+						if _, _, err := p.ForwardAt(b.Inputs, b.Targets, b.B, b.T, 1, false); err != nil {
+							return err
+						}
+						d := make([]float32, len(b.Inputs))
+						for k := range d {
+							d[k] = -b.Weights[k] / float32(len(d))
+						}
+						return p.Backward(d)
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, buf := range []struct{ name string }{{"params"}, {"grads"}} {
+						src := m.params
+						if buf.name == "grads" {
+							src = m.grads
+						}
+						f := make([]float32, src.Len())
+						m.be.Download(f, src)
+						for _, v := range f {
+							runs[i] = append(runs[i], math.Float32bits(v))
+						}
+					}
+				}
+				for s := range losses[0] {
+					if math.Float64bits(losses[0][s]) != math.Float64bits(losses[1][s]) {
+						t.Errorf("step %d: loss %v kept, %v recomputed", s+1, losses[0][s], losses[1][s])
+					}
+				}
+				diff := 0
+				for k := range runs[0] {
+					if runs[0][k] != runs[1][k] {
+						diff++
+					}
+				}
+				if diff > 0 {
+					t.Errorf("%d of %d weights and gradients differ in bits with recompute", diff, len(runs[0]))
+				}
+				kept, one := cfg.ActivationFloats(3, 6, !untiled, false), cfg.ActivationFloats(3, 6, !untiled, true)
+				if cfg.Layers > 1 && one >= kept {
+					t.Errorf("recompute keeps %d activation floats, every layer's %d", one, kept)
+				}
+			})
+		}
+	}
+}
