@@ -79,6 +79,7 @@ func newPretrainCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	fl.Uint64Var(&f.c.OrderSeed, "order-seed", 0, "batch-sampling seed apart from --seed's initialisation (0: --seed)")
 	fl.IntVar(&f.c.EvalEvery, "eval-every", 100, "steps between evaluations")
 	fl.Float64Var(&f.c.TargetPass, "target-pass", 0, "stop once mean pass@1 reaches this (0: train all steps)")
+	fl.IntVar(&f.c.StopAt, "stop-at", 0, "stop after this step and save its weights, the learning-rate schedule still --steps's (0: no such step)")
 	fl.IntVar(&f.c.MaxNew, "max-new-tokens", 96, "completion length at evaluation")
 	fl.StringVar(&f.out, "out", "", "output directory")
 	fl.StringVar(&f.c.File, "file", "", "pretrain on this JSONL/Parquet file's labelled rows instead of --tasks")

@@ -40,7 +40,12 @@ type Config struct {
 	OrderSeed  uint64  `json:"order_seed,omitempty"`
 	EvalEvery  int     `json:"eval_every"`
 	TargetPass float64 `json:"target_pass_at_1"` // stop once mean pass@1 reaches it (0: never)
-	MaxNew     int     `json:"max_new_tokens"`
+	// StopAt, when non-zero, stops after that step, evaluated and saved
+	// whatever the evaluations before it gave, with the learning-rate
+	// schedule still Steps's: a point on the trajectory of a run that
+	// went on.
+	StopAt int `json:"stop_at,omitempty"`
+	MaxNew int `json:"max_new_tokens"`
 	// File, instead of Tasks: a JSONL/Parquet file of labelled rows,
 	// split by datasets.FileSet under DataSeed; its pretrain rows are
 	// trained on (solution + "The answer is X." when SolutionField names a
@@ -81,6 +86,12 @@ type example struct {
 func Run(ctx context.Context, be gpu.Backend, c Config, out string, log io.Writer) (*Report, error) {
 	if (len(c.Tasks) == 0 && c.File == "") || c.Steps <= 0 || c.Batch <= 0 || c.PerTask <= 0 || c.EvalN <= 0 {
 		return nil, fmt.Errorf("pretrain: tasks (or a file), steps, batch, per_task and eval_per_task must be set and positive")
+	}
+	if c.StopAt < 0 || c.StopAt > c.Steps {
+		return nil, fmt.Errorf("pretrain: stop_at %d outside 1..steps (%d)", c.StopAt, c.Steps)
+	}
+	if c.StopAt > 0 && c.TargetPass > 0 {
+		return nil, fmt.Errorf("pretrain: stop_at %d and target_pass_at_1 %g are two stopping rules: set one (--target-pass 0)", c.StopAt, c.TargetPass)
 	}
 	tok := tokenizer.NewBytes()
 	c.Model.Vocab = tok.VocabSize()
@@ -177,7 +188,7 @@ func trainLoop(ctx context.Context, m *model.Model, tok tokenizer.Tokenizer, c C
 		if step%25 == 0 || step == 1 {
 			fmt.Fprintf(log, "step %d/%d  loss %.4f  lr %.2e  %.0f tok/s\n", step, c.Steps, loss, opt.LR, float64(tokens)/time.Since(start).Seconds())
 		}
-		if step%evalEvery == 0 || step == c.Steps {
+		if step%evalEvery == 0 || step == c.Steps || step == c.StopAt {
 			res, err := evaluate.PassAt1(m, tok, eval, c.MaxNew, rule)
 			if err != nil {
 				return nil, err
@@ -188,6 +199,10 @@ func trainLoop(ctx context.Context, m *model.Model, tok tokenizer.Tokenizer, c C
 			}
 			fmt.Fprintln(log)
 			lastEval = step
+			if step == c.StopAt {
+				rep.BestStep, rep.Eval = step, res
+				break
+			}
 			if res.PassAt1 >= bestPass { // the later of equals: more training at the same score
 				bestPass, rep.BestStep, rep.Eval = res.PassAt1, step, res
 				if best, err = m.CopyParams(); err != nil {

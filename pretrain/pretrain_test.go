@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/corl-project/corl/datasets"
@@ -97,5 +98,54 @@ func TestOrderSeedSetsOnlyTheOrder(t *testing.T) {
 	}
 	if slices.Equal(same, other) {
 		t.Errorf("order seed 2 trained the same weights as order seed 1")
+	}
+}
+
+// TestStopAtIsAPointOnTheLongerRun: stop_at saves that step's weights
+// whatever the evaluations before it gave, with the learning rate of the
+// longer schedule: the same weights however often the run evaluated, and
+// others than a run whose schedule ends there. Two stopping rules, or a
+// step past the schedule, are refused.
+func TestStopAtIsAPointOnTheLongerRun(t *testing.T) {
+	c := Config{Model: model.Config{Family: model.Llama, Layers: 1, Dim: 32, Heads: 2, MaxSeq: 128},
+		Tasks: []string{"mod"}, DataSeed: 1, PerTask: 200, MaxLevel: 1, Views: 1, EvalN: 4, Steps: 12, Batch: 4,
+		LR: 3e-3, Warmup: 1, Seed: 1, MaxNew: 4}
+	run := func(c Config) ([]float32, *Report) {
+		out := filepath.Join(t.TempDir(), "base")
+		rep, err := Run(context.Background(), cpu.New(1), c, out, &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := model.LoadHF(cpu.New(1), out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := m.CopyParams()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w, rep
+	}
+	c.StopAt = 7
+	once, rep := run(c)
+	if rep.Steps != 7 || rep.BestStep != 7 {
+		t.Errorf("stop_at 7 trained %d steps and saved step %d", rep.Steps, rep.BestStep)
+	}
+	c.EvalEvery = 2
+	often, rep := run(c)
+	if rep.BestStep != 7 || !slices.Equal(once, often) {
+		t.Errorf("evaluating every 2 steps saved step %d; the same weights as one evaluation: %v", rep.BestStep, slices.Equal(once, often))
+	}
+	short := c
+	short.StopAt, short.Steps = 0, 7
+	if ended, _ := run(short); slices.Equal(once, ended) {
+		t.Errorf("stop_at 7 of 12 steps trained the weights of a 7-step schedule")
+	}
+	for _, bad := range []Config{{StopAt: 13}, {StopAt: 5, TargetPass: 0.3}} {
+		b := c
+		b.StopAt, b.TargetPass = bad.StopAt, bad.TargetPass
+		if _, err := Run(context.Background(), cpu.New(1), b, t.TempDir(), &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "stop_at") {
+			t.Errorf("stop_at %d, target %g: err = %v", bad.StopAt, bad.TargetPass, err)
+		}
 	}
 }
