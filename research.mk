@@ -4,7 +4,7 @@
 # runs from the repository root; each campaign takes hours and resumes
 # where it stopped. None of them is part of `make test`.
 
-.PHONY: paper-table zoo zoo-natural zoo-own composition-tune composition-tune-rerun composition composition-anchors collapse composition-analysis own-task-tune own-task own-task-analysis pooled-analysis redraw zoo-diversity diversity-check diversity diversity-analysis
+.PHONY: paper-table zoo zoo-natural zoo-own composition-tune composition-tune-rerun composition composition-anchors collapse composition-analysis own-task-tune own-task own-task-analysis pooled-analysis redraw zoo-diversity diversity-check diversity diversity-analysis per-member per-member-analysis
 
 # The comparison table (examples/paper-table.yaml: every reward, five
 # seeds, the test split) from nothing to results/paper-table/: about four
@@ -166,14 +166,14 @@ own-task-tune: build $(OWN_ROWS)
 own-task: build $(OWN_ROWS)
 	$(OWN_TASK) CORL_PAPER_SWEEP=examples/own-task/study/test.yaml CORL_PAPER_OUT=results/own-task scripts/paper-table.sh
 
-# The diversity 2x2 (results/diversity/plan.md), not run yet. Its two new
-# bases follow M's and init2's own pretraining runs (same seeds, data
-# order and schedule, so the same trajectories) and stop elsewhere: M
-# trained on to init2's held-out pass@1 (0.37), init2 stopped at M's
-# (0.325, evaluated every 50 steps to stop near it).
+# The diversity 2x2 (results/diversity/plan.md). Its two new bases follow
+# M's and init2's own pretraining runs (same seeds, data order and
+# schedule, so the same trajectories) and stop elsewhere (--stop-at): M
+# trained on to step 1250, init2 stopped at step 1200, the steps the
+# plan's matching on validation chose.
 zoo-diversity: build
-	bin/corl pretrain $(ZOO_NAT_LLAMA) $(ZOO_NAT) --seed 11 --target-pass 0.37 --out examples/zoo/nat-llama-cont
-	bin/corl pretrain $(ZOO_NAT_LLAMA) $(ZOO_NAT) --seed 12 --order-seed 11 --eval-every 50 --target-pass 0.325 --out examples/zoo/nat-llama-init2-early
+	bin/corl pretrain $(ZOO_NAT_LLAMA) $(ZOO_NAT) --seed 11 --target-pass 0 --stop-at 1250 --out examples/zoo/nat-llama-cont
+	bin/corl pretrain $(ZOO_NAT_LLAMA) $(ZOO_NAT) --seed 12 --order-seed 11 --eval-every 50 --target-pass 0 --stop-at 1200 --out examples/zoo/nat-llama-init2-early
 # The plan's matching check, on the validation split only: each new base's
 # sampled pass@1 against the base it must match.
 DIVERSITY_EVAL := --split validation --tasks linear,mod --max-level 2 --n 250 --samples 4 --max-new-tokens 64 --threads 1
@@ -189,3 +189,19 @@ diversity-analysis: build
 	mkdir -p results/diversity-analysis
 	bin/corl report results/diversity --member nat-llama -o "" $(DIVERSITY_PRIMARY) --equivalence 0.01 --contrasts-md results/diversity-analysis/primary.md >/dev/null
 	bin/corl report results/diversity --member nat-llama -o "" $(DIVERSITY_SECONDARY) --contrasts-md results/diversity-analysis/secondary.md >/dev/null
+
+# The claim per member (results/per-member/plan.md): each composition peer
+# alone under self-vote; its cohort arm is results/composition's records.
+per-member: build
+	CORL_PAPER_DIR=corl-data/per-member CORL_PAPER_PORT=7293 CORL_PAPER_MEMBER=nat-llama-init2 CORL_PAPER_SWEEP=examples/composition/per-member.yaml CORL_PAPER_OUT=results/per-member scripts/paper-table.sh
+# Each run is scored on the first of these members it has: a peer's cohort
+# and the peer alone; Holm over the five planned contrasts.
+PER_MEMBER_PEERS := nat-llama-init2,nat-llama-order2,nat-llama-small,nat-gpt2,nat-llama-reph
+PER_MEMBER_CONTRASTS := --contrast "init2: cohort - alone|co-rl-init-seed|alone-init2" \
+	--contrast "order2: cohort - alone|co-rl-data-order|alone-order2" \
+	--contrast "small: cohort - alone|co-rl-smaller|alone-small" \
+	--contrast "gpt2: cohort - alone|co-rl-other-family|alone-gpt2" \
+	--contrast "reph: cohort - alone|co-rl-rephrased|alone-reph"
+per-member-analysis: build
+	mkdir -p results/per-member-analysis
+	bin/corl report results/composition results/per-member --member $(PER_MEMBER_PEERS) -o "" --md results/per-member-analysis/table.md $(PER_MEMBER_CONTRASTS) --contrasts-md results/per-member-analysis/contrasts.md >/dev/null
