@@ -115,7 +115,7 @@ a parameter), a KL reference copy with --kl, the training pass's
 activations for --micro-batch sequences of --seq tokens (with --tiled=false,
 as on the CPU backend, attention's probabilities are kept too, and grow with
 the square of --seq; with --recompute, one layer's and the residual stream
-entering each), and the generation cache of
+entering each; with --logit-rows N, N tokens' logits), and the generation cache of
 --slots sequences of --capacity positions with its scratch rows. With
 --memory-gib, a plan past it exits with an error naming what to change.
 
@@ -125,6 +125,7 @@ Examples:
   corl model plan --shape qwen2.5-0.5b --memory-gib 80
   corl model plan --shape qwen2.5-7b --micro-batch 1 --seq 2048 --memory-gib 80
   corl model plan --shape qwen2.5-1.5b --micro-batch 16 --recompute --memory-gib 80
+  corl model plan --shape qwen2.5-1.5b --micro-batch 16 --recompute --logit-rows 1024
   corl model plan --model examples/bases/llama-small --micro-batch 16 --seq 128`
 
 func newModelPlanCmd(stdio IO) *cobra.Command {
@@ -179,6 +180,7 @@ func newModelPlanCmd(stdio IO) *cobra.Command {
 	RegisterWeights(fl, &weights)
 	fl.BoolVar(&o.Reference, "kl", false, "keep a KL reference copy")
 	fl.BoolVar(&o.Recompute, "recompute", false, "recompute each layer's activations in the backward (the spec's recompute: true): one layer's kept")
+	fl.IntVar(&o.LogitRows, "logit-rows", 0, "compute the logits this many tokens at a time (the spec's logit_rows; 0: every token's kept)")
 	fl.BoolVar(&o.Tiled, "tiled", true, "attention in tiles, as the CUDA backend trains (false: stored probabilities, as the CPU backend does)")
 	fl.Float64Var(&memory, "memory-gib", 0, "device memory in GiB to check the plan against (0: none)")
 	return cmd

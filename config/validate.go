@@ -84,6 +84,9 @@ func validateRun(s *RunSpec, bad func(error)) {
 	if s.Eval.Temperature < 0 {
 		bad(fmt.Errorf("eval.temperature: %v must not be negative", s.Eval.Temperature))
 	}
+	if s.LogitRows < 0 {
+		bad(fmt.Errorf("logit_rows: %d must be 0 (every token's logits) or positive", s.LogitRows))
+	}
 	if s.Generation.NumGenerations == 1 {
 		bad(fmt.Errorf("generation.num_generations: 1 gives every group zero variance (no advantage, nothing learned); use at least 2"))
 	}

@@ -23,6 +23,7 @@ type activations struct {
 	// recompute: every layer's entries below res are one layer's buffers,
 	// refilled by layerForward before the backward differentiates a layer.
 	recompute             bool
+	logitRows             int          // rows of logits held at once (B*T: all of them)
 	attOut                []gpu.Buffer // (N, NH*HS)
 	fc                    []gpu.Buffer // gpt2 (N, H) pre-GELU; llama (N, 2H) gate|up
 	act                   []gpu.Buffer // (N, H) after GELU / SwiGLU
@@ -39,11 +40,12 @@ type activations struct {
 
 func (p *Pass) activationsFor(B, T int) *activations {
 	m := p.m
-	if a := p.acts; a != nil && a.B == B && a.T == T && a.recompute == m.Recompute {
+	rows := logitRows(B*T, m.LogitRows)
+	if a := p.acts; a != nil && a.B == B && a.T == T && a.recompute == m.Recompute && a.logitRows == rows {
 		return a
 	}
 	c := m.Cfg
-	a := &activations{B: B, T: T, pos: make([]int32, B*T), flash: c.tiledOn(p.be), recompute: m.Recompute}
+	a := &activations{B: B, T: T, pos: make([]int32, B*T), flash: c.tiledOn(p.be), recompute: m.Recompute, logitRows: rows}
 	for i := range a.pos {
 		a.pos[i] = int32(i % T)
 	}
@@ -114,7 +116,7 @@ func (a *activations) carve(c Config, take func(n int) gpu.Buffer) int {
 	a.attOut = many(L, N*QD)
 	a.fc, a.act = many(L, N*fcW), many(L, N*H)
 	a.lnf, a.meanf, a.rstdf = one(N*C), one(N), one(N)
-	a.logits, a.logp, a.stats = one(N*c.Vocab), one(N), one(2*N)
+	a.logits, a.logp, a.stats = one(a.logitRows*c.Vocab), one(N), one(2*N)
 	a.dres, a.dln, a.dattOut, a.tmp = one(N*C), one(N*C), one(N*QD), one(N*C)
 	a.dq, a.dk, a.dv = one(N*QD), one(N*KVD), one(N*KVD)
 	a.dfc, a.dact = one(N*fcW), one(N*H)
@@ -126,9 +128,19 @@ func (a *activations) carve(c Config, take func(n int) gpu.Buffer) int {
 // longer batches); tiled: attention through gpu.FlashAttention, which keeps
 // a log-sum-exp per query where the other keeps T probabilities;
 // recompute: Model.Recompute, one layer's activations and the residual
-// stream entering each.
-func (c Config) ActivationFloats(B, T int, tiled, recompute bool) int {
-	return (&activations{B: B, T: T, flash: tiled, recompute: recompute}).carve(c, func(int) gpu.Buffer { return nil })
+// stream entering each; rows: Model.LogitRows (0: every token's logits).
+func (c Config) ActivationFloats(B, T int, tiled, recompute bool, rows int) int {
+	a := &activations{B: B, T: T, flash: tiled, recompute: recompute, logitRows: logitRows(B*T, rows)}
+	return a.carve(c, func(int) gpu.Buffer { return nil })
+}
+
+// logitRows is the rows of logits a pass of N tokens holds at once under
+// Model.LogitRows rows.
+func logitRows(N, rows int) int {
+	if rows <= 0 || rows > N {
+		return N
+	}
+	return rows
 }
 
 // UntiledAttention, when set, keeps training on AttentionForward's stored
@@ -216,16 +228,16 @@ func (p *Pass) ForwardAt(inputs, targets []int32, B, T int, temperature float32,
 		p.layerForward(a, l, shape, true)
 	}
 	m.normOn(be, a.lnf, a.meanf, a.rstdf, a.res[c.Layers], lo.normfW, lo.normfB, N)
-	be.MatMulForward(a.logits, a.lnf, m.view(m.params, lo.lmHead), nil, N, C, c.Vocab)
 	a.temperature = temperature
-	if temperature != 1 {
-		be.Scale(a.logits, N*c.Vocab, 1/temperature)
+	for r := 0; r < N; r += a.logitRows {
+		n := min(a.logitRows, N-r)
+		logits := p.headLogits(a, r, n)
+		var st gpu.Buffer
+		if withStats {
+			st = a.stats.Slice(2*r, 2*n)
+		}
+		be.TokenLogProbs(a.logp.Slice(r, n), st, logits, targets[r:r+n], n, c.Vocab)
 	}
-	var st gpu.Buffer
-	if withStats {
-		st = a.stats
-	}
-	be.TokenLogProbs(a.logp, st, a.logits, targets, N, c.Vocab)
 	logp = make([]float32, N)
 	be.Download(logp, a.logp)
 	if withStats {
@@ -236,6 +248,19 @@ func (p *Pass) ForwardAt(inputs, targets []int32, B, T int, temperature float32,
 		return nil, nil, fmt.Errorf("forward: %w", err)
 	}
 	return logp, stats, nil
+}
+
+// headLogits computes the logits of a's tokens r..r+n (divided by the
+// temperature) into the first n rows of a.logits, and returns them.
+func (p *Pass) headLogits(a *activations, r, n int) gpu.Buffer {
+	m, be := p.m, p.be
+	C, V := m.Cfg.Dim, m.Cfg.Vocab
+	logits := a.logits.Slice(0, n*V)
+	be.MatMulForward(logits, a.lnf.Slice(r*C, n*C), m.view(m.params, m.lo.lmHead), nil, n, C, V)
+	if a.temperature != 1 {
+		be.Scale(logits, n*V, 1/a.temperature)
+	}
+	return logits
 }
 
 // layerForward runs layer l of a's pass from the residual stream entering
@@ -298,13 +323,20 @@ func (p *Pass) Backward(dlogp []float32) error {
 	}
 	G := func(i int) gpu.Buffer { return m.view(p.grads, i) }
 	P := func(i int) gpu.Buffer { return m.view(m.params, i) }
-	dlogits := a.logits // the logits are dead after this: reuse their memory
-	be.TokenLogProbsBackward(dlogits, a.logits, a.targets, dlogp, N, c.Vocab)
-	if a.temperature != 1 { // logits/T: d/dlogits = d/d(logits/T) / T
-		be.Scale(dlogits, N*c.Vocab, 1/a.temperature)
-	}
 	be.Zero(a.dln)
-	be.MatMulBackward(a.dln, G(lo.lmHead), nil, dlogits, a.lnf, P(lo.lmHead), N, C, c.Vocab)
+	for r := 0; r < N; r += a.logitRows {
+		n := min(a.logitRows, N-r)
+		logits := a.logits.Slice(0, n*c.Vocab)
+		if a.logitRows < N { // the forward's are another block's: compute these again
+			logits = p.headLogits(a, r, n)
+		}
+		dlogits := logits // the logits are dead after this: reuse their memory
+		be.TokenLogProbsBackward(dlogits, logits, a.targets[r:r+n], dlogp[r:r+n], n, c.Vocab)
+		if a.temperature != 1 { // logits/T: d/dlogits = d/d(logits/T) / T
+			be.Scale(dlogits, n*c.Vocab, 1/a.temperature)
+		}
+		be.MatMulBackward(a.dln.Slice(r*C, n*C), G(lo.lmHead), nil, dlogits, a.lnf.Slice(r*C, n*C), P(lo.lmHead), n, C, c.Vocab)
+	}
 	be.Zero(a.dres)
 	p.normBackward(a.dres, a.dln, a.res[c.Layers], a.meanf, a.rstdf, lo.normfW, lo.normfB, N)
 	shape := gpu.AttnShape{B: B, Tq: T, Tk: T, Tcap: T, NH: c.Heads, NKV: c.KVHeads, HS: HS}

@@ -556,6 +556,8 @@ func (m *Model) downloadLogits(kc *Cache, n int) ([]float32, error) {
 // returns every position's logits (B*T, V): the reference the cached path
 // must agree with, and what a prefix-recomputing generator would use.
 func (m *Model) ForwardLogits(inputs []int32, B, T int) ([]float32, error) {
+	defer func(rows int) { m.LogitRows = rows }(m.LogitRows)
+	m.LogitRows = 0 // every row's logits, kept
 	if _, _, err := m.Forward(inputs, inputs, B, T, false); err != nil {
 		return nil, err
 	}

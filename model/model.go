@@ -33,6 +33,14 @@ type Model struct {
 	// compute. The gradients are the same bits either way (every operation
 	// is deterministic, and the recomputed values are the stored ones).
 	Recompute bool
+	// LogitRows, when positive, computes a training pass's logits that
+	// many rows (tokens) at a time: the forward keeps each token's
+	// log-probability and the backward computes each block's logits again,
+	// so the pass holds LogitRows x vocabulary logits, not one row a token
+	// (a 151,936-token vocabulary: 0.6 MB a token). The log-probabilities
+	// and the gradients but the output head's are the same bits; the head's
+	// sums over tokens add block by block.
+	LogitRows int
 	// Generation is the checkpoint's generation_config.json (LoadHF; zero
 	// for a new model).
 	Generation Generation

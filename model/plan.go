@@ -30,6 +30,9 @@ type PlanOptions struct {
 	// Recompute is Model.Recompute: a training pass keeps one layer's
 	// activations and the residual stream entering each layer.
 	Recompute bool
+	// LogitRows is Model.LogitRows: the rows of logits a pass holds at once
+	// (0: one a token).
+	LogitRows int
 	// BF16Weights adds the bfloat16 copy of the weights that generation
 	// reads while it runs with weights bf16 or bf16-act.
 	BF16Weights bool
@@ -59,10 +62,13 @@ func (c Config) Plan(o PlanOptions) []PlanRow {
 		rows = append(rows, PlanRow{"KL reference", 4 * P, "a frozen float32 copy"})
 	}
 	tiled := o.Tiled && c.HeadSize() <= gpu.FlashMaxHead
-	act := int64(c.ActivationFloats(o.MicroBatch, o.Seq, tiled, o.Recompute))
+	act := int64(c.ActivationFloats(o.MicroBatch, o.Seq, tiled, o.Recompute, o.LogitRows))
 	how := fmt.Sprintf("micro-batch %d x %d tokens, +25%% arena; ", o.MicroBatch, o.Seq)
 	if o.Recompute {
 		how += "recompute: one layer's activations; "
+	}
+	if rows := logitRows(o.MicroBatch*o.Seq, o.LogitRows); rows < o.MicroBatch*o.Seq {
+		how += fmt.Sprintf("logits %d rows at a time; ", rows)
 	}
 	if tiled {
 		how += "attention in tiles"
@@ -143,7 +149,7 @@ func WritePlan(w io.Writer, rows []PlanRow, memory int64) error {
 	advice := "the model's own state (16 bytes a parameter) does not fit: a smaller member or a larger device"
 	if PlanBytes(rows[:3]) <= memory {
 		advice = fmt.Sprintf("the largest item past the model's state is %s (%s): %s", big.What, gib(big.Bytes),
-			map[string]string{"training activations": "recompute: true (one layer's activations kept), a lower micro_batch_size or a shorter sequence",
+			map[string]string{"training activations": "recompute: true (one layer's activations kept), logit_rows (say 1024: the logits a block of tokens at a time), a lower micro_batch_size or a shorter sequence",
 				"generation cache": "fewer generation slots, shorter completions or kv_cache f16",
 				"KL reference":     "turn the KL penalty off"}[big.What])
 	}

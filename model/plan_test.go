@@ -23,14 +23,16 @@ func TestPlanIsWhatIsAllocated(t *testing.T) {
 		}
 		r := rand.New(rand.NewPCG(1, 2))
 		for _, recompute := range []bool{false, true} {
-			m.Recompute = recompute
-			m.own.arena = nil // the arena only grows: measure each from nothing
-			if _, err := m.TrainStep(randBatch(r, 2, 4, cfg.Vocab), DefaultOptim(1e-3)); err != nil {
-				t.Fatal(err)
-			}
-			act := m.Cfg.ActivationFloats(2, 4, m.Cfg.tiledOn(m.be), recompute)
-			if got := m.own.arena.Len(); got != act+act/4 {
-				t.Errorf("%s, recompute %v: training arena of %d floats, plan %d + a quarter", name, recompute, got, act)
+			for _, rows := range []int{0, 3} {
+				m.Recompute, m.LogitRows = recompute, rows
+				m.own.arena = nil // the arena only grows: measure each from nothing
+				if _, err := m.TrainStep(randBatch(r, 2, 4, cfg.Vocab), DefaultOptim(1e-3)); err != nil {
+					t.Fatal(err)
+				}
+				act := m.Cfg.ActivationFloats(2, 4, m.Cfg.tiledOn(m.be), recompute, rows)
+				if got := m.own.arena.Len(); got != act+act/4 {
+					t.Errorf("%s, recompute %v, logit rows %d: training arena of %d floats, plan %d + a quarter", name, recompute, rows, got, act)
+				}
 			}
 		}
 		for _, kv := range []KVType{KVFloat32, KVHalf} {

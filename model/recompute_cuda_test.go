@@ -23,3 +23,13 @@ func TestRecomputeOnEmulatedCUDA(t *testing.T) {
 	}
 	recomputeSameBits(t, func() gpu.Backend { return be }, true)
 }
+
+// TestLogitRowsOnEmulatedCUDA is TestLogitRowsKeepTheBits on the CUDA
+// backend over the emulated driver.
+func TestLogitRowsOnEmulatedCUDA(t *testing.T) {
+	be, err := cuda.Open(cuda.Options{Driver: cuda.Emulator(t, ".."), CUBLAS: "off"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logitRowsKeepBits(t, func() gpu.Backend { return be }, true)
+}

@@ -98,11 +98,98 @@ func recomputeSameBits(t *testing.T, newBackend func() gpu.Backend, unscaled boo
 				if diff > 0 {
 					t.Errorf("%d of %d weights and gradients differ in bits with recompute", diff, len(runs[0]))
 				}
-				kept, one := cfg.ActivationFloats(3, 6, !untiled, false), cfg.ActivationFloats(3, 6, !untiled, true)
+				kept, one := cfg.ActivationFloats(3, 6, !untiled, false, 0), cfg.ActivationFloats(3, 6, !untiled, true, 0)
 				if cfg.Layers > 1 && one >= kept {
 					t.Errorf("recompute keeps %d activation floats, every layer's %d", one, kept)
 				}
 			})
 		}
 	}
+}
+
+// TestLogitRowsKeepTheBits: with LogitRows, a pass computes its logits a
+// block of tokens at a time (forward, and again in the backward). The
+// log-probabilities and statistics are the same bits as with every row's
+// logits kept, and so is every gradient but the output head's, whose sums
+// over tokens add block by block (within float32 rounding of it); the
+// pass keeps a block's logits; on every tiny shape, with blocks that do
+// and do not divide the tokens, at a temperature.
+func TestLogitRowsKeepTheBits(t *testing.T) {
+	logitRowsKeepBits(t, func() gpu.Backend { return cpu.New(2) }, false)
+}
+
+func logitRowsKeepBits(t *testing.T, newBackend func() gpu.Backend, unscaled bool) {
+	for name, cfg := range tinyConfigs() {
+		if unscaled && cfg.RopeScaling.Type != "" {
+			continue
+		}
+		for _, rows := range []int{4, 7} {
+			t.Run(fmt.Sprintf("%s/rows=%d", name, rows), func(t *testing.T) {
+				var logps, stats [2][]float32
+				var grads [2][]float32
+				var head Tensor
+				for i, lr := range []int{0, rows} {
+					m, err := New(newBackend(), cfg, 5)
+					if err != nil {
+						t.Fatal(err)
+					}
+					m.LogitRows = lr
+					head = m.lo.tensors[m.lo.lmHead]
+					b := randBatch(rand.New(rand.NewPCG(8, 9)), 3, 7, cfg.Vocab)
+					lp, st, err := m.ForwardAt(b.Inputs, b.Targets, b.B, b.T, 0.8, true)
+					if err != nil {
+						t.Fatal(err)
+					}
+					d := make([]float32, len(lp))
+					for k := range d {
+						d[k] = -b.Weights[k] / float32(len(d))
+					}
+					m.ZeroGrad()
+					if err := m.Backward(d); err != nil {
+						t.Fatal(err)
+					}
+					g := make([]float32, m.grads.Len())
+					m.be.Download(g, m.grads)
+					logps[i], stats[i], grads[i] = lp, st, g
+					if lr > 0 {
+						if got, want := m.own.acts.logits.Len(), rows*cfg.Vocab; got != want {
+							t.Errorf("logits buffer of %d floats, want %d", got, want)
+						}
+					}
+				}
+				if !bitsEqual(logps[0], logps[1]) || !bitsEqual(stats[0], stats[1]) {
+					t.Errorf("log-probabilities or statistics differ in bits")
+				}
+				var maxHead float64
+				for k := range grads[0] {
+					inHead := k >= head.Off && k < head.Off+head.Size()
+					a, b := grads[0][k], grads[1][k]
+					if !inHead && math.Float32bits(a) != math.Float32bits(b) {
+						t.Fatalf("gradient %d outside the head: %v kept, %v by blocks", k, a, b)
+					}
+					if inHead {
+						maxHead = max(maxHead, math.Abs(float64(a)))
+					}
+				}
+				for k := head.Off; k < head.Off+head.Size(); k++ {
+					if diff := math.Abs(float64(grads[0][k] - grads[1][k])); diff > 1e-6*maxHead+1e-9 {
+						t.Errorf("head gradient %d: %v kept, %v by blocks", k, grads[0][k], grads[1][k])
+						break
+					}
+				}
+			})
+		}
+	}
+}
+
+func bitsEqual(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
 }

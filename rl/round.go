@@ -72,7 +72,9 @@ type Config struct {
 	Optim        model.Optim
 	MicroBatch   int `json:"micro_batch"` // most sequences per forward/backward (microBatches)
 	// Recompute is model.Model's Recompute for the update's passes.
-	Recompute bool   `json:"recompute,omitempty"`
+	Recompute bool `json:"recompute,omitempty"`
+	// LogitRows is model.Model's LogitRows for the update's passes.
+	LogitRows int    `json:"logit_rows,omitempty"`
 	Seed      uint64 `json:"seed"`
 	// Answers is what counts as a final answer (corl's tasks: numbers only).
 	Answers datasets.AnswerRule `json:"answers"`

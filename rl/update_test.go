@@ -2,10 +2,12 @@ package rl
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/corl-project/corl/gpu/cpu"
 	"github.com/corl-project/corl/model"
+	"github.com/corl-project/corl/spec"
 	"github.com/corl-project/corl/tokenizer"
 )
 
@@ -275,6 +277,50 @@ func TestMicroBatchesCutByCountAndTokens(t *testing.T) {
 		}
 		if next != len(cs) {
 			t.Fatalf("micro %d: passes end at %d of %d", micro, next, len(cs))
+		}
+	}
+}
+
+// TestUpdateMemoryOptions: the spec's recompute and logit_rows reach the
+// update's passes (the model ends the update set so) and give the same
+// loss, and weights within float32 rounding of the output head's sums, as
+// an update without them (with recompute alone: the same bits).
+func TestUpdateMemoryOptions(t *testing.T) {
+	tok := tokenizer.NewBytes()
+	c := ConfigFromSpec(&spec.RunSpec{Recompute: true, LogitRows: 5})
+	if !c.Recompute || c.LogitRows != 5 {
+		t.Fatalf("ConfigFromSpec: recompute %v, logit rows %d", c.Recompute, c.LogitRows)
+	}
+	weights := func(recompute bool, rows int) (float64, []float32) {
+		m := tinyMember(t, 6)
+		ro, adv := handRollout(t, tok)
+		uc := updateConfig(TokenMean, 0)
+		uc.Recompute, uc.LogitRows = recompute, rows
+		st, err := Update(m, ro, adv, uc, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Model.Recompute != recompute || m.Model.LogitRows != rows {
+			t.Errorf("the update ran with recompute %v, logit rows %d; want %v, %d", m.Model.Recompute, m.Model.LogitRows, recompute, rows)
+		}
+		w, err := m.Model.CopyParams()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Loss, w
+	}
+	loss0, w0 := weights(false, 0)
+	loss1, w1 := weights(true, 0)
+	if loss0 != loss1 || !slices.Equal(w0, w1) {
+		t.Errorf("recompute changed the update: loss %v against %v", loss1, loss0)
+	}
+	loss2, w2 := weights(true, 5)
+	if math.Abs(loss2-loss0) > 1e-9 {
+		t.Errorf("logit rows 5: loss %v against %v", loss2, loss0)
+	}
+	for i := range w0 {
+		if math.Abs(float64(w2[i]-w0[i])) > 1e-6 {
+			t.Fatalf("logit rows 5: weight %d %v against %v", i, w2[i], w0[i])
 		}
 	}
 }

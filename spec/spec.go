@@ -22,7 +22,11 @@ type RunSpec struct {
 	// Recompute keeps one layer's activations in each training pass and
 	// runs each layer's forward again in the backward (model.Model's
 	// Recompute): the same gradients, bit for bit, in less memory.
-	Recompute  bool       `json:"recompute,omitempty"`
+	Recompute bool `json:"recompute,omitempty"`
+	// LogitRows > 0 computes a training pass's logits that many tokens at
+	// a time (model.Model's LogitRows): a block's logits held, not every
+	// token's.
+	LogitRows  int        `json:"logit_rows,omitempty"`
 	Members    []Member   `json:"members"`
 	Eval       Eval       `json:"eval"`
 	Checkpoint Checkpoint `json:"checkpoint"`
