@@ -182,9 +182,9 @@ diversity-check: build
 	bin/corl eval --model examples/zoo/nat-llama-init2-early --compare examples/zoo/nat-llama $(DIVERSITY_EVAL)
 diversity: build
 	CORL_PAPER_DIR=corl-data/diversity CORL_PAPER_PORT=7283 CORL_PAPER_MEMBER=nat-llama CORL_PAPER_SWEEP=examples/diversity/test.yaml CORL_PAPER_OUT=results/diversity scripts/paper-table.sh
-DIVERSITY_PRIMARY := --contrast "diversity at matched accuracy|nat-llama-init2-early; nat-llama-init2|nat-llama-copy; nat-llama-cont"
-DIVERSITY_SECONDARY := --contrast "accuracy at matched lineage|nat-llama-cont; nat-llama-init2|nat-llama-copy; nat-llama-init2-early" \
-	--contrast "interaction|nat-llama-init2; nat-llama-copy|nat-llama-cont; nat-llama-init2-early"
+DIVERSITY_PRIMARY := --contrast "diversity at matched accuracy|peer-init2-early; peer-init2|peer-copy; peer-continued"
+DIVERSITY_SECONDARY := --contrast "accuracy at matched lineage|peer-continued; peer-init2|peer-copy; peer-init2-early" \
+	--contrast "interaction|peer-init2; peer-copy|peer-continued; peer-init2-early"
 diversity-analysis: build
 	mkdir -p results/diversity-analysis
 	bin/corl report results/diversity --member nat-llama -o "" $(DIVERSITY_PRIMARY) --equivalence 0.01 --contrasts-md results/diversity-analysis/primary.md >/dev/null
@@ -193,7 +193,7 @@ diversity-analysis: build
 # The claim per member (results/per-member/plan.md): each composition peer
 # alone under self-vote; its cohort arm is results/composition's records.
 per-member: build
-	CORL_PAPER_DIR=corl-data/per-member CORL_PAPER_PORT=7293 CORL_PAPER_MEMBER=nat-llama-init2 CORL_PAPER_SWEEP=examples/composition/per-member.yaml CORL_PAPER_OUT=results/per-member scripts/paper-table.sh
+	CORL_PAPER_DIR=corl-data/per-member CORL_PAPER_PORT=7293 CORL_PAPER_MEMBER=$(PER_MEMBER_PEERS) CORL_PAPER_SWEEP=examples/composition/per-member.yaml CORL_PAPER_OUT=results/per-member scripts/paper-table.sh
 # Each run is scored on the first of these members it has: a peer's cohort
 # and the peer alone; Holm over the five planned contrasts.
 PER_MEMBER_PEERS := nat-llama-init2,nat-llama-order2,nat-llama-small,nat-gpt2,nat-llama-reph
