@@ -195,13 +195,15 @@ diversity-analysis: build
 per-member: build
 	CORL_PAPER_DIR=corl-data/per-member CORL_PAPER_PORT=7293 CORL_PAPER_MEMBER=$(PER_MEMBER_PEERS) CORL_PAPER_SWEEP=examples/composition/per-member.yaml CORL_PAPER_OUT=results/per-member scripts/paper-table.sh
 # Each run is scored on the first of these members it has: a peer's cohort
-# and the peer alone; Holm over the five planned contrasts.
+# and the peer alone; Holm over the five planned contrasts. The cohort rows
+# are named by their labels' ends, as the composition records (which
+# predate method names) label them.
 PER_MEMBER_PEERS := nat-llama-init2,nat-llama-order2,nat-llama-small,nat-gpt2,nat-llama-reph
-PER_MEMBER_CONTRASTS := --contrast "init2: cohort - alone|co-rl-init-seed|alone-init2" \
-	--contrast "order2: cohort - alone|co-rl-data-order|alone-order2" \
-	--contrast "small: cohort - alone|co-rl-smaller|alone-small" \
-	--contrast "gpt2: cohort - alone|co-rl-other-family|alone-gpt2" \
-	--contrast "reph: cohort - alone|co-rl-rephrased|alone-reph"
+PER_MEMBER_CONTRASTS := --contrast "init2: cohort - alone|nat-llama + nat-llama-init2|alone-init2" \
+	--contrast "order2: cohort - alone|nat-llama + nat-llama-order2|alone-order2" \
+	--contrast "small: cohort - alone|nat-llama + nat-llama-small|alone-small" \
+	--contrast "gpt2: cohort - alone|members nat-llama + nat-gpt2|alone-gpt2" \
+	--contrast "reph: cohort - alone|rephrased (peer-ring)|alone-reph"
 per-member-analysis: build
 	mkdir -p results/per-member-analysis
 	bin/corl report results/composition results/per-member --member $(PER_MEMBER_PEERS) -o "" --md results/per-member-analysis/table.md $(PER_MEMBER_CONTRASTS) --contrasts-md results/per-member-analysis/contrasts.md >/dev/null
