@@ -24,12 +24,7 @@ func TestRecomputeGivesTheSameGradients(t *testing.T) {
 // newBackend opens; unscaled: without the shapes of scaled rotary
 // embeddings, which the backend lacks.
 func recomputeSameBits(t *testing.T, newBackend func() gpu.Backend, unscaled bool) {
-	cfgs := tinyConfigs()
-	for name, cfg := range cfgs {
-		if unscaled && cfg.RopeScaling.Type != "" {
-			delete(cfgs, name)
-		}
-	}
+	cfgs := runnableConfigs(unscaled)
 	cfgs["llama-3-layers"] = Config{Family: Llama, Layers: 3, Dim: 16, Heads: 4, KVHeads: 2, Hidden: 24, Vocab: 11, MaxSeq: 8}
 	cfgs["gpt2-3-layers"] = Config{Family: GPT2, Layers: 3, Dim: 16, Heads: 2, Vocab: 11, MaxSeq: 8}
 	defer func(v bool) { UntiledAttention = v }(UntiledAttention)
@@ -72,11 +67,7 @@ func recomputeSameBits(t *testing.T, newBackend func() gpu.Backend, unscaled boo
 					if err != nil {
 						t.Fatal(err)
 					}
-					for _, buf := range []struct{ name string }{{"params"}, {"grads"}} {
-						src := m.params
-						if buf.name == "grads" {
-							src = m.grads
-						}
+					for _, src := range []gpu.Buffer{m.params, m.grads} {
 						f := make([]float32, src.Len())
 						m.be.Download(f, src)
 						for _, v := range f {
@@ -119,10 +110,7 @@ func TestLogitRowsKeepTheBits(t *testing.T) {
 }
 
 func logitRowsKeepBits(t *testing.T, newBackend func() gpu.Backend, unscaled bool) {
-	for name, cfg := range tinyConfigs() {
-		if unscaled && cfg.RopeScaling.Type != "" {
-			continue
-		}
+	for name, cfg := range runnableConfigs(unscaled) {
 		for _, rows := range []int{4, 7} {
 			t.Run(fmt.Sprintf("%s/rows=%d", name, rows), func(t *testing.T) {
 				var logps, stats [2][]float32
@@ -180,6 +168,18 @@ func logitRowsKeepBits(t *testing.T, newBackend func() gpu.Backend, unscaled boo
 			})
 		}
 	}
+}
+
+// runnableConfigs is tinyConfigs, without the shapes of scaled rotary
+// embeddings when unscaled (a backend without them).
+func runnableConfigs(unscaled bool) map[string]Config {
+	cfgs := tinyConfigs()
+	for name, cfg := range cfgs {
+		if unscaled && cfg.RopeScaling.Type != "" {
+			delete(cfgs, name)
+		}
+	}
+	return cfgs
 }
 
 func bitsEqual(a, b []float32) bool {
