@@ -4,7 +4,7 @@
 # runs from the repository root; each campaign takes hours and resumes
 # where it stopped. None of them is part of `make test`.
 
-.PHONY: paper-table zoo zoo-natural zoo-own composition-tune composition-tune-rerun composition composition-anchors collapse composition-analysis own-task-tune own-task own-task-analysis pooled-analysis redraw zoo-diversity diversity-check diversity diversity-analysis per-member per-member-analysis
+.PHONY: paper-table zoo zoo-natural zoo-own composition-tune composition-tune-rerun composition composition-anchors collapse composition-analysis own-task-tune own-task own-task-analysis pooled-analysis redraw zoo-diversity diversity-check diversity diversity-analysis per-member per-member-analysis horizon horizon-analysis
 
 # The comparison table (examples/paper-table.yaml: every reward, five
 # seeds, the test split) from nothing to results/paper-table/: about four
@@ -207,3 +207,16 @@ PER_MEMBER_CONTRASTS := --contrast "init2: cohort - alone|nat-llama + nat-llama-
 per-member-analysis: build
 	mkdir -p results/per-member-analysis
 	bin/corl report results/composition results/per-member --member $(PER_MEMBER_PEERS) -o "" --md results/per-member-analysis/table.md $(PER_MEMBER_CONTRASTS) --contrasts-md results/per-member-analysis/contrasts.md >/dev/null
+
+# The horizon (results/horizon/plan.md): M for 100 rounds under
+# self-vote, ground truth and the other-family peer trained and frozen,
+# three seeds; the plan's contrasts at round 100 and again at round 20.
+horizon: build
+	CORL_PAPER_DIR=corl-data/horizon CORL_PAPER_PORT=7303 CORL_PAPER_MEMBER=nat-llama CORL_PAPER_SWEEP=examples/composition/horizon.yaml CORL_PAPER_OUT=results/horizon scripts/paper-table.sh
+HORIZON_CONTRASTS := --contrast "C1 lead: trained peer - self-vote|members nat-llama + nat-gpt2|Self-vote (TTRL)" \
+	--contrast "C2 co-training: trained peer - frozen peer|members nat-llama + nat-gpt2|(frozen)" \
+	--contrast "C3 to the labels: trained peer - ground truth|members nat-llama + nat-gpt2|Ground-truth"
+horizon-analysis: build
+	mkdir -p results/horizon-analysis
+	bin/corl report results/horizon --member nat-llama -o "" $(HORIZON_CONTRASTS) --contrasts-md results/horizon-analysis/round-100.md >/dev/null
+	bin/corl report results/horizon --member nat-llama -o "" --at-round 20 --md results/horizon-analysis/round-20-table.md $(HORIZON_CONTRASTS) --contrasts-md results/horizon-analysis/round-20.md >/dev/null

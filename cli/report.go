@@ -22,6 +22,7 @@ type reportFlags struct {
 	contrastsMD, contrastsJSON        string
 	equivalence                       float64
 	completeOnly, pairedSeeds         bool
+	atRound                           int
 	cf                                connFlags
 }
 
@@ -68,6 +69,14 @@ func newReportCmd(stdio IO, getenv func(string) string) *cobra.Command {
 			if dropped > 0 {
 				fmt.Fprintf(stdio.Err, "%d run(s) read twice (the same spec from two sources) counted once\n", dropped)
 			}
+			if cmd.Flags().Changed("at-round") {
+				if f.records != "" {
+					return fmt.Errorf("--at-round with --records: the records would hold runs cut short; write them without --at-round")
+				}
+				if runs, err = report.AtRound(runs, f.atRound); err != nil {
+					return fmt.Errorf("--at-round: %w", err)
+				}
+			}
 			return f.write(stdio, runs)
 		},
 	}
@@ -83,6 +92,7 @@ func newReportCmd(stdio IO, getenv func(string) string) *cobra.Command {
 	fl.StringVar(&f.contrastsMD, "contrasts-md", "", "also write the planned contrasts as Markdown")
 	fl.StringVar(&f.contrastsJSON, "contrasts-json", "", "also write the planned contrasts as JSON (with each one's SE and degrees of freedom: what corl pool reads)")
 	fl.BoolVar(&f.pairedSeeds, "paired-seeds", false, "compare two methods seed by seed where both ran the same seeds (one seed: one base evaluation draw and one data order in every method), so the seeds' shared effect cancels; pooled contrasts too; methods on other seeds stay unpaired")
+	fl.IntVar(&f.atRound, "at-round", 0, "score every run at its evaluation at this round (its rounds after it left out: FLOPs, seconds and collapse too), e.g. the lead at round 20 of runs that went on to 100; a run without an evaluation there is an error")
 	fl.Float64Var(&f.equivalence, "equivalence", 0, "also test each planned contrast for equivalence within +-this margin (two one-sided tests, Holm over the contrasts); 0: no test")
 	fl.StringArrayVar(&f.where, "where", nil, "keep only runs whose setting KEY matches REGEXP (KEY=REGEXP, repeatable; keys are spec paths such as reward.mode or rounds, and members: the members' names joined by \" + \", e.g. --where 'members=^m \\+ [^+]+$' for two-member cohorts of m)")
 	f.cf.register(cmd)
