@@ -12,11 +12,12 @@ import (
 // Model.Backward) runs on the model's backend into its gradients;
 // Accumulate hands out others.
 type Pass struct {
-	m     *Model
-	be    gpu.Backend
-	grads gpu.Buffer
-	acts  *activations // sized for the last (B, T)
-	arena gpu.Buffer   // the memory behind acts, kept across batches
+	m       *Model
+	be      gpu.Backend
+	grads   gpu.Buffer
+	acts    *activations // sized for the last (B, T)
+	loraBuf loraScratch  // the adapters' scratch (LoRA)
+	arena   gpu.Buffer   // the memory behind acts, kept across batches
 }
 
 // Accumulate runs fn(i, p) for i in [0, n), each a forward and backward on
@@ -66,7 +67,7 @@ func (m *Model) runPasses(n int, fn func(i int, p *Pass) error, sum bool) error 
 			}
 			if sum {
 				if p.grads == nil { // forward-only passes need none
-					p.grads = m.be.Alloc(m.lo.total)
+					p.grads = m.be.Alloc(m.gradLen())
 				}
 				p.be.Zero(p.grads)
 			}
@@ -85,7 +86,7 @@ func (m *Model) runPasses(n int, fn func(i int, p *Pass) error, sum bool) error 
 			}
 			mu.Unlock()
 			if sum { // only pass i's worker touches the model's gradient now
-				p.be.Add(m.grads, m.grads, p.grads, m.lo.total)
+				p.be.Add(m.grads, m.grads, p.grads, m.gradLen())
 			}
 			mu.Lock()
 			next++

@@ -176,12 +176,26 @@ func (m *Model) normOn(be gpu.Backend, out, mean, rstd, inp gpu.Buffer, w, b int
 	}
 }
 
+// normGrad is where a norm's weight (or bias) gradient i goes: its
+// gradient, or with adapters (norms frozen) a discarded tail of the pass's
+// gradient buffer, since the norm kernels always write one.
+func (p *Pass) normGrad(i int) gpu.Buffer {
+	m := p.m
+	if i < 0 {
+		return nil
+	}
+	if m.lora != nil {
+		return p.grads.Slice(m.lora.total, m.Cfg.Dim)
+	}
+	return m.view(p.grads, i)
+}
+
 func (p *Pass) normBackward(dinp, dout, inp, mean, rstd gpu.Buffer, w, b int, N int) {
 	m := p.m
 	if m.Cfg.Family == GPT2 {
-		p.be.LayerNormBackward(dinp, m.view(p.grads, w), m.view(p.grads, b), dout, inp, m.view(m.params, w), mean, rstd, N, m.Cfg.Dim)
+		p.be.LayerNormBackward(dinp, p.normGrad(w), p.normGrad(b), dout, inp, m.view(m.params, w), mean, rstd, N, m.Cfg.Dim)
 	} else {
-		p.be.RMSNormBackward(dinp, m.view(p.grads, w), dout, inp, m.view(m.params, w), rstd, N, m.Cfg.Dim)
+		p.be.RMSNormBackward(dinp, p.normGrad(w), dout, inp, m.view(m.params, w), rstd, N, m.Cfg.Dim)
 	}
 }
 
@@ -277,6 +291,9 @@ func (p *Pass) layerForward(a *activations, l int, shape gpu.AttnShape, next boo
 	be.MatMulForward(a.q[l], a.ln1[l], P(lp.wq), P(lp.bq), N, C, QD)
 	be.MatMulForward(a.k[l], a.ln1[l], P(lp.wk), P(lp.bk), N, C, KVD)
 	be.MatMulForward(a.v[l], a.ln1[l], P(lp.wv), P(lp.bv), N, C, KVD)
+	p.loraForward(a.q[l], a.ln1[l], l, "q_proj", N)
+	p.loraForward(a.k[l], a.ln1[l], l, "k_proj", N)
+	p.loraForward(a.v[l], a.ln1[l], l, "v_proj", N)
 	if c.Family == Llama {
 		m.ropeOn(be, a.q[l], a.pos, N, c.Heads, true)
 		m.ropeOn(be, a.k[l], a.pos, N, c.KVHeads, true)
@@ -287,6 +304,7 @@ func (p *Pass) layerForward(a *activations, l int, shape gpu.AttnShape, next boo
 		be.AttentionForward(a.attOut[l], a.att[l], a.q[l], a.k[l], a.v[l], shape)
 	}
 	be.MatMulForward(a.tmp, a.attOut[l], P(lp.wo), P(lp.bo), N, QD, C)
+	p.loraForward(a.tmp, a.attOut[l], l, "o_proj", N)
 	be.Add(a.res2[l], a.res[l], a.tmp, N*C)
 	m.normOn(be, a.ln2[l], a.mean2[l], a.rstd2[l], a.res2[l], lp.norm2w, lp.norm2b, N)
 	if c.Family == GPT2 {
@@ -294,10 +312,13 @@ func (p *Pass) layerForward(a *activations, l int, shape gpu.AttnShape, next boo
 		be.GELUForward(a.act[l], a.fc[l], N*H)
 	} else {
 		be.MatMulForward(a.fc[l], a.ln2[l], P(lp.wfc), nil, N, C, 2*H)
+		p.loraForward(a.fc[l], a.ln2[l], l, "gate_proj", N)
+		p.loraForward(a.fc[l], a.ln2[l], l, "up_proj", N)
 		be.SwiGLUForward(a.act[l], a.fc[l], N, H)
 	}
 	if next {
 		be.MatMulForward(a.tmp, a.act[l], P(lp.wproj), P(lp.bproj), N, H, C)
+		p.loraForward(a.tmp, a.act[l], l, "down_proj", N)
 		be.Add(a.res[l+1], a.res2[l], a.tmp, N*C)
 	}
 }
@@ -321,7 +342,12 @@ func (p *Pass) Backward(dlogp []float32) error {
 	if len(dlogp) != N {
 		return fmt.Errorf("backward: got %d token weights, want %d", len(dlogp), N)
 	}
-	G := func(i int) gpu.Buffer { return m.view(p.grads, i) }
+	G := func(i int) gpu.Buffer { // nil: a frozen weight's gradient is not computed
+		if m.lora != nil {
+			return nil
+		}
+		return m.view(p.grads, i)
+	}
 	P := func(i int) gpu.Buffer { return m.view(m.params, i) }
 	be.Zero(a.dln)
 	for r := 0; r < N; r += a.logitRows {
@@ -348,6 +374,7 @@ func (p *Pass) Backward(dlogp []float32) error {
 		// MLP: res[l+1] = res2 + proj(act(fc(norm2(res2)))); dres carries d res2 too.
 		be.Zero(a.dact)
 		be.MatMulBackward(a.dact, G(lp.wproj), G(lp.bproj), a.dres, a.act[l], P(lp.wproj), N, H, C)
+		p.loraBackward(a.dact, a.dres, a.act[l], l, "down_proj", N)
 		be.Zero(a.dfc)
 		if c.Family == GPT2 {
 			be.GELUBackward(a.dfc, a.dact, a.fc[l], N*H)
@@ -357,11 +384,14 @@ func (p *Pass) Backward(dlogp []float32) error {
 			be.SwiGLUBackward(a.dfc, a.dact, a.fc[l], N, H)
 			be.Zero(a.dln)
 			be.MatMulBackward(a.dln, G(lp.wfc), nil, a.dfc, a.ln2[l], P(lp.wfc), N, C, 2*H)
+			p.loraBackward(a.dln, a.dfc, a.ln2[l], l, "gate_proj", N)
+			p.loraBackward(a.dln, a.dfc, a.ln2[l], l, "up_proj", N)
 		}
 		p.normBackward(a.dres, a.dln, a.res2[l], a.mean2[l], a.rstd2[l], lp.norm2w, lp.norm2b, N)
 		// Attention: res2 = res + o(attn(q, k, v)).
 		be.Zero(a.dattOut)
 		be.MatMulBackward(a.dattOut, G(lp.wo), G(lp.bo), a.dres, a.attOut[l], P(lp.wo), N, QD, C)
+		p.loraBackward(a.dattOut, a.dres, a.attOut[l], l, "o_proj", N)
 		be.Zero(a.dq)
 		be.Zero(a.dk)
 		be.Zero(a.dv)
@@ -378,9 +408,14 @@ func (p *Pass) Backward(dlogp []float32) error {
 		be.MatMulBackward(a.dln, G(lp.wq), G(lp.bq), a.dq, a.ln1[l], P(lp.wq), N, C, QD)
 		be.MatMulBackward(a.dln, G(lp.wk), G(lp.bk), a.dk, a.ln1[l], P(lp.wk), N, C, KVD)
 		be.MatMulBackward(a.dln, G(lp.wv), G(lp.bv), a.dv, a.ln1[l], P(lp.wv), N, C, KVD)
+		p.loraBackward(a.dln, a.dq, a.ln1[l], l, "q_proj", N)
+		p.loraBackward(a.dln, a.dk, a.ln1[l], l, "k_proj", N)
+		p.loraBackward(a.dln, a.dv, a.ln1[l], l, "v_proj", N)
 		p.normBackward(a.dres, a.dln, a.res[l], a.mean1[l], a.rstd1[l], lp.norm1w, lp.norm1b, N)
 	}
-	be.EmbeddingBackward(G(lo.wte), G(lo.wpe), a.dres, a.inputs, a.pos, N, C)
+	if m.lora == nil { // with adapters the embeddings are frozen
+		be.EmbeddingBackward(G(lo.wte), G(lo.wpe), a.dres, a.inputs, a.pos, N, C)
+	}
 	a.inputs = nil // the logits were consumed
 	if err := be.Sync(); err != nil {
 		return fmt.Errorf("backward: %w", err)

@@ -112,6 +112,9 @@ func (m *Model) NewCacheOf(slots, capacity int, typ KVType) (*Cache, error) {
 // NewCacheWith is NewCacheOf decoding over the weights as w says.
 func (m *Model) NewCacheWith(slots, capacity int, typ KVType, w WeightType) (*Cache, error) {
 	c := m.Cfg
+	if m.lora != nil {
+		return nil, fmt.Errorf("the model has LoRA adapters attached, which the cached decoder does not read: MergeLoRA first (on a copy, to keep training the adapters)")
+	}
 	switch w {
 	case WeightFloat32:
 	case WeightBF16:

@@ -44,6 +44,8 @@ type Model struct {
 	// Generation is the checkpoint's generation_config.json (LoadHF; zero
 	// for a new model).
 	Generation Generation
+	// lora are the attached adapters (nil: none; AttachLoRA).
+	lora *loraState
 	// src is the checkpoint LoadHF read, whose layout SaveHF writes back
 	// (nil: a new model, saved as float32 in one file).
 	src *hfSource

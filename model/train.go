@@ -33,6 +33,9 @@ var ErrNonFinite = fmt.Errorf("non-finite gradient")
 // applies AdamW; decay applies to matrices only. It returns the norm before
 // clipping.
 func (m *Model) Step(o Optim) (gradNorm float64, err error) {
+	if m.lora != nil {
+		return m.stepLoRA(o)
+	}
 	gradNorm = math.Sqrt(m.be.SumSquares(m.grads, m.lo.total))
 	if math.IsNaN(gradNorm) || math.IsInf(gradNorm, 0) {
 		return gradNorm, fmt.Errorf("optimizer step %d: %w (norm %v)", m.step+1, ErrNonFinite, gradNorm)
