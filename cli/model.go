@@ -117,6 +117,8 @@ as on the CPU backend, attention's probabilities are kept too, and grow with
 the square of --seq; with --recompute, one layer's and the residual stream
 entering each; with --logit-rows N, N tokens' logits), and the generation cache of
 --slots sequences of --capacity positions with its scratch rows. With
+--lora-rank R, LoRA adapters of rank R on --lora-targets train with the
+weights frozen: gradients and moments for the adapters alone. With
 --memory-gib, a plan past it exits with an error naming what to change.
 
 The model is --shape (%s), --config FILE or --model DIR (a checkpoint).
@@ -126,6 +128,7 @@ Examples:
   corl model plan --shape qwen2.5-7b --micro-batch 1 --seq 2048 --memory-gib 80
   corl model plan --shape qwen2.5-1.5b --micro-batch 16 --recompute --memory-gib 80
   corl model plan --shape qwen2.5-1.5b --micro-batch 16 --recompute --logit-rows 1024
+  corl model plan --shape qwen2.5-7b --micro-batch 4 --recompute --logit-rows 1024 --lora-rank 16 --memory-gib 80
   corl model plan --model examples/bases/llama-small --micro-batch 16 --seq 128`
 
 func newModelPlanCmd(stdio IO) *cobra.Command {
@@ -133,6 +136,7 @@ func newModelPlanCmd(stdio IO) *cobra.Command {
 	var weights model.WeightType
 	var o model.PlanOptions
 	var memory float64
+	var lora model.LoRA
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Print a member's memory plan, item by item, and check it fits",
@@ -163,6 +167,16 @@ func newModelPlanCmd(stdio IO) *cobra.Command {
 				return fmt.Errorf("--kv-cache: %q; want f32 or f16", kv)
 			}
 			o.BF16Weights = weights != model.WeightFloat32
+			if lora.Rank != 0 {
+				lora.Alpha = float64(2 * lora.Rank) // the scale does not change the memory
+				if err := lora.Validate(); err != nil {
+					return fmt.Errorf("--lora-rank, --lora-targets: %w", err)
+				}
+				if cfg.Family != model.Llama {
+					return fmt.Errorf("--lora-rank: family %s: adapters are for the llama family", cfg.Family)
+				}
+				o.LoRA = &lora
+			}
 			fmt.Fprintf(stdio.Out, "%s, %d layers, hidden %d, vocab %d: %.3fB parameters\n", cfg.Family, cfg.Layers, cfg.Dim, cfg.Vocab, float64(cfg.NumParams())/1e9)
 			return model.WritePlan(stdio.Out, cfg.Plan(o), int64(memory*(1<<30)))
 		},
@@ -181,6 +195,8 @@ func newModelPlanCmd(stdio IO) *cobra.Command {
 	fl.BoolVar(&o.Reference, "kl", false, "keep a KL reference copy")
 	fl.BoolVar(&o.Recompute, "recompute", false, "recompute each layer's activations in the backward (the spec's recompute: true): one layer's kept")
 	fl.IntVar(&o.LogitRows, "logit-rows", 0, "compute the logits this many tokens at a time (the spec's logit_rows; 0: every token's kept)")
+	fl.IntVar(&lora.Rank, "lora-rank", 0, "train LoRA adapters of this rank with the weights frozen (the spec's lora.r; 0: a full fine-tune)")
+	fl.StringSliceVar(&lora.Targets, "lora-targets", model.LoRAModules, "the projections adapted (PEFT's target_modules)")
 	fl.BoolVar(&o.Tiled, "tiled", true, "attention in tiles, as the CUDA backend trains (false: stored probabilities, as the CPU backend does)")
 	fl.Float64Var(&memory, "memory-gib", 0, "device memory in GiB to check the plan against (0: none)")
 	return cmd

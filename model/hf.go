@@ -528,16 +528,18 @@ func weightFiles(dir string) ([]string, error) {
 // SaveOptimizer writes AdamW's moments (internal tensor names) and the step
 // count to path, so a resumed run continues exactly. When SaveHF rounds the
 // weights (a bfloat16 or float16 checkpoint), the float32 master weights
-// are kept here too, as master/<name>.
+// are kept here too, as master/<name>. With adapters attached (LoRA) it
+// holds theirs, under the adapters' names; the frozen weights need no
+// master (they are the checkpoint's values).
 func (m *Model) SaveOptimizer(path string) error {
-	host := make([]float32, m.lo.total)
+	host := make([]float32, m.trainable())
 	var ts []safetensors.Tensor
-	for _, pair := range m.optimizerState(m.src != nil && m.src.rounded()) {
+	for _, pair := range m.optimizerState(m.lora == nil && m.src != nil && m.src.rounded()) {
 		m.be.Download(host, pair.buf)
 		if err := m.be.Sync(); err != nil {
 			return err
 		}
-		for _, t := range m.lo.tensors {
+		for _, t := range m.trainTensors() {
 			ts = append(ts, safetensors.Tensor{Name: pair.prefix + t.Name, Shape: t.Shape, Data: append([]float32(nil), host[t.Off:t.Off+t.Size()]...)})
 		}
 	}
@@ -557,10 +559,10 @@ func (m *Model) LoadOptimizer(path string) error {
 	if err != nil || step < 0 {
 		return fmt.Errorf("%s: metadata step %q is not a step count", path, f.Metadata["step"])
 	}
-	host := make([]float32, m.lo.total)
+	host := make([]float32, m.trainable())
 	_, master := f.Info("master/" + m.lo.tensors[0].Name)
-	for _, pair := range m.optimizerState(master) {
-		for _, t := range m.lo.tensors {
+	for _, pair := range m.optimizerState(master && m.lora == nil) {
+		for _, t := range m.trainTensors() {
 			d, err := f.Float32(pair.prefix + t.Name)
 			if err != nil {
 				return fmt.Errorf("%s: %w", path, err)
@@ -580,6 +582,15 @@ func (m *Model) LoadOptimizer(path string) error {
 type stateBuffer struct {
 	prefix string
 	buf    gpu.Buffer
+}
+
+// trainTensors are the tensors the optimizer steps: the adapters' when
+// attached (LoRA), else the weights.
+func (m *Model) trainTensors() []Tensor {
+	if m.lora != nil {
+		return m.lora.tensors
+	}
+	return m.lo.tensors
 }
 
 // optimizerState lists what the optimizer file holds: AdamW's moments, and

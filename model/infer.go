@@ -24,6 +24,10 @@ type Cache struct {
 	att, attOut, fc, act, tmp, lnf, logs gpu.Buffer
 
 	parts int // prefills that can run at once, each in its own scratch rows
+	// loraU, loraY are the adapters' scratch rows (LoRA: (maxN, r) and
+	// (maxN, widest projection)), for a model with adapters; loraRank is r.
+	loraU, loraY gpu.Buffer
+	loraRank     int
 
 	release func() // ends the weights' freeze (gpu.WeightFreezer)
 }
@@ -112,9 +116,6 @@ func (m *Model) NewCacheOf(slots, capacity int, typ KVType) (*Cache, error) {
 // NewCacheWith is NewCacheOf decoding over the weights as w says.
 func (m *Model) NewCacheWith(slots, capacity int, typ KVType, w WeightType) (*Cache, error) {
 	c := m.Cfg
-	if m.lora != nil {
-		return nil, fmt.Errorf("the model has LoRA adapters attached, which the cached decoder does not read: MergeLoRA first (on a copy, to keep training the adapters)")
-	}
 	switch w {
 	case WeightFloat32:
 	case WeightBF16:
@@ -147,7 +148,7 @@ func (m *Model) NewCacheWith(slots, capacity int, typ KVType, w WeightType) (*Ca
 	}
 	if sp := m.spare; sp != nil {
 		m.spare = nil
-		if sp.Slots == slots && sp.Cap == capacity && sp.Type == typ && sp.Weights == w {
+		if sp.Slots == slots && sp.Cap == capacity && sp.Type == typ && sp.Weights == w && sp.loraRank == m.loraRank() {
 			// The last cache freed, reused: its pages are already mapped, and
 			// stale rows past Len are never read.
 			clear(sp.Len)
@@ -187,6 +188,9 @@ func (m *Model) NewCacheWith(slots, capacity int, typ KVType, w WeightType) (*Ca
 	kc.att = be.Alloc(c.Heads * max(capacity*capacity*parts, slots*capacity))
 	kc.fc, kc.act = be.Alloc(n*fcW), be.Alloc(n*c.Hidden)
 	kc.logs = be.Alloc(max(slots, parts) * c.Vocab)
+	if r := m.loraRank(); r > 0 {
+		kc.loraRank, kc.loraU, kc.loraY = r, be.Alloc(n*r), be.Alloc(n*c.loraWidest())
+	}
 	m.freeze(kc)
 	return kc, nil
 }
@@ -230,6 +234,10 @@ func (m *Model) freeBuffers(kc *Cache) {
 	for _, b := range append(append([]gpu.Buffer{kc.x, kc.x2, kc.ln, kc.mean, kc.rstd, kc.q, kc.kn, kc.vn,
 		kc.att, kc.attOut, kc.fc, kc.act, kc.tmp, kc.lnf, kc.logs}, kc.k...), kc.v...) {
 		m.be.Free(b)
+	}
+	if kc.loraU != nil {
+		m.be.Free(kc.loraU)
+		m.be.Free(kc.loraY)
 	}
 }
 
@@ -496,6 +504,12 @@ func (m *Model) inferLayers(be gpu.Backend, kc *Cache, first, attOff int, ids, p
 	// sl is this call's n rows of width w in a scratch buffer.
 	sl := func(b gpu.Buffer, w, n int) gpu.Buffer { return b.Slice(first*w, n*w) }
 	x, x2 := sl(kc.x, C, N), sl(kc.x2, C, N)
+	// adapt adds layer l's adapter of mod (if any) to y, projected from in.
+	adapt := func(y, in gpu.Buffer, l int, mod string) {
+		if kc.loraU != nil {
+			m.loraApply(be, y, in, sl(kc.loraU, kc.loraRank, N), kc.loraY.Slice(first*c.loraWidest(), N*c.loraWidest()), l, mod, N)
+		}
+	}
 	be.EmbeddingForward(x, P(lo.wte), P(lo.wpe), ids, pos, N, C)
 	for l, lp := range lo.layers {
 		ln := sl(kc.ln, C, N)
@@ -505,6 +519,9 @@ func (m *Model) inferLayers(be gpu.Backend, kc *Cache, first, attOff int, ids, p
 		be.MatMulForward(q, ln, P(lp.wq), P(lp.bq), N, C, QD)
 		be.MatMulForward(kn, ln, P(lp.wk), P(lp.bk), N, C, KVD)
 		be.MatMulForward(vn, ln, P(lp.wv), P(lp.bv), N, C, KVD)
+		adapt(q, ln, l, "q_proj")
+		adapt(kn, ln, l, "k_proj")
+		adapt(vn, ln, l, "v_proj")
 		if c.Family == Llama {
 			m.ropeOn(be, q, pos, N, c.Heads, true)
 			m.ropeOn(be, kn, pos, N, c.KVHeads, true)
@@ -519,6 +536,7 @@ func (m *Model) inferLayers(be gpu.Backend, kc *Cache, first, attOff int, ids, p
 		}
 		tmp := sl(kc.tmp, C, N)
 		be.MatMulForward(tmp, attOut, P(lp.wo), P(lp.bo), N, QD, C)
+		adapt(tmp, attOut, l, "o_proj")
 		be.Add(x2, x, tmp, N*C)
 		m.normOn(be, ln, sl(kc.mean, 1, N), sl(kc.rstd, 1, N), x2, lp.norm2w, lp.norm2b, N)
 		act := sl(kc.act, H, N)
@@ -529,9 +547,12 @@ func (m *Model) inferLayers(be gpu.Backend, kc *Cache, first, attOff int, ids, p
 		} else {
 			fc := sl(kc.fc, 2*H, N)
 			be.MatMulForward(fc, ln, P(lp.wfc), nil, N, C, 2*H)
+			adapt(fc, ln, l, "gate_proj")
+			adapt(fc, ln, l, "up_proj")
 			be.SwiGLUForward(act, fc, N, H)
 		}
 		be.MatMulForward(tmp, act, P(lp.wproj), P(lp.bproj), N, H, C)
+		adapt(tmp, act, l, "down_proj")
 		be.Add(x, x2, tmp, N*C)
 	}
 	m.normOn(be, sl(kc.lnf, C, N), sl(kc.mean, 1, N), sl(kc.rstd, 1, N), x, lo.normfW, lo.normfB, N)

@@ -24,7 +24,11 @@ func TestCachedLogitsMatchFullForward(t *testing.T) {
 	}
 }
 
-func testCachedLogits(t *testing.T, cfg Config, typ KVType) {
+func testCachedLogits(t *testing.T, cfg Config, typ KVType) { testCachedLogitsOf(t, cfg, typ, nil) }
+
+// testCachedLogitsOf is testCachedLogits on the model as prep leaves it
+// (nil: as built).
+func testCachedLogitsOf(t *testing.T, cfg Config, typ KVType, prep func(*Model)) {
 	tol := 1e-4
 	if typ == KVHalf {
 		tol = halfTol
@@ -39,6 +43,9 @@ func testCachedLogits(t *testing.T, cfg Config, typ KVType) {
 			p := cpu.Data(m.params)
 			for i := range p[:m.lo.decayed] {
 				p[i] *= 10 // sharper attention, so position mistakes show
+			}
+			if prep != nil {
+				prep(m)
 			}
 			r := rand.New(rand.NewPCG(2, 3))
 			V := cfg.Vocab

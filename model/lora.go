@@ -138,8 +138,9 @@ func loraParent(mod string) string {
 // state cover the adapters alone, and Step updates only them. A starts as
 // PEFT initialises it (uniform within +-1/sqrt(in), from seed), B at zero,
 // so the adapted model starts as the base, bit for bit. The cached
-// inference path (NewCache, Prefill, Decode) reads the base weights only,
-// so it refuses a model with adapters: MergeLoRA folds them in first.
+// decoder (NewCache, Prefill, Decode) runs the adapters beside the
+// weights too (as vLLM serves LoRA), so the model generates what it
+// trains, the weights in whatever type the cache reads them.
 // Adapters are for the llama family (Llama, Qwen2), whose module names
 // PEFT's target_modules use.
 func (m *Model) AttachLoRA(cfg LoRA, seed uint64) error {
@@ -178,8 +179,7 @@ func (m *Model) resizeTrainState() {
 	for _, b := range []gpu.Buffer{m.grads, m.m, m.v} {
 		m.be.Free(b)
 	}
-	n := m.gradLen()
-	m.grads, m.m, m.v = m.be.Alloc(n), m.be.Alloc(n), m.be.Alloc(n)
+	m.grads, m.m, m.v = m.be.Alloc(m.gradLen()), m.be.Alloc(m.trainable()), m.be.Alloc(m.trainable())
 	m.be.Zero(m.m)
 	m.be.Zero(m.v)
 	m.be.Zero(m.grads)
@@ -278,7 +278,7 @@ func (m *Model) LoRAGrads() ([]float32, error) {
 // MergeLoRA folds the adapters into the weights, W += s B A (on the host,
 // in float64 sums), and detaches them: the model is a plain model again,
 // every weight trainable, its optimizer state fresh. What it then saves
-// (SaveHF) is the merged checkpoint, and the cached inference path runs.
+// (SaveHF) is the merged checkpoint.
 func (m *Model) MergeLoRA() error {
 	st := m.lora
 	if st == nil {
@@ -340,32 +340,49 @@ func (p *Pass) loraBuffers(N int) *loraScratch {
 		}
 	}
 	r := m.lora.cfg.Rank
-	widest := max(c.Heads*c.HeadSize(), c.Dim, 2*c.Hidden)
-	s.u, s.du, s.y, s.n = m.be.Alloc(N*r), m.be.Alloc(N*r), m.be.Alloc(N*widest), N
+	s.u, s.du, s.y, s.n = m.be.Alloc(N*r), m.be.Alloc(N*r), m.be.Alloc(N*c.loraWidest()), N
 	return s
 }
 
 // loraForward adds module mod's adapter of layer l to y (N, rows), the
-// projection of x (N, in): y += (s x A^T) B^T. Without an adapter there it
-// does nothing.
+// projection of x (N, in), on p's scratch (loraApply).
 func (p *Pass) loraForward(y, x gpu.Buffer, l int, mod string, N int) {
-	st := p.m.lora
-	if st == nil {
+	if p.m.lora == nil {
 		return
 	}
+	s := p.loraBuffers(N)
+	p.m.loraApply(p.be, y, x, s.u, s.y, l, mod, N)
+}
+
+// loraApply adds module mod's adapter of layer l to y (N, rows), the
+// projection of x (N, in), on be: y += (s x A^T) B^T, through u (N, r)
+// and out (N, rows) of scratch. Without an adapter there it does nothing.
+func (m *Model) loraApply(be gpu.Backend, y, x, u, out gpu.Buffer, l int, mod string, N int) {
+	st := m.lora
 	i := slices.IndexFunc(st.layers[l], func(a adapter) bool { return a.module == mod })
 	if i < 0 {
 		return
 	}
-	ad, be, r := st.layers[l][i], p.be, st.cfg.Rank
-	s := p.loraBuffers(N)
+	ad, r := st.layers[l][i], st.cfg.Rank
 	A, B := tensorOf(st.params, st.tensors[ad.a]), tensorOf(st.params, st.tensors[ad.b])
-	u, out := s.u.Slice(0, N*r), s.y.Slice(0, N*ad.rows)
+	u, out = u.Slice(0, N*r), out.Slice(0, N*ad.rows)
 	be.MatMulForward(u, x, A, nil, N, ad.in, r)
 	be.Scale(u, N*r, st.scale)
 	be.MatMulForward(out, u, B, nil, N, r, ad.rows)
 	be.Add(y, y, out, N*ad.rows)
 }
+
+// loraRank is the attached adapters' rank (0: none).
+func (m *Model) loraRank() int {
+	if m.lora == nil {
+		return 0
+	}
+	return m.lora.cfg.Rank
+}
+
+// loraWidest is the widest projection output an adapter writes: its
+// scratch row.
+func (c Config) loraWidest() int { return max(c.Heads*c.HeadSize(), c.Dim, 2*c.Hidden) }
 
 // loraBackward differentiates loraForward: given dy (N, rows), it adds
 // to dx (N, in) and to the adapter's gradients (u is computed again from

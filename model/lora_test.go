@@ -237,9 +237,6 @@ func TestLoRAStartsAsTheBaseAndTrainsOnlyTheAdapters(t *testing.T) {
 			}
 		}
 	}
-	if _, err := m.NewCache(1, 8); err == nil || !strings.Contains(err.Error(), "MergeLoRA") {
-		t.Errorf("NewCache with adapters: %v; want a refusal naming MergeLoRA", err)
-	}
 	// Merged, the model decodes what the adapted one scores.
 	lp, _, err := m.Forward(b.Inputs, b.Targets, b.B, b.T, false)
 	if err != nil {
@@ -384,5 +381,77 @@ func TestLoRARefusesWhatItCannotDo(t *testing.T) {
 	}
 	if err := g.AttachLoRA(LoRA{Rank: 2, Alpha: 2, Targets: []string{"q_proj"}}, 1); err == nil || !strings.Contains(err.Error(), "llama family") {
 		t.Errorf("gpt2: %v; want a refusal naming the llama family", err)
+	}
+}
+
+// TestLoRACachedDecodingMatchesTheForward: the cached decoder (prefill,
+// and decoding with a slot sitting out) runs the adapters too: every
+// position's logits are the adapted model's full forward's, on every llama
+// shape, float32 and binary16 caches, every projection adapted.
+func TestLoRACachedDecodingMatchesTheForward(t *testing.T) {
+	for name, cfg := range tinyConfigs() {
+		if cfg.Family != Llama {
+			continue
+		}
+		for _, typ := range []KVType{KVFloat32, KVHalf} {
+			t.Run(name+"/"+string(typ), func(t *testing.T) {
+				testCachedLogitsOf(t, cfg, typ, func(m *Model) {
+					if err := m.AttachLoRA(LoRA{Rank: 2, Alpha: 4, Targets: LoRAModules}, 5); err != nil {
+						t.Fatal(err)
+					}
+					randomAdapters(t, m, 6)
+				})
+			})
+		}
+	}
+}
+
+// TestLoRAResumesBitForBit: the adapters and their AdamW state saved
+// (SaveLoRA, SaveOptimizer) and loaded onto a fresh base (LoadLoRA,
+// LoadOptimizer) train on as the model that saved them did, bit for bit.
+func TestLoRAResumesBitForBit(t *testing.T) {
+	cfg := tinyConfigs()["llama-gqa-bias"]
+	m, err := New(cpu.New(1), cfg, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.AttachLoRA(LoRA{Rank: 2, Alpha: 4, Targets: []string{"k_proj", "o_proj", "gate_proj"}}, 3); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(8, 9))
+	for range 3 {
+		if _, err := m.TrainStep(randBatch(r, 2, 6, cfg.Vocab), DefaultOptim(1e-2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	if err := m.SaveLoRA(dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SaveOptimizer(filepath.Join(dir, "optimizer.safetensors")); err != nil {
+		t.Fatal(err)
+	}
+	back, err := New(cpu.New(1), cfg, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := back.LoadLoRA(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := back.LoadOptimizer(filepath.Join(dir, "optimizer.safetensors")); err != nil {
+		t.Fatal(err)
+	}
+	for _, mm := range []*Model{m, back} {
+		r := rand.New(rand.NewPCG(10, 11))
+		for range 2 {
+			if _, err := mm.TrainStep(randBatch(r, 2, 6, cfg.Vocab), DefaultOptim(1e-2)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	a, _ := m.LoRAParams()
+	b, _ := back.LoRAParams()
+	if !bitsEqual(a, b) {
+		t.Error("the resumed adapters differ in bits from the ones that went on")
 	}
 }

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/corl-project/corl/gpu"
@@ -33,6 +34,10 @@ type PlanOptions struct {
 	// LogitRows is Model.LogitRows: the rows of logits a pass holds at once
 	// (0: one a token).
 	LogitRows int
+	// LoRA, when set, trains adapters of it with the weights frozen
+	// (Model.AttachLoRA): gradients and AdamW moments for the adapters
+	// alone.
+	LoRA *LoRA
 	// BF16Weights adds the bfloat16 copy of the weights that generation
 	// reads while it runs with weights bf16 or bf16-act.
 	BF16Weights bool
@@ -58,6 +63,14 @@ func (c Config) Plan(o PlanOptions) []PlanRow {
 		{"gradients", 4 * P, "4 bytes a parameter"},
 		{"AdamW moments", 8 * P, "2 x 4 bytes a parameter"},
 	}
+	if o.LoRA != nil {
+		A := int64(loraLayout(c, *o.LoRA).total)
+		rows = []PlanRow{
+			{"weights", 4 * (P + A), fmt.Sprintf("%d parameters and %d adapter values (LoRA r %d on %d modules) x 4 bytes", P, A, o.LoRA.Rank, len(o.LoRA.Targets))},
+			{"gradients", 4 * (A + int64(c.Dim)), "the adapters' alone (the weights are frozen)"},
+			{"AdamW moments", 8 * A, "2 x 4 bytes an adapter value"},
+		}
+	}
 	if o.Reference {
 		rows = append(rows, PlanRow{"KL reference", 4 * P, "a frozen float32 copy"})
 	}
@@ -81,6 +94,11 @@ func (c Config) Plan(o PlanOptions) []PlanRow {
 		how += fmt.Sprintf("attention probabilities %.1f%% of it", 100*float64(att)/float64(act))
 	}
 	rows = append(rows, PlanRow{"training activations", 4 * (act + act/4), how})
+	if o.LoRA != nil {
+		N, r := int64(o.MicroBatch)*int64(o.Seq), int64(o.LoRA.Rank)
+		widest := int64(max(c.Heads*c.HeadSize(), c.Dim, 2*c.Hidden))
+		rows = append(rows, PlanRow{"LoRA scratch", 4 * N * (2*r + widest), "a pass's s x A^T, its gradient and one adapter's output"})
+	}
 	cache := int64(c.CacheFloats(o.Slots, o.Capacity, max(o.Parts, 1), o.HalfKV))
 	kind := "float32"
 	if o.HalfKV {
@@ -147,6 +165,9 @@ func WritePlan(w io.Writer, rows []PlanRow, memory int64) error {
 		}
 	}
 	advice := "the model's own state (16 bytes a parameter) does not fit: a smaller member or a larger device"
+	if !strings.Contains(rows[0].How, "LoRA") {
+		advice = "the model's own state (16 bytes a parameter) does not fit: LoRA adapters (lora: {r: 16}, gradients and moments for the adapters alone), a smaller member or a larger device"
+	}
 	if PlanBytes(rows[:3]) <= memory {
 		advice = fmt.Sprintf("the largest item past the model's state is %s (%s): %s", big.What, gib(big.Bytes),
 			map[string]string{"training activations": "recompute: true (one layer's activations kept), logit_rows (say 1024: the logits a block of tokens at a time), a lower micro_batch_size or a shorter sequence",

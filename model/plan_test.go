@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -152,5 +153,59 @@ func TestPlanCountsTheBF16Copy(t *testing.T) {
 	with, bf := sum(c.Plan(o))
 	if none != 0 || bf != 2*int64(c.NumParams()) || with != plain+bf {
 		t.Errorf("bf16 copy %d bytes (want %d), totals %d and %d", bf, 2*c.NumParams(), plain, with)
+	}
+}
+
+// TestPlanWithLoRAIsWhatIsAllocated: with adapters the plan's state rows
+// are the buffers AttachLoRA leaves (adapters, their gradient with the
+// norms' discarded tail, two moments), and its scratch the pass's adapter
+// buffers after a step; a plan whose full fine-tune does not fit names
+// LoRA.
+func TestPlanWithLoRAIsWhatIsAllocated(t *testing.T) {
+	cfg := tinyConfigs()["llama-gqa-bias"]
+	lc := LoRA{Rank: 3, Alpha: 6, Targets: []string{"q_proj", "gate_proj", "down_proj"}}
+	m, err := New(cpu.New(1), cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.AttachLoRA(lc, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.TrainStep(randBatch(rand.New(rand.NewPCG(1, 2)), 2, 4, cfg.Vocab), DefaultOptim(1e-3)); err != nil {
+		t.Fatal(err)
+	}
+	rows := m.Cfg.Plan(PlanOptions{MicroBatch: 2, Seq: 4, Slots: 1, Capacity: 8, Parts: 1, LoRA: &lc})
+	P := int64(m.lo.total)
+	s := m.own.loraBuf
+	for _, c := range []struct {
+		what string
+		want int64
+	}{
+		{"weights", 4 * (P + int64(m.lora.params.Len()))},
+		{"gradients", 4 * int64(m.grads.Len())},
+		{"AdamW moments", 4 * int64(m.m.Len()+m.v.Len())},
+		{"LoRA scratch", 4 * int64(s.u.Len()+s.du.Len()+s.y.Len())},
+	} {
+		i := slices.IndexFunc(rows, func(r PlanRow) bool { return r.What == c.what })
+		if i < 0 || rows[i].Bytes != c.want {
+			t.Errorf("%s: plan %+v, allocated %d bytes", c.what, rows, c.want)
+		}
+	}
+	files, err := ShapeFiles("qwen2.5-7b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, err := ParseConfig("config.json", files["config.json"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := PlanOptions{MicroBatch: 4, Seq: 1024, Slots: 64, Capacity: 1024, Parts: 1, Tiled: true, Recompute: true, LogitRows: 1024}
+	var out bytes.Buffer
+	if err := WritePlan(&out, big.Plan(o), 80<<30); err == nil || !strings.Contains(err.Error(), "LoRA") {
+		t.Errorf("7B full fine-tune on 80 GiB: %v; want LoRA named", err)
+	}
+	o.LoRA = &LoRA{Rank: 16, Alpha: 32, Targets: LoRAModules}
+	if err := WritePlan(&out, big.Plan(o), 80<<30); err != nil {
+		t.Errorf("7B with LoRA r 16 on 80 GiB: %v", err)
 	}
 }
