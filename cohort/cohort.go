@@ -2,9 +2,11 @@ package cohort
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/corl-project/corl/datasets"
 	"github.com/corl-project/corl/evaluate"
@@ -129,17 +131,51 @@ func LoadMember(be gpu.Backend, ms spec.Member, dir string, withRef bool) (*rl.M
 		return nil, fmt.Errorf("member %s: %w", name, err)
 	}
 	mem := &rl.Member{Name: name, Model: m, Tok: tok, View: ms.View, Frozen: ms.Frozen}
-	if withRef {
+	if withRef { // with adapters, the weights alone: the policy they started from
 		if mem.Ref, err = model.LoadHF(be, dir); err != nil {
 			return nil, err
 		}
 	}
-	if opt := filepath.Join(dir, "optimizer.safetensors"); fileExists(opt) {
+	fresh, err := attachAdapters(m, ms, dir)
+	if err != nil {
+		return nil, fmt.Errorf("member %s: %w", name, err)
+	}
+	if opt := filepath.Join(dir, "optimizer.safetensors"); fileExists(opt) && !fresh { // fresh adapters start their AdamW state at zero
 		if err := m.LoadOptimizer(opt); err != nil {
 			return nil, fmt.Errorf("member %s: %w", name, err)
 		}
 	}
 	return mem, nil
+}
+
+// attachAdapters gives a member with LoRA in its spec its adapters: the
+// checkpoint's (a round's, in PEFT's layout), which must be what the spec
+// asks for, or fresh ones on its base, drawn from the member's name so
+// that every load of the base draws the same; fresh says they were.
+func attachAdapters(m *model.Model, ms spec.Member, dir string) (fresh bool, err error) {
+	saved := fileExists(filepath.Join(dir, "adapter_config.json"))
+	if ms.LoRA == nil {
+		if saved {
+			return false, fmt.Errorf("%s holds LoRA adapters but the spec gives the member no lora: add its lora settings, or start from the weights alone", dir)
+		}
+		return false, nil
+	}
+	want := model.LoRAOf(*ms.LoRA)
+	if !saved {
+		h := fnv.New64a()
+		h.Write([]byte(ms.Name))
+		return true, m.AttachLoRA(want, h.Sum64())
+	}
+	if err := m.LoadLoRA(dir); err != nil {
+		return false, err
+	}
+	got, _ := m.LoRAConfig()
+	got.Targets = slices.Sorted(slices.Values(got.Targets))
+	sorted := slices.Sorted(slices.Values(want.Targets))
+	if got.Rank != want.Rank || got.Alpha != want.Alpha || !slices.Equal(got.Targets, sorted) {
+		return false, fmt.Errorf("%s: adapters r %d, lora_alpha %v on %v; the spec asks for r %d, lora_alpha %v on %v", dir, got.Rank, got.Alpha, got.Targets, want.Rank, want.Alpha, sorted)
+	}
+	return false, nil
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
@@ -149,6 +185,11 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 func SaveMember(m *rl.Member, dir string) error {
 	if err := m.Model.SaveHF(dir); err != nil {
 		return err
+	}
+	if _, ok := m.Model.LoRAConfig(); ok {
+		if err := m.Model.SaveLoRA(dir, ""); err != nil {
+			return err
+		}
 	}
 	if err := m.Model.SaveOptimizer(filepath.Join(dir, "optimizer.safetensors")); err != nil {
 		return err

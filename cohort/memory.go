@@ -56,6 +56,10 @@ func PlanMember(be gpu.Backend, s *spec.RunSpec, ms spec.Member, dir string, d *
 		Capacity: min(cfg.MaxSeq, (seq+63)/64*64), HalfKV: s.Generation.KVCache == string(model.KVHalf), Parts: parts,
 		Reference: s.GRPO.Beta > 0, Tiled: tiled && !model.UntiledAttention, Recompute: s.Recompute, LogitRows: s.LogitRows,
 		BF16Weights: s.Generation.Weights == string(model.WeightBF16) || s.Generation.Weights == string(model.WeightBF16Compute)}
+	if ms.LoRA != nil {
+		l := model.LoRAOf(*ms.LoRA)
+		o.LoRA = &l
+	}
 	return cfg, cfg.Plan(o), nil
 }
 

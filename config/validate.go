@@ -187,6 +187,12 @@ func validateMembers(s *RunSpec, bad func(error)) {
 			bad(fmt.Errorf("members[%d].view: %d is not a view of the data; data.file has only view 0", i, m.View))
 		case m.View < 0 || m.View > 1:
 			bad(fmt.Errorf("members[%d].view: %d is not a view of the data; built-in tasks have views 0 (original) and 1 (rephrased)", i, m.View))
+		case m.LoRA != nil && m.Frozen:
+			bad(fmt.Errorf("members[%d].lora: member %s is frozen, so its adapters would never train; drop lora or frozen", i, m.Name))
+		case m.LoRA != nil:
+			if err := model.LoRAOf(*m.LoRA).Validate(); err != nil {
+				bad(fmt.Errorf("members[%d].%w", i, err))
+			}
 		}
 		seen[m.Name] = true
 	}

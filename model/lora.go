@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/corl-project/corl/gpu"
+	"github.com/corl-project/corl/spec"
 )
 
 // LoRA is a low-rank adapter configuration, PEFT's LoraConfig: each
@@ -29,6 +30,19 @@ type LoRA struct {
 // LoRAModules are the projections of a llama-family layer an adapter can
 // target, in layer order.
 var LoRAModules = []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+
+// LoRAOf is a spec's adapter configuration as the model's: every
+// projection when it names none, lora_alpha 2r when it gives none (0).
+func LoRAOf(c spec.LoRA) LoRA {
+	l := LoRA{Rank: c.R, Alpha: c.Alpha, Targets: c.TargetModules}
+	if len(l.Targets) == 0 {
+		l.Targets = LoRAModules
+	}
+	if l.Alpha == 0 {
+		l.Alpha = 2 * float64(c.R)
+	}
+	return l
+}
 
 // Validate says what is wrong with the configuration, naming the field.
 func (c LoRA) Validate() error {

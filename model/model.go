@@ -128,7 +128,8 @@ func (m *Model) SetParams(host []float32) error {
 // (forward and backward) at sequence length T: 6 per weight of every matmul the
 // token passes through (the LM head included; embedding lookups excluded) plus
 // attention's score and value products, 6 * 2 * layers * dim * T/2 (a causal
-// query sees T/2 keys on average).
+// query sees T/2 keys on average). With LoRA adapters, 4 per frozen weight
+// (no weight gradient) and 8 per adapter value.
 func (m *Model) FLOPsPerToken(T int) float64 {
 	c := m.Cfg
 	dense := float64(m.lo.total - m.lo.tensors[m.lo.wte].Size())
@@ -139,6 +140,12 @@ func (m *Model) FLOPsPerToken(T int) float64 {
 		dense += float64(m.lo.tensors[m.lo.wte].Size())
 	}
 	attn := 12 * float64(c.Layers) * float64(c.Dim) * float64(T) / 2
+	if m.lora != nil {
+		// Frozen weights: forward and the input's gradient, 4 per weight;
+		// the adapters (a tiny share): 6 each, and A's product once more
+		// in the backward, counted as 2 more for every adapter value.
+		return 4*dense + 8*float64(m.lora.total) + attn
+	}
 	return 6*dense + attn
 }
 

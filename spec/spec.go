@@ -149,6 +149,20 @@ type Member struct {
 	// the frozen-peer control, which tells learning from a fixed labeller
 	// apart from co-training.
 	Frozen bool `json:"frozen,omitempty"`
+	// LoRA trains low-rank adapters of the member with its weights
+	// frozen (PEFT's LoraConfig fields), for a member too large for a full
+	// fine-tune: gradients and AdamW state for the adapters alone, saved
+	// in PEFT's layout beside the weights in each checkpoint. Llama-family
+	// members only. Nil: a full fine-tune.
+	LoRA *LoRA `json:"lora,omitempty"`
+}
+
+// LoRA is a member's adapter configuration, named as in PEFT's
+// adapter_config.json.
+type LoRA struct {
+	R             int      `json:"r"`
+	Alpha         float64  `json:"lora_alpha"`
+	TargetModules []string `json:"target_modules,omitempty"` // empty: every projection
 }
 
 // Eval runs held-out evaluation every Every rounds (0: at the end only).

@@ -24,6 +24,13 @@ import (
 
 func runSpec(t *testing.T, out string, rounds int, a, b string) *config.RunSpec {
 	t.Helper()
+	return runSpecWith(t, out, rounds, a, b, "")
+}
+
+// runSpecWith is runSpec with more settings of member l (YAML fields,
+// each with a leading comma).
+func runSpecWith(t *testing.T, out string, rounds int, a, b, lMore string) *config.RunSpec {
+	t.Helper()
 	file := filepath.Join(t.TempDir(), "run.yaml")
 	body := fmt.Sprintf(`name: t
 rounds: %d
@@ -38,8 +45,8 @@ reward: {mode: entropy}
 output_dir: %q
 members:
   - {name: g, base: %q}
-  - {name: l, base: %q, view: 1}
-`, rounds, out, a, b)
+  - {name: l, base: %q, view: 1%s}
+`, rounds, out, a, b, lMore)
 	if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +107,51 @@ func TestLocalRunAndExactResume(t *testing.T) {
 		if bytes.Equal(x, weights(t, map[string]string{"g": a, "l": b}[name])) {
 			t.Fatalf("member %s: weights never changed", name)
 		}
+	}
+}
+
+// TestLocalRunWithLoRA: a member with lora trains its adapters alone:
+// each checkpoint holds its weights as the base's, byte for byte, beside
+// adapters in PEFT's layout that moved; the run stopped after 2 rounds
+// and resumed ends with the same adapters, bit for bit.
+func TestLocalRunWithLoRA(t *testing.T) {
+	a, b := modeltest.Base(t, model.GPT2, 1), modeltest.Base(t, model.Llama, 2)
+	var log bytes.Buffer
+	lora := ", lora: {r: 4, lora_alpha: 8, target_modules: [q_proj, v_proj, down_proj]}"
+	full, part := t.TempDir(), t.TempDir()
+	if err := Local(context.Background(), cpu.New(2), runSpecWith(t, full, 3, a, b, lora), Options{}, &log); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	if err := Local(context.Background(), cpu.New(1), runSpecWith(t, part, 3, a, b, lora), Options{StopAfter: 2}, &log); err != nil {
+		t.Fatal(err)
+	}
+	if err := Local(context.Background(), cpu.New(3), runSpecWith(t, part, 3, a, b, lora), Options{Resume: true}, &log); err != nil {
+		t.Fatal(err)
+	}
+	adapters := func(run string, round int) []byte {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(run, "t", "checkpoints", blob.RoundName(round), "l", "adapter_model.safetensors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	l3 := filepath.Join(full, "t", "checkpoints", blob.RoundName(3), "l")
+	if !bytes.Equal(weights(t, l3), weights(t, b)) {
+		t.Error("member l's weights changed under LoRA")
+	}
+	if bytes.Equal(adapters(full, 1), adapters(full, 3)) {
+		t.Error("member l's adapters did not move from round 1 to 3")
+	}
+	if !bytes.Equal(adapters(full, 3), adapters(part, 3)) {
+		t.Error("the resumed run's adapters differ from the uninterrupted run's")
+	}
+	if bytes.Equal(weights(t, filepath.Join(full, "t", "checkpoints", blob.RoundName(3), "g")), weights(t, a)) {
+		t.Error("member g (no lora) did not train")
+	}
+	cfg, err := model.ReadLoRAConfig(l3)
+	if err != nil || cfg.Rank != 4 || cfg.Alpha != 8 || len(cfg.Targets) != 3 {
+		t.Errorf("adapter_config.json: %+v, %v", cfg, err)
 	}
 }
 
