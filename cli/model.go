@@ -24,7 +24,7 @@ func newModelCmd(stdio IO) *cobra.Command {
 		Short: "Build and inspect Hugging Face checkpoints",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newModelRandomCmd(stdio), newModelPlanCmd(stdio))
+	cmd.AddCommand(newModelRandomCmd(stdio), newModelPlanCmd(stdio), newModelMergeLoRACmd(stdio))
 	return cmd
 }
 
@@ -227,4 +227,101 @@ func shapeOrConfig(shape, config string) (model.Config, map[string][]byte, error
 	}
 	cfg, err := model.ParseConfig(cmp.Or(config, shape+"/config.json"), files["config.json"])
 	return cfg, files, err
+}
+
+const modelMergeLoRALong = `Folds a checkpoint's LoRA adapters into its weights, W + (lora_alpha/r) B A,
+and writes the merged checkpoint to --out in the weights' own layout (their
+dtype and shards), with the tokenizer and the other files beside them: what
+vLLM or llama.cpp serve without adapter support (PEFT's merge_and_unload).
+The adapters are --adapter's (adapter_config.json and
+adapter_model.safetensors, as a member trained with lora saves them in each
+checkpoint, or as PEFT saves them), by default --model's own.
+
+Examples:
+  corl model merge-lora --model runs/big/checkpoints/round-000020/qwen --out qwen-merged
+  corl model merge-lora --model Qwen2.5-1.5B --adapter my-peft-adapter --out merged`
+
+func newModelMergeLoRACmd(stdio IO) *cobra.Command {
+	var dir, adapter, out string
+	cmd := &cobra.Command{
+		Use:   "merge-lora --model DIR --out DIR",
+		Short: "Fold LoRA adapters into a checkpoint's weights",
+		Long:  modelMergeLoRALong,
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if dir == "" || out == "" {
+				return fmt.Errorf("--model and --out: give both")
+			}
+			if adapter == "" {
+				adapter = dir
+			}
+			if abs, _ := filepath.Abs(out); abs == mustAbs(dir) {
+				return fmt.Errorf("--out %s is --model: write the merged checkpoint elsewhere", out)
+			}
+			start := time.Now()
+			m, err := model.LoadHF(cpu.New(0), dir)
+			if err != nil {
+				return err
+			}
+			if err := m.LoadLoRA(adapter); err != nil {
+				return err
+			}
+			lc, _ := m.LoRAConfig()
+			if err := m.MergeLoRA(); err != nil {
+				return err
+			}
+			if err := m.SaveHF(out); err != nil {
+				return err
+			}
+			if err := copySideFiles(dir, out); err != nil {
+				return err
+			}
+			if err := model.WriteChecksums(out); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdio.Out, "%s: %s merged with r %d, lora_alpha %v on %s; %.1f s\n", out, dir, lc.Rank, lc.Alpha, strings.Join(lc.Targets, ", "), time.Since(start).Seconds())
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&dir, "model", "", "the checkpoint directory (its weights, and its adapters unless --adapter)")
+	fl.StringVar(&adapter, "adapter", "", "a PEFT adapter directory (default: --model)")
+	fl.StringVar(&out, "out", "", "the directory to write the merged checkpoint to")
+	return cmd
+}
+
+func mustAbs(p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	return a
+}
+
+// copySideFiles copies from src to dst the files a merged checkpoint keeps
+// that SaveHF does not write (the tokenizer's, the chat template), leaving
+// out the weights, the adapters, the optimizer state and the checksums.
+func copySideFiles(src, dst string) error {
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if !e.Type().IsRegular() || strings.HasSuffix(n, ".safetensors") || strings.HasPrefix(n, "adapter_") ||
+			n == model.ChecksumsFile || n == "model.safetensors.index.json" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dst, n)); err == nil {
+			continue // SaveHF wrote it
+		}
+		data, err := os.ReadFile(filepath.Join(src, n))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, n), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

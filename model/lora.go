@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/corl-project/corl/gpu"
 	"github.com/corl-project/corl/spec"
@@ -307,27 +309,54 @@ func (m *Model) MergeLoRA() error {
 		return err
 	}
 	r := st.cfg.Rank
+	type job struct {
+		a      adapter
+		w      Tensor
+		o0, o1 int // rows
+	}
+	var jobs []job
 	for l, ads := range st.layers {
 		lp := m.lo.layers[l]
 		for _, a := range ads {
 			wt := m.lo.tensors[map[string]int{"q_proj": lp.wq, "k_proj": lp.wk, "v_proj": lp.wv, "o_proj": lp.wo,
 				"gate_proj": lp.wfc, "up_proj": lp.wfc, "down_proj": lp.wproj}[a.module]]
-			A, B := ad[st.tensors[a.a].Off:], ad[st.tensors[a.b].Off:]
-			for o := range a.rows {
-				if o >= a.padFrom && o < a.padFrom+a.padRows {
-					continue
-				}
-				row := w[wt.Off+o*a.in : wt.Off+(o+1)*a.in]
-				for i := range row {
-					var s float64
-					for k := range r {
-						s += float64(B[o*r+k]) * float64(A[k*a.in+i])
-					}
-					row[i] += float32(float64(st.scale) * s)
-				}
+			for o := 0; o < a.rows; o += 256 {
+				jobs = append(jobs, job{a, wt, o, min(o+256, a.rows)})
 			}
 		}
 	}
+	// Blocks of rows on every core: each row's sums are its own, so the
+	// result does not depend on how they are shared.
+	var wg sync.WaitGroup
+	next := make(chan job)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range next {
+				a := j.a
+				A, B := ad[st.tensors[a.a].Off:], ad[st.tensors[a.b].Off:]
+				for o := j.o0; o < j.o1; o++ {
+					if o >= a.padFrom && o < a.padFrom+a.padRows {
+						continue
+					}
+					row := w[j.w.Off+o*a.in : j.w.Off+(o+1)*a.in]
+					for i := range row {
+						var s float64
+						for k := range r {
+							s += float64(B[o*r+k]) * float64(A[k*a.in+i])
+						}
+						row[i] += float32(float64(st.scale) * s)
+					}
+				}
+			}
+		}()
+	}
+	for _, j := range jobs {
+		next <- j
+	}
+	close(next)
+	wg.Wait()
 	m.be.Free(st.params)
 	m.lora = nil
 	m.resizeTrainState()
