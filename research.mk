@@ -4,7 +4,7 @@
 # runs from the repository root; each campaign takes hours and resumes
 # where it stopped. None of them is part of `make test`.
 
-.PHONY: paper-table zoo zoo-natural zoo-own composition-tune composition-tune-rerun composition composition-anchors collapse composition-analysis own-task-tune own-task own-task-analysis pooled-analysis redraw zoo-diversity diversity-check diversity diversity-analysis per-member per-member-analysis horizon horizon-analysis
+.PHONY: paper-table zoo zoo-natural zoo-own composition-tune composition-tune-rerun composition composition-anchors collapse composition-analysis own-task-tune own-task own-task-analysis pooled-analysis redraw zoo-diversity diversity-check diversity diversity-analysis per-member per-member-analysis horizon horizon-analysis own-task-per-member own-task-per-member-analysis
 
 # The comparison table (examples/paper-table.yaml: every reward, five
 # seeds, the test split) from nothing to results/paper-table/: about four
@@ -220,3 +220,16 @@ horizon-analysis: build
 	mkdir -p results/horizon-analysis
 	bin/corl report results/horizon --member nat-llama -o "" $(HORIZON_CONTRASTS) --contrasts-md results/horizon-analysis/round-100.md >/dev/null
 	bin/corl report results/horizon --member nat-llama -o "" --at-round 20 --md results/horizon-analysis/round-20-table.md $(HORIZON_CONTRASTS) --contrasts-md results/horizon-analysis/round-20.md >/dev/null
+
+# The claim per member on the own task (results/own-task-per-member/plan.md):
+# each own-task peer alone under self-vote; its cohort arm is
+# results/own-task's records.
+OWN_PEERS := own-llama-init2,own-llama-small,own-gpt2
+own-task-per-member: build $(OWN_ROWS)
+	CORL_PAPER_DIR=corl-data/own-task-per-member CORL_PAPER_PORT=7313 CORL_PAPER_MEMBER=$(OWN_PEERS) CORL_PAPER_SWEEP=examples/own-task/study/per-member.yaml CORL_PAPER_OUT=results/own-task-per-member scripts/paper-table.sh
+OWN_PER_MEMBER_CONTRASTS := --contrast "init2: cohort - alone|own-llama + own-llama-init2|alone-init2" \
+	--contrast "small: cohort - alone|own-llama + own-llama-small|alone-small" \
+	--contrast "gpt2: cohort - alone|members own-llama + own-gpt2|alone-gpt2"
+own-task-per-member-analysis: build
+	mkdir -p results/own-task-per-member-analysis
+	bin/corl report results/own-task results/own-task-per-member --member $(OWN_PEERS) -o "" --md results/own-task-per-member-analysis/table.md $(OWN_PER_MEMBER_CONTRASTS) --contrasts-md results/own-task-per-member-analysis/contrasts.md >/dev/null
