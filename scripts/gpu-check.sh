@@ -16,7 +16,8 @@
 # cublasGemmEx on tensor cores, at batch 256, and with a binary16 KV
 # cache at batch 64) and a
 # training step's tokens/s and GFLOP/s at 4 x 1,024 tokens (a GRPO update's
-# work per token: forward, backward, AdamW); one Co-RL round of two random
+# work per token: forward, backward, AdamW; on the 1.5B shape also with LoRA
+# r 16 and recompute); one Co-RL round of two random
 # Qwen2.5-0.5B-shaped members through `corl dev`; the peak GPU memory
 # nvidia-smi saw. A step past its limit is reported as such and the next
 # one runs. GPU_CHECK_SMALL=1 swaps the shapes for tiny ones, to try the
@@ -174,6 +175,10 @@ run() {
     fi
     step "training step, qwen2.5-$shape shape, 4 x $seq tokens (ms/step, tokens/s, GFLOP/s 6N, with attention, share of peak)" 60 '^[0-9.]+ +[0-9]' \
       "$out/corl" bench train --backend cuda "${flags[@]}" --batch 4 --seq $seq --steps 2 --warmup 1
+    if [ $shape = 1.5b ]; then
+      step "training step, qwen2.5-$shape shape, LoRA r 16 on every projection, recompute, 4 x $seq tokens" 60 '^[0-9.]+ +[0-9]' \
+        "$out/corl" bench train --backend cuda "${flags[@]}" --lora-rank 16 --recompute --logit-rows 1024 --batch 4 --seq $seq --steps 2 --warmup 1
+    fi
   done
   step "Co-RL round, two qwen2.5-0.5b-shaped members, corl dev" 150 "" "$self" _coround
   kill "$sampler" 2>/dev/null

@@ -58,6 +58,9 @@ func newBenchTrainCmd(stdio IO, getenv func(string) string) *cobra.Command {
 		warmup            int
 		bf                cli.BackendFlags
 		ref               string
+		loraRank          int
+		recompute         bool
+		logitRows         int
 	)
 	cmd := &cobra.Command{
 		Use:   "train",
@@ -70,7 +73,10 @@ the same backend measured after every timed step (the median of the steps'
 shares, each against its own peak). With --reference, the same 1024^3
 matmul is also timed in that program (scripts/gemm-ref/sgemm.c, OpenBLAS's
 sgemm) on as many threads after every step, and the step's share of it is
-printed too: the share of the library's peak a step reaches.
+printed too: the share of the library's peak a step reaches. With
+--lora-rank R the step trains LoRA adapters of rank R on every projection
+with the weights frozen (the spec's members[].lora); --recompute and
+--logit-rows are the spec's recompute and logit_rows.
 
 Examples, GPT-2 124M:
   corl bench train --family gpt2 --layers 12 --dim 768 --heads 12 --vocab 50257 --batch 4 --seq 64
@@ -82,6 +88,9 @@ Examples, GPT-2 124M:
 				return err
 			}
 			m, err := model.New(be, mf.Config(seq), 1)
+			if err == nil && loraRank > 0 {
+				err = m.AttachLoRA(model.LoRA{Rank: loraRank, Alpha: float64(2 * loraRank), Targets: model.LoRAModules}, 1)
+			}
 			if err != nil {
 				return err
 			}
@@ -99,8 +108,16 @@ Examples, GPT-2 124M:
 				b.Inputs[i], b.Targets[i] = int32(r.IntN(mf.Vocab())), int32(r.IntN(mf.Vocab()))
 			}
 			opt := model.DefaultOptim(1e-4)
+			m.Recompute, m.LogitRows = recompute, logitRows
 			fmt.Fprintf(stdio.Out, "model: %s, %d layers, dim %d, %.2fM parameters; backend %s\n",
 				m.Cfg.Family, m.Cfg.Layers, m.Cfg.Dim, float64(m.NumParams())/1e6, be.Name())
+			if lc, ok := m.LoRAConfig(); ok {
+				n := 0
+				for _, t := range m.LoRATensors() {
+					n += t.Size()
+				}
+				fmt.Fprintf(stdio.Out, "LoRA: r %d on %d projections, %d adapter values trained, the weights frozen\n", lc.Rank, len(lc.Targets), n)
+			}
 			var total time.Duration
 			tokens := float64(batch * seq)
 			for i := 0; i < warmup+steps; i++ {
@@ -138,6 +155,9 @@ Examples, GPT-2 124M:
 	fl.IntVar(&steps, "steps", 10, "timed steps")
 	fl.IntVar(&warmup, "warmup", 2, "untimed steps first")
 	fl.StringVar(&ref, "reference", "", "also take each step's share of this program's 1024^3 matmul (scripts/gemm-ref/sgemm.c)")
+	fl.IntVar(&loraRank, "lora-rank", 0, "train LoRA adapters of this rank on every projection, the weights frozen (0: every weight)")
+	fl.BoolVar(&recompute, "recompute", false, "recompute each layer's activations in the backward")
+	fl.IntVar(&logitRows, "logit-rows", 0, "compute the logits this many tokens at a time (0: all)")
 	bf.Register(fl, getenv)
 	return cmd
 }
