@@ -455,3 +455,44 @@ func TestLoRAResumesBitForBit(t *testing.T) {
 		t.Error("the resumed adapters differ in bits from the ones that went on")
 	}
 }
+
+// TestLoRAWithRecomputeAndLogitRows: the adapters' gradients are the same
+// bits with every layer's activations kept and with recompute and logits
+// by blocks (the frozen head's block sums are the only ones that move, and
+// with adapters it has none).
+func TestLoRAWithRecomputeAndLogitRows(t *testing.T) {
+	cfg := Config{Family: Llama, Layers: 3, Dim: 16, Heads: 4, KVHeads: 2, Hidden: 24, Vocab: 11, MaxSeq: 8, QKVBias: true}
+	var grads [2][]float32
+	for i, saving := range []bool{false, true} {
+		m, err := New(cpu.New(2), cfg, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.AttachLoRA(LoRA{Rank: 2, Alpha: 4, Targets: LoRAModules}, 5); err != nil {
+			t.Fatal(err)
+		}
+		randomAdapters(t, m, 6)
+		if saving {
+			m.Recompute, m.LogitRows = true, 5
+		}
+		b := randBatch(rand.New(rand.NewPCG(3, 4)), 3, 6, cfg.Vocab)
+		b.Temperature = 0.7
+		if _, _, err := m.Loss(b); err != nil {
+			t.Fatal(err)
+		}
+		d := make([]float32, len(b.Inputs))
+		for k := range d {
+			d[k] = -b.Weights[k] / float32(len(d))
+		}
+		m.ZeroGrad()
+		if err := m.Backward(d); err != nil {
+			t.Fatal(err)
+		}
+		if grads[i], err = m.LoRAGrads(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bitsEqual(grads[0], grads[1]) {
+		t.Error("the adapters' gradients differ with recompute and logits by blocks")
+	}
+}
