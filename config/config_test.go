@@ -380,3 +380,39 @@ func TestEveryKeyDecodes(t *testing.T) {
 		t.Errorf("the filled spec writes %d keys of %d", n, len(spec.Keys()))
 	}
 }
+
+// TestGPUPairSpecFits: examples/gpu/qwen-pair.yaml, the spec the GPU path
+// would run for the paper's kind of cohort, loads, and its two members'
+// memory plans (the published Qwen2.5-0.5B and 1.5B shapes, its micro-batch,
+// recompute and logit rows, sequences of a 128-token prompt and its
+// completions) fit one 80 GiB GPU together.
+func TestGPUPairSpecFits(t *testing.T) {
+	s, err := Load("../examples/gpu/qwen-pair.yaml", func(string) string { return "" }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, m := range s.Members {
+		shape := map[string]string{"qwen-0.5b": "qwen2.5-0.5b", "qwen-1.5b": "qwen2.5-1.5b"}[m.Name]
+		files, err := model.ShapeFiles(shape)
+		if err != nil {
+			t.Fatalf("member %s: %v", m.Name, err)
+		}
+		cfg, err := model.ParseConfig("config.json", files["config.json"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq := 128 + s.Generation.MaxCompletion
+		o := model.PlanOptions{MicroBatch: s.MicroBatchSize, Seq: seq, Slots: 64, Capacity: (seq + 63) / 64 * 64, Parts: 1, Tiled: true,
+			Recompute: s.Recompute, LogitRows: s.LogitRows, BF16Weights: true}
+		if m.LoRA != nil {
+			l := model.LoRAOf(*m.LoRA)
+			o.LoRA = &l
+		}
+		total += model.PlanBytes(cfg.Plan(o))
+	}
+	if total > 80<<30 {
+		t.Errorf("the pair needs %s, more than one 80 GiB GPU", model.FormatBytes(total))
+	}
+	t.Logf("the pair's plans: %s of 80 GiB", model.FormatBytes(total))
+}
