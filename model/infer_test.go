@@ -177,7 +177,11 @@ func TestSplitDecodingMatchesOneThread(t *testing.T) {
 	}
 }
 
-func testSplitDecoding(t *testing.T, cfg Config, typ KVType) {
+func testSplitDecoding(t *testing.T, cfg Config, typ KVType) { testSplitDecodingOf(t, cfg, typ, nil) }
+
+// testSplitDecodingOf is testSplitDecoding with both models as prep leaves
+// them (nil: as built).
+func testSplitDecodingOf(t *testing.T, cfg Config, typ KVType, prep func(*Model)) {
 	{
 		{
 			const B = 40
@@ -192,6 +196,10 @@ func testSplitDecoding(t *testing.T, cfg Config, typ KVType) {
 			split, err := New(cpu.New(3), cfg, 5)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if prep != nil {
+				prep(one)
+				prep(split)
 			}
 			if n := len(split.decodeParts(B)); n != 3 {
 				t.Fatalf("%d slots on 3 threads split into %d parts, want 3", B, n)

@@ -384,6 +384,23 @@ func TestLoRARefusesWhatItCannotDo(t *testing.T) {
 	}
 }
 
+// TestLoRASplitDecodingMatchesOneThread: decoding with adapters split
+// over threads (each part's rows of the cache's adapter scratch its own)
+// gives one thread's logits.
+func TestLoRASplitDecodingMatchesOneThread(t *testing.T) {
+	cfg := Config{Family: Llama, Layers: 2, Dim: 64, Heads: 4, KVHeads: 2, Hidden: 48, Vocab: 13, MaxSeq: 8}
+	for _, typ := range []KVType{KVFloat32, KVHalf} {
+		t.Run(string(typ), func(t *testing.T) {
+			testSplitDecodingOf(t, cfg, typ, func(m *Model) {
+				if err := m.AttachLoRA(LoRA{Rank: 3, Alpha: 6, Targets: LoRAModules}, 2); err != nil {
+					t.Fatal(err)
+				}
+				randomAdapters(t, m, 7)
+			})
+		})
+	}
+}
+
 // TestLoRACachedDecodingMatchesTheForward: the cached decoder (prefill,
 // and decoding with a slot sitting out) runs the adapters too: every
 // position's logits are the adapted model's full forward's, on every llama
