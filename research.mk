@@ -210,7 +210,8 @@ per-member-analysis: build
 
 # The horizon (results/horizon/plan.md): M for 100 rounds under
 # self-vote, ground truth and the other-family peer trained and frozen,
-# three seeds; the plan's contrasts at round 100 and again at round 20.
+# three seeds; the plan's contrasts at round 100, and at rounds 20-80 of
+# the same runs (round 20 is the plan's growth reading; 40-80 the curve).
 horizon: build
 	CORL_PAPER_DIR=corl-data/horizon CORL_PAPER_PORT=7303 CORL_PAPER_MEMBER=nat-llama CORL_PAPER_SWEEP=examples/composition/horizon.yaml CORL_PAPER_OUT=results/horizon scripts/paper-table.sh
 HORIZON_CONTRASTS := --contrast "C1 lead: trained peer - self-vote|members nat-llama + nat-gpt2|Self-vote (TTRL)" \
@@ -219,7 +220,7 @@ HORIZON_CONTRASTS := --contrast "C1 lead: trained peer - self-vote|members nat-l
 horizon-analysis: build
 	mkdir -p results/horizon-analysis
 	bin/corl report results/horizon --member nat-llama -o "" $(HORIZON_CONTRASTS) --contrasts-md results/horizon-analysis/round-100.md >/dev/null
-	bin/corl report results/horizon --member nat-llama -o "" --at-round 20 --md results/horizon-analysis/round-20-table.md $(HORIZON_CONTRASTS) --contrasts-md results/horizon-analysis/round-20.md >/dev/null
+	for r in 20 40 60 80; do bin/corl report results/horizon --member nat-llama -o "" --at-round $$r --md results/horizon-analysis/round-$$r-table.md $(HORIZON_CONTRASTS) --contrasts-md results/horizon-analysis/round-$$r.md >/dev/null || exit 1; done
 
 # The claim per member on the own task (results/own-task-per-member/plan.md):
 # each own-task peer alone under self-vote; its cohort arm is
