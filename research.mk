@@ -214,9 +214,9 @@ per-member-analysis: build
 # the same runs (round 20 is the plan's growth reading; 40-80 the curve).
 horizon: build
 	CORL_PAPER_DIR=corl-data/horizon CORL_PAPER_PORT=7303 CORL_PAPER_MEMBER=nat-llama CORL_PAPER_SWEEP=examples/composition/horizon.yaml CORL_PAPER_OUT=results/horizon scripts/paper-table.sh
-HORIZON_CONTRASTS := --contrast "C1 lead: trained peer - self-vote|members nat-llama + nat-gpt2|Self-vote (TTRL)" \
-	--contrast "C2 co-training: trained peer - frozen peer|members nat-llama + nat-gpt2|(frozen)" \
-	--contrast "C3 to the labels: trained peer - ground truth|members nat-llama + nat-gpt2|Ground-truth"
+HORIZON_CONTRASTS := --contrast "C1 lead: trained peer - self-vote|co-rl-other-family|self-vote" \
+	--contrast "C2 co-training: trained peer - frozen peer|co-rl-other-family|co-rl-frozen-other-family" \
+	--contrast "C3 to the labels: trained peer - ground truth|co-rl-other-family|ground-truth"
 horizon-analysis: build
 	mkdir -p results/horizon-analysis
 	bin/corl report results/horizon --member nat-llama -o "" $(HORIZON_CONTRASTS) --contrasts-md results/horizon-analysis/round-100.md >/dev/null

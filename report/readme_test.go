@@ -99,7 +99,7 @@ func TestREADMEStudyTablesMatchTheirResults(t *testing.T) {
 // to the report that moves a committed number fails here until the
 // studies are redrawn and their pages say so.
 func TestCommittedStudiesRedraw(t *testing.T) {
-	for study, member := range map[string]string{"composition": "nat-llama", "composition-anchors": "llama-odd", "own-task": "own-llama", "paper-table": "llama-odd", "diversity": "nat-llama", "per-member": "nat-llama-init2,nat-llama-order2,nat-llama-small,nat-gpt2,nat-llama-reph"} {
+	for study, member := range map[string]string{"composition": "nat-llama", "composition-anchors": "llama-odd", "own-task": "own-llama", "paper-table": "llama-odd", "diversity": "nat-llama", "per-member": "nat-llama-init2,nat-llama-order2,nat-llama-small,nat-gpt2,nat-llama-reph", "horizon": "nat-llama", "own-task-per-member": "own-llama-init2,own-llama-small,own-gpt2"} {
 		dir := "../results/" + study
 		runs, err := LoadDir(dir)
 		if err != nil {
