@@ -291,9 +291,9 @@ func (p *Pass) layerForward(a *activations, l int, shape gpu.AttnShape, next boo
 	be.MatMulForward(a.q[l], a.ln1[l], P(lp.wq), P(lp.bq), N, C, QD)
 	be.MatMulForward(a.k[l], a.ln1[l], P(lp.wk), P(lp.bk), N, C, KVD)
 	be.MatMulForward(a.v[l], a.ln1[l], P(lp.wv), P(lp.bv), N, C, KVD)
-	p.loraForward(a.q[l], a.ln1[l], l, "q_proj", N)
-	p.loraForward(a.k[l], a.ln1[l], l, "k_proj", N)
-	p.loraForward(a.v[l], a.ln1[l], l, "v_proj", N)
+	p.loraForward(a.q[l], a.ln1[l], l, loraQ, N)
+	p.loraForward(a.k[l], a.ln1[l], l, loraK, N)
+	p.loraForward(a.v[l], a.ln1[l], l, loraV, N)
 	if c.Family == Llama {
 		m.ropeOn(be, a.q[l], a.pos, N, c.Heads, true)
 		m.ropeOn(be, a.k[l], a.pos, N, c.KVHeads, true)
@@ -304,7 +304,7 @@ func (p *Pass) layerForward(a *activations, l int, shape gpu.AttnShape, next boo
 		be.AttentionForward(a.attOut[l], a.att[l], a.q[l], a.k[l], a.v[l], shape)
 	}
 	be.MatMulForward(a.tmp, a.attOut[l], P(lp.wo), P(lp.bo), N, QD, C)
-	p.loraForward(a.tmp, a.attOut[l], l, "o_proj", N)
+	p.loraForward(a.tmp, a.attOut[l], l, loraO, N)
 	be.Add(a.res2[l], a.res[l], a.tmp, N*C)
 	m.normOn(be, a.ln2[l], a.mean2[l], a.rstd2[l], a.res2[l], lp.norm2w, lp.norm2b, N)
 	if c.Family == GPT2 {
@@ -312,13 +312,13 @@ func (p *Pass) layerForward(a *activations, l int, shape gpu.AttnShape, next boo
 		be.GELUForward(a.act[l], a.fc[l], N*H)
 	} else {
 		be.MatMulForward(a.fc[l], a.ln2[l], P(lp.wfc), nil, N, C, 2*H)
-		p.loraForward(a.fc[l], a.ln2[l], l, "gate_proj", N)
-		p.loraForward(a.fc[l], a.ln2[l], l, "up_proj", N)
+		p.loraForward(a.fc[l], a.ln2[l], l, loraGate, N)
+		p.loraForward(a.fc[l], a.ln2[l], l, loraUp, N)
 		be.SwiGLUForward(a.act[l], a.fc[l], N, H)
 	}
 	if next {
 		be.MatMulForward(a.tmp, a.act[l], P(lp.wproj), P(lp.bproj), N, H, C)
-		p.loraForward(a.tmp, a.act[l], l, "down_proj", N)
+		p.loraForward(a.tmp, a.act[l], l, loraDown, N)
 		be.Add(a.res[l+1], a.res2[l], a.tmp, N*C)
 	}
 }
@@ -374,7 +374,7 @@ func (p *Pass) Backward(dlogp []float32) error {
 		// MLP: res[l+1] = res2 + proj(act(fc(norm2(res2)))); dres carries d res2 too.
 		be.Zero(a.dact)
 		be.MatMulBackward(a.dact, G(lp.wproj), G(lp.bproj), a.dres, a.act[l], P(lp.wproj), N, H, C)
-		p.loraBackward(a.dact, a.dres, a.act[l], l, "down_proj", N)
+		p.loraBackward(a.dact, a.dres, a.act[l], l, loraDown, N)
 		be.Zero(a.dfc)
 		if c.Family == GPT2 {
 			be.GELUBackward(a.dfc, a.dact, a.fc[l], N*H)
@@ -384,14 +384,14 @@ func (p *Pass) Backward(dlogp []float32) error {
 			be.SwiGLUBackward(a.dfc, a.dact, a.fc[l], N, H)
 			be.Zero(a.dln)
 			be.MatMulBackward(a.dln, G(lp.wfc), nil, a.dfc, a.ln2[l], P(lp.wfc), N, C, 2*H)
-			p.loraBackward(a.dln, a.dfc, a.ln2[l], l, "gate_proj", N)
-			p.loraBackward(a.dln, a.dfc, a.ln2[l], l, "up_proj", N)
+			p.loraBackward(a.dln, a.dfc, a.ln2[l], l, loraGate, N)
+			p.loraBackward(a.dln, a.dfc, a.ln2[l], l, loraUp, N)
 		}
 		p.normBackward(a.dres, a.dln, a.res2[l], a.mean2[l], a.rstd2[l], lp.norm2w, lp.norm2b, N)
 		// Attention: res2 = res + o(attn(q, k, v)).
 		be.Zero(a.dattOut)
 		be.MatMulBackward(a.dattOut, G(lp.wo), G(lp.bo), a.dres, a.attOut[l], P(lp.wo), N, QD, C)
-		p.loraBackward(a.dattOut, a.dres, a.attOut[l], l, "o_proj", N)
+		p.loraBackward(a.dattOut, a.dres, a.attOut[l], l, loraO, N)
 		be.Zero(a.dq)
 		be.Zero(a.dk)
 		be.Zero(a.dv)
@@ -408,9 +408,9 @@ func (p *Pass) Backward(dlogp []float32) error {
 		be.MatMulBackward(a.dln, G(lp.wq), G(lp.bq), a.dq, a.ln1[l], P(lp.wq), N, C, QD)
 		be.MatMulBackward(a.dln, G(lp.wk), G(lp.bk), a.dk, a.ln1[l], P(lp.wk), N, C, KVD)
 		be.MatMulBackward(a.dln, G(lp.wv), G(lp.bv), a.dv, a.ln1[l], P(lp.wv), N, C, KVD)
-		p.loraBackward(a.dln, a.dq, a.ln1[l], l, "q_proj", N)
-		p.loraBackward(a.dln, a.dk, a.ln1[l], l, "k_proj", N)
-		p.loraBackward(a.dln, a.dv, a.ln1[l], l, "v_proj", N)
+		p.loraBackward(a.dln, a.dq, a.ln1[l], l, loraQ, N)
+		p.loraBackward(a.dln, a.dk, a.ln1[l], l, loraK, N)
+		p.loraBackward(a.dln, a.dv, a.ln1[l], l, loraV, N)
 		p.normBackward(a.dres, a.dln, a.res[l], a.mean1[l], a.rstd1[l], lp.norm1w, lp.norm1b, N)
 	}
 	if m.lora == nil { // with adapters the embeddings are frozen

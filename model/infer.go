@@ -505,7 +505,7 @@ func (m *Model) inferLayers(be gpu.Backend, kc *Cache, first, attOff int, ids, p
 	sl := func(b gpu.Buffer, w, n int) gpu.Buffer { return b.Slice(first*w, n*w) }
 	x, x2 := sl(kc.x, C, N), sl(kc.x2, C, N)
 	// adapt adds layer l's adapter of mod (if any) to y, projected from in.
-	adapt := func(y, in gpu.Buffer, l int, mod string) {
+	adapt := func(y, in gpu.Buffer, l int, mod loraModule) {
 		if kc.loraU != nil {
 			m.loraApply(be, y, in, sl(kc.loraU, kc.loraRank, N), kc.loraY.Slice(first*c.loraWidest(), N*c.loraWidest()), l, mod, N)
 		}
@@ -519,9 +519,9 @@ func (m *Model) inferLayers(be gpu.Backend, kc *Cache, first, attOff int, ids, p
 		be.MatMulForward(q, ln, P(lp.wq), P(lp.bq), N, C, QD)
 		be.MatMulForward(kn, ln, P(lp.wk), P(lp.bk), N, C, KVD)
 		be.MatMulForward(vn, ln, P(lp.wv), P(lp.bv), N, C, KVD)
-		adapt(q, ln, l, "q_proj")
-		adapt(kn, ln, l, "k_proj")
-		adapt(vn, ln, l, "v_proj")
+		adapt(q, ln, l, loraQ)
+		adapt(kn, ln, l, loraK)
+		adapt(vn, ln, l, loraV)
 		if c.Family == Llama {
 			m.ropeOn(be, q, pos, N, c.Heads, true)
 			m.ropeOn(be, kn, pos, N, c.KVHeads, true)
@@ -536,7 +536,7 @@ func (m *Model) inferLayers(be gpu.Backend, kc *Cache, first, attOff int, ids, p
 		}
 		tmp := sl(kc.tmp, C, N)
 		be.MatMulForward(tmp, attOut, P(lp.wo), P(lp.bo), N, QD, C)
-		adapt(tmp, attOut, l, "o_proj")
+		adapt(tmp, attOut, l, loraO)
 		be.Add(x2, x, tmp, N*C)
 		m.normOn(be, ln, sl(kc.mean, 1, N), sl(kc.rstd, 1, N), x2, lp.norm2w, lp.norm2b, N)
 		act := sl(kc.act, H, N)
@@ -547,12 +547,12 @@ func (m *Model) inferLayers(be gpu.Backend, kc *Cache, first, attOff int, ids, p
 		} else {
 			fc := sl(kc.fc, 2*H, N)
 			be.MatMulForward(fc, ln, P(lp.wfc), nil, N, C, 2*H)
-			adapt(fc, ln, l, "gate_proj")
-			adapt(fc, ln, l, "up_proj")
+			adapt(fc, ln, l, loraGate)
+			adapt(fc, ln, l, loraUp)
 			be.SwiGLUForward(act, fc, N, H)
 		}
 		be.MatMulForward(tmp, act, P(lp.wproj), P(lp.bproj), N, H, C)
-		adapt(tmp, act, l, "down_proj")
+		adapt(tmp, act, l, loraDown)
 		be.Add(x, x2, tmp, N*C)
 	}
 	m.normOn(be, sl(kc.lnf, C, N), sl(kc.mean, 1, N), sl(kc.rstd, 1, N), x, lo.normfW, lo.normfB, N)

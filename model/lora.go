@@ -33,6 +33,20 @@ type LoRA struct {
 // target, in layer order.
 var LoRAModules = []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
 
+// loraModule is a projection as an index into LoRAModules: the forward
+// and backward passes name the adapter they run by it.
+type loraModule int
+
+const (
+	loraQ loraModule = iota
+	loraK
+	loraV
+	loraO
+	loraGate
+	loraUp
+	loraDown
+)
+
 // LoRAOf is a spec's adapter configuration as the model's: every
 // projection when it names none, lora_alpha 2r when it gives none (0).
 func LoRAOf(c spec.LoRA) LoRA {
@@ -94,12 +108,23 @@ type loraState struct {
 	total   int      // adapter floats
 	params  gpu.Buffer
 	layers  [][]adapter // per layer, in LoRAModules order
+	// at[l][mod] is module mod's adapter in layers[l], -1 when untargeted.
+	at [][loraDown + 1]int
+}
+
+// adapterAt is layer l's adapter of mod, if it has one.
+func (st *loraState) adapterAt(l int, mod loraModule) (adapter, bool) {
+	i := st.at[l][mod]
+	if i < 0 {
+		return adapter{}, false
+	}
+	return st.layers[l][i], true
 }
 
 // loraLayout lays out the adapters of cfg for c: every targeted module of
 // every layer, A then B, named as PEFT saves them.
 func loraLayout(c Config, cfg LoRA) *loraState {
-	st := &loraState{cfg: cfg, scale: cfg.Scale(), layers: make([][]adapter, c.Layers)}
+	st := &loraState{cfg: cfg, scale: cfg.Scale(), layers: make([][]adapter, c.Layers), at: make([][loraDown + 1]int, c.Layers)}
 	QD, KVD, C, H := c.Heads*c.HeadSize(), c.KVHeads*c.HeadSize(), c.Dim, c.Hidden
 	add := func(name string, shape ...int) int {
 		t := Tensor{Name: name, Shape: shape, Off: st.total, Decay: true}
@@ -108,7 +133,8 @@ func loraLayout(c Config, cfg LoRA) *loraState {
 		return len(st.tensors) - 1
 	}
 	for l := 0; l < c.Layers; l++ {
-		for _, mod := range LoRAModules {
+		for mi, mod := range LoRAModules {
+			st.at[l][mi] = -1
 			if !slices.Contains(cfg.Targets, mod) {
 				continue
 			}
@@ -135,6 +161,7 @@ func loraLayout(c Config, cfg LoRA) *loraState {
 			prefix := fmt.Sprintf("base_model.model.model.layers.%d.%s.%s.", l, loraParent(mod), mod)
 			ad.a = add(prefix+"lora_A.weight", cfg.Rank, ad.in)
 			ad.b = add(prefix+"lora_B.weight", ad.rows, cfg.Rank)
+			st.at[l][mi] = len(st.layers[l])
 			st.layers[l] = append(st.layers[l], ad)
 		}
 	}
@@ -143,7 +170,8 @@ func loraLayout(c Config, cfg LoRA) *loraState {
 
 // loraParent is the Hugging Face submodule a projection belongs to.
 func loraParent(mod string) string {
-	if strings.HasSuffix(mod, "_proj") && (mod == "gate_proj" || mod == "up_proj" || mod == "down_proj") {
+	switch mod {
+	case "gate_proj", "up_proj", "down_proj":
 		return "mlp"
 	}
 	return "self_attn"
@@ -318,8 +346,7 @@ func (m *Model) MergeLoRA() error {
 	for l, ads := range st.layers {
 		lp := m.lo.layers[l]
 		for _, a := range ads {
-			wt := m.lo.tensors[map[string]int{"q_proj": lp.wq, "k_proj": lp.wk, "v_proj": lp.wv, "o_proj": lp.wo,
-				"gate_proj": lp.wfc, "up_proj": lp.wfc, "down_proj": lp.wproj}[a.module]]
+			wt := m.lo.tensors[lp.projection(a.module)]
 			for o := 0; o < a.rows; o += 256 {
 				jobs = append(jobs, job{a, wt, o, min(o+256, a.rows)})
 			}
@@ -389,7 +416,7 @@ func (p *Pass) loraBuffers(N int) *loraScratch {
 
 // loraForward adds module mod's adapter of layer l to y (N, rows), the
 // projection of x (N, in), on p's scratch (loraApply).
-func (p *Pass) loraForward(y, x gpu.Buffer, l int, mod string, N int) {
+func (p *Pass) loraForward(y, x gpu.Buffer, l int, mod loraModule, N int) {
 	if p.m.lora == nil {
 		return
 	}
@@ -400,13 +427,13 @@ func (p *Pass) loraForward(y, x gpu.Buffer, l int, mod string, N int) {
 // loraApply adds module mod's adapter of layer l to y (N, rows), the
 // projection of x (N, in), on be: y += (s x A^T) B^T, through u (N, r)
 // and out (N, rows) of scratch. Without an adapter there it does nothing.
-func (m *Model) loraApply(be gpu.Backend, y, x, u, out gpu.Buffer, l int, mod string, N int) {
+func (m *Model) loraApply(be gpu.Backend, y, x, u, out gpu.Buffer, l int, mod loraModule, N int) {
 	st := m.lora
-	i := slices.IndexFunc(st.layers[l], func(a adapter) bool { return a.module == mod })
-	if i < 0 {
+	ad, ok := st.adapterAt(l, mod)
+	if !ok {
 		return
 	}
-	ad, r := st.layers[l][i], st.cfg.Rank
+	r := st.cfg.Rank
 	A, B := tensorOf(st.params, st.tensors[ad.a]), tensorOf(st.params, st.tensors[ad.b])
 	u, out = u.Slice(0, N*r), out.Slice(0, N*ad.rows)
 	be.MatMulForward(u, x, A, nil, N, ad.in, r)
@@ -430,16 +457,16 @@ func (c Config) loraWidest() int { return max(c.Heads*c.HeadSize(), c.Dim, 2*c.H
 // loraBackward differentiates loraForward: given dy (N, rows), it adds
 // to dx (N, in) and to the adapter's gradients (u is computed again from
 // x: an (N, in, r) product, cheaper than keeping it).
-func (p *Pass) loraBackward(dx, dy, x gpu.Buffer, l int, mod string, N int) {
+func (p *Pass) loraBackward(dx, dy, x gpu.Buffer, l int, mod loraModule, N int) {
 	st := p.m.lora
 	if st == nil {
 		return
 	}
-	i := slices.IndexFunc(st.layers[l], func(a adapter) bool { return a.module == mod })
-	if i < 0 {
+	ad, ok := st.adapterAt(l, mod)
+	if !ok {
 		return
 	}
-	ad, be, r := st.layers[l][i], p.be, st.cfg.Rank
+	be, r := p.be, st.cfg.Rank
 	s := p.loraBuffers(N)
 	A, B := tensorOf(st.params, st.tensors[ad.a]), tensorOf(st.params, st.tensors[ad.b])
 	dA, dB := tensorOf(p.grads, st.tensors[ad.a]), tensorOf(p.grads, st.tensors[ad.b])

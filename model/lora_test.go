@@ -131,8 +131,7 @@ func loraMatchesMerged(t *testing.T, newBackend func() gpu.Backend, unscaled boo
 				for l, ads := range m.lora.layers {
 					lp := m.lo.layers[l]
 					for _, a := range ads {
-						w := m.lo.tensors[map[string]int{"q_proj": lp.wq, "k_proj": lp.wk, "v_proj": lp.wv, "o_proj": lp.wo,
-							"gate_proj": lp.wfc, "up_proj": lp.wfc, "down_proj": lp.wproj}[a.module]]
+						w := m.lo.tensors[lp.projection(a.module)]
 						A, B := m.lora.tensors[a.a].Off, m.lora.tensors[a.b].Off
 						for o := range a.rows {
 							if o >= a.padFrom && o < a.padFrom+a.padRows {

@@ -29,6 +29,27 @@ type layerParams struct {
 	norm2w, norm2b, wfc, bfc, wproj, bproj         int // gpt2: c_fc, c_proj; llama: gate_up, down
 }
 
+// projection is the weight tensor a llama-family projection (by its
+// Hugging Face module name, LoRAModules) lies in: gate_proj and up_proj
+// are the two halves of the fused gate|up matrix.
+func (lp layerParams) projection(mod string) int {
+	switch mod {
+	case "q_proj":
+		return lp.wq
+	case "k_proj":
+		return lp.wk
+	case "v_proj":
+		return lp.wv
+	case "o_proj":
+		return lp.wo
+	case "gate_proj", "up_proj":
+		return lp.wfc
+	case "down_proj":
+		return lp.wproj
+	}
+	panic("model: no projection " + mod)
+}
+
 // layout lists every tensor of cfg in buffer order: all decayed matrices first,
 // then norms and biases, so AdamW runs as two calls.
 type layout struct {
