@@ -153,6 +153,15 @@ type BF16Freezer interface {
 // prefill are bound by arithmetic, not by reading the weights; this lets a
 // GPU run them on its tensor cores, for a relative error up to 2^-9 in
 // each input as well as each weight.
+//
+// The same freeze serves training with mixed precision (float32 master
+// weights, gradients and optimizer; bfloat16 operands): while it is held a
+// MatMulBackward over a weight in w computes dinp += dout w and
+// dw += dout^T inp from dout, the weight and inp all rounded to bfloat16,
+// summing in float32 and adding to the float32 gradients; dbias sums dout
+// as it is. The caller's dout and inp are left as they were, and w must
+// not be written while held (an optimizer step comes after the release,
+// and the next freeze rounds the stepped masters again).
 type BF16Compute interface {
 	FreezeWeightsBF16Compute(w Buffer) (release func())
 }

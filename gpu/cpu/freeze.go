@@ -114,6 +114,25 @@ func (be *Backend) frozenPack(w []float32, C, OC int) (*packedMat, bool) {
 	return nil, false
 }
 
+// frozenAct reports whether the newest frozen region holding w is one for
+// bfloat16 compute (FreezeWeightsBF16Compute): its backward rounds too.
+func (be *Backend) frozenAct(w []float32) bool {
+	regions := be.frozen
+	if be.owner != nil {
+		regions = be.owner.frozen
+	}
+	if len(regions) == 0 || len(w) == 0 {
+		return false
+	}
+	at := uintptr(unsafe.Pointer(&w[0]))
+	for i := len(regions) - 1; i >= 0; i-- {
+		if f := regions[i]; at >= f.lo && at < f.hi {
+			return f.act
+		}
+	}
+	return false
+}
+
 var (
 	_ gpu.WeightFreezer = (*Backend)(nil)
 	_ gpu.BF16Freezer   = (*Backend)(nil)

@@ -33,16 +33,33 @@ func (be *Backend) MatMulForward(out, inp, w, bias gpu.Buffer, N, C, OC int) {
 
 // MatMulBackward implements gpu.Backend.
 // dout (N, OC) -> dinp (N, C) += dout @ w; dw (OC, C) += dout^T @ inp; dbias += colsum(dout).
+// Over a weight frozen for bfloat16 compute (gpu.BF16Compute) the two
+// products read dout, w and inp rounded to bfloat16 (copies): the float32
+// GEMM of the rounded operands, exact products and float32 sums, so bit
+// for bit the float32 backward of the rounded values.
 func (be *Backend) MatMulBackward(dinp, dw, dbias, dout, inp, w gpu.Buffer, N, C, OC int) {
 	d := Data(dout)
 	checkLen(d, N*OC, "matmul dout")
+	dm := d
+	bf := (dinp != nil || dw != nil) && be.frozenAct(Data(w))
+	if bf {
+		dm = be.roundedBF16(d[:N*OC])
+	}
 	if dinp != nil {
 		be.matmulFLOPs.Add(2 * int64(N) * int64(C) * int64(OC))
-		be.gemm(false, false, N, C, OC, d, OC, Data(w), C, Data(dinp), C, true)
+		wd := Data(w)
+		if bf {
+			wd = be.roundedBF16(wd[:OC*C])
+		}
+		be.gemm(false, false, N, C, OC, dm, OC, wd, C, Data(dinp), C, true)
 	}
 	if dw != nil {
 		be.matmulFLOPs.Add(2 * int64(N) * int64(C) * int64(OC))
-		be.gemm(true, false, OC, C, N, d, OC, Data(inp), C, Data(dw), C, true)
+		x := Data(inp)
+		if bf {
+			x = be.roundedBF16(x[:N*C])
+		}
+		be.gemm(true, false, OC, C, N, dm, OC, x, C, Data(dw), C, true)
 	}
 	if dbias != nil {
 		be.colSums(Data(dbias), d, N, OC)

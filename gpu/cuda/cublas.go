@@ -122,17 +122,25 @@ func (be *Backend) blasGemm(c, a, b uint64, M, N, K, lda, ldb, ldc int, transA, 
 	}
 }
 
-// blasGemmBF16 is out (N, OC) = inp (N, C) @ w^T through cublasGemmEx with
-// both operands bfloat16 (inp and w: device addresses of N x C and OC x C
-// bfloat16 values) and float32 sums and output: blasGemm's column-major
-// mapping with transB.
-func (be *Backend) blasGemmBF16(out, inp, w uint64, N, C, OC int) {
+// blasGemmBF16 is blasGemm through cublasGemmEx with a and b device
+// addresses of bfloat16 values (the tensor cores' operands) and c float32,
+// with float32 sums: the same column-major mapping.
+func (be *Backend) blasGemmBF16(c, a, b uint64, M, N, K, lda, ldb, ldc int, transA, transB, acc bool) {
+	op := func(t bool) int32 {
+		if t {
+			return cublasOpT
+		}
+		return cublasOpN
+	}
 	alpha, beta := float32(1), float32(0)
+	if acc {
+		beta = 1
+	}
 	defer be.bind()()
-	st := be.blas.gemmEx(be.blas.handle, cublasOpT, cublasOpN, int32(OC), int32(N), int32(C), &alpha,
-		uintptr(w), cudaR16BF, int32(C), uintptr(inp), cudaR16BF, int32(C), &beta, uintptr(out), cudaR32F, int32(OC),
+	st := be.blas.gemmEx(be.blas.handle, op(transB), op(transA), int32(N), int32(M), int32(K), &alpha,
+		uintptr(b), cudaR16BF, int32(ldb), uintptr(a), cudaR16BF, int32(lda), &beta, uintptr(c), cudaR32F, int32(ldc),
 		cublasCompute32F, cublasGemmDflt)
 	if st != 0 {
-		panic(fmt.Sprintf("gpu: cublasGemmEx (bfloat16) N=%d C=%d OC=%d: status %d%s", N, C, OC, st, be.d.why()))
+		panic(fmt.Sprintf("gpu: cublasGemmEx (bfloat16) M=%d N=%d K=%d: status %d%s", M, N, K, st, be.d.why()))
 	}
 }

@@ -82,7 +82,7 @@ func (be *Backend) matMulBF16(out, inp gpu.Buffer, bf uintptr, act bool, N, C, O
 		xb := be.alloc(max(2*N*C, 4))
 		defer be.release(xb)
 		be.run("round_bf16", blocks(N*C), uint64(xb), x, uint64(N*C))
-		be.blasGemmBF16(dptr(out), uint64(xb), uint64(bf), N, C, OC)
+		be.blasGemmBF16(dptr(out), uint64(xb), uint64(bf), N, OC, C, C, C, OC, false, true, false)
 		return
 	}
 	if act {
@@ -95,8 +95,13 @@ func (be *Backend) matMulBF16(out, inp gpu.Buffer, bf uintptr, act bool, N, C, O
 	be.launch(be.fn["gemm_bf16"], g, block, 0, dptr(out), x, uint64(bf), i32(N), i32(OC), i32(C), i32(C), i32(C), i32(OC), 0, 1, 0)
 }
 
-// MatMulBackward implements gpu.Backend.
+// MatMulBackward implements gpu.Backend; over a weight frozen for
+// bfloat16 compute (FreezeWeightsBF16Compute) it is matMulBackwardBF16.
 func (be *Backend) MatMulBackward(dinp, dw, dbias, dout, inp, w gpu.Buffer, N, C, OC int) {
+	if bf, act := be.frozenBF16(w); bf != 0 && act && (dinp != nil || dw != nil) && N > 0 {
+		be.matMulBackwardBF16(dinp, dw, dout, inp, w, bf, N, C, OC)
+		dinp, dw = nil, nil
+	}
 	if dinp != nil {
 		be.gemm(dptr(dinp), dptr(dout), dptr(w), N, C, OC, OC, C, C, false, false, true)
 	}
@@ -105,6 +110,47 @@ func (be *Backend) MatMulBackward(dinp, dw, dbias, dout, inp, w gpu.Buffer, N, C
 	}
 	if dbias != nil {
 		be.run("col_sums", blocks(OC), dptr(dbias), dptr(dout), i32(N), i32(OC))
+	}
+}
+
+// matMulBackwardBF16 is MatMulBackward's two products over operands
+// rounded to bfloat16, summed in float32 onto the float32 gradients (the
+// backward of mixed-precision training): dout and inp rounded into scratch
+// copies, the weight read from the freeze's copy bf. With cublasGemmEx
+// they run on the tensor cores; without it, corl's float32 GEMM over
+// float32 copies holding the rounded values, the same products.
+func (be *Backend) matMulBackwardBF16(dinp, dw, dout, inp, w gpu.Buffer, bf uintptr, N, C, OC int) {
+	if be.blas != nil && be.blas.gemmEx != nil {
+		db := be.alloc(max(2*N*OC, 4))
+		defer be.release(db)
+		be.run("round_bf16", blocks(N*OC), uint64(db), dptr(dout), uint64(N*OC))
+		if dinp != nil {
+			be.blasGemmBF16(dptr(dinp), uint64(db), uint64(bf), N, C, OC, OC, C, C, false, false, true)
+		}
+		if dw != nil {
+			xb := be.alloc(max(2*N*C, 4))
+			defer be.release(xb)
+			be.run("round_bf16", blocks(N*C), uint64(xb), dptr(inp), uint64(N*C))
+			be.blasGemmBF16(dptr(dw), uint64(db), uint64(xb), OC, C, N, OC, C, C, true, false, true)
+		}
+		return
+	}
+	rounded := func(x gpu.Buffer, n int) (uint64, func()) {
+		r := be.alloc(max(4*n, 4))
+		be.run("round_bf16_f32", blocks(n), uint64(r), dptr(x), uint64(n))
+		return uint64(r), func() { be.release(r) }
+	}
+	dr, fd := rounded(dout, N*OC)
+	defer fd()
+	if dinp != nil {
+		wr, fw := rounded(w, OC*C)
+		be.gemm(dptr(dinp), dr, wr, N, C, OC, OC, C, C, false, false, true)
+		fw()
+	}
+	if dw != nil {
+		xr, fx := rounded(inp, N*C)
+		be.gemm(dptr(dw), dr, xr, OC, C, N, OC, C, C, true, false, true)
+		fx()
 	}
 }
 

@@ -161,6 +161,60 @@ func testBF16Compute(h *harness) {
 	}
 }
 
+// testBF16Backward: while a parameter buffer is frozen for bfloat16
+// compute, a MatMulBackward over a weight in it (mixed-precision
+// training's) adds to dinp and dw the float32 backward of dout, the weight
+// and inp all rounded to bfloat16 (within the float32 tolerance of the
+// float64 products of the rounded operands, so a backward that left any
+// of the three unrounded is caught), sums dout unrounded into dbias, and
+// leaves the caller's dout and inp as they were; released, it is the
+// float32 backward again.
+func testBF16Backward(h *harness) {
+	f, ok := h.be.(gpu.BF16Compute)
+	if !ok {
+		h.t.Skipf("%s has no bfloat16 matmuls", h.be.Name())
+	}
+	for _, sh := range [][3]int{{1, 1, 1}, {3, 7, 5}, {13, 17, 31}, {70, 96, 130}, {65, 300, 5}} {
+		N, C, OC := sh[0], sh[1], sh[2]
+		const off = 3
+		params := h.rnd(off+OC*C, 1)
+		w := params[off:]
+		inp, dout := h.rnd(N*C, 1), h.rnd(N*OC, 1)
+		dinp0, dw0, db0 := h.rnd(N*C, 1), h.rnd(OC*C, 1), h.rnd(OC, 1)
+		pb := h.up(params)
+		wb := pb.Slice(off, OC*C)
+		for _, frozen := range []bool{true, false} {
+			name := fmt.Sprintf("bf16 backward N=%d C=%d OC=%d frozen=%v", N, C, OC, frozen)
+			in, d := h.up(inp), h.up(dout)
+			dinp, dw, db := h.up(dinp0), h.up(dw0), h.up(db0)
+			rd, rx, rw := dout, inp, w
+			if frozen {
+				release := f.FreezeWeightsBF16Compute(pb)
+				h.be.MatMulBackward(dinp, dw, db, d, in, wb, N, C, OC)
+				release()
+				rd, rx, rw = roundBF16(dout), roundBF16(inp), roundBF16(w)
+			} else {
+				h.be.MatMulBackward(dinp, dw, db, d, in, wb, N, C, OC)
+			}
+			wantIn, wantW, _ := refMatMulBackward(rd, rx, rw, N, C, OC)
+			_, _, wantB := refMatMulBackward(dout, inp, w, N, C, OC)
+			plus := func(a, b []float64) []float64 {
+				out := make([]float64, len(a))
+				for i := range a {
+					out[i] = a[i] + b[i]
+				}
+				return out
+			}
+			h.close(name+": dinp", h.down(dinp), plus(dinp0, wantIn), 1e-4, 1e-5)
+			h.close(name+": dw", h.down(dw), plus(dw0, wantW), 1e-4, 1e-5)
+			h.close(name+": dbias", h.down(db), plus(db0, wantB), 1e-4, 1e-5)
+			if !equalBits(h.down(in), inp) || !equalBits(h.down(d), dout) {
+				h.t.Fatalf("%s: the backward rounded its caller's inp or dout in place", name)
+			}
+		}
+	}
+}
+
 // testHalfKV: a binary16 key/value cache (gpu.HalfKV). StoreHalf rounds
 // each stored row to binary16 as internal/narrow does, bit for bit
 // (ties to even, overflow to infinity, subnormals), writes head h at its

@@ -100,6 +100,7 @@ func RunAll(t *testing.T, be gpu.Backend) {
 		{"FlashAttention", testFlashAttention},
 		{"BF16Weights", testBF16Weights},
 		{"BF16Compute", testBF16Compute},
+		{"BF16Backward", testBF16Backward},
 		{"HalfKV", testHalfKV},
 	}
 	for i, tc := range tests {
