@@ -194,6 +194,7 @@ func newModelPlanCmd(stdio IO) *cobra.Command {
 	RegisterWeights(fl, &weights)
 	fl.BoolVar(&o.Reference, "kl", false, "keep a KL reference copy")
 	fl.BoolVar(&o.Recompute, "recompute", false, "recompute each layer's activations in the backward (the spec's recompute: true): one layer's kept")
+	fl.BoolVar(&o.BF16Matmuls, "bf16-matmuls", false, "the update's matmuls in bfloat16 (the spec's update_precision: bf16): the weights' bfloat16 copy and one matmul's rounded operands")
 	fl.IntVar(&o.LogitRows, "logit-rows", 0, "compute the logits this many tokens at a time (the spec's logit_rows; 0: every token's kept)")
 	fl.IntVar(&lora.Rank, "lora-rank", 0, "train LoRA adapters of this rank with the weights frozen (the spec's lora.r; 0: a full fine-tune)")
 	fl.StringSliceVar(&lora.Targets, "lora-targets", model.LoRAModules, "the projections adapted (PEFT's target_modules)")

@@ -55,7 +55,8 @@ func PlanMember(be gpu.Backend, s *spec.RunSpec, ms spec.Member, dir string, d *
 	o := model.PlanOptions{MicroBatch: s.MicroBatchSize, Seq: seq, Slots: min(64, max(1, s.PromptsPerRound*s.Generation.NumGenerations)),
 		Capacity: min(cfg.MaxSeq, (seq+63)/64*64), HalfKV: s.Generation.KVCache == string(model.KVHalf), Parts: parts,
 		Reference: s.GRPO.Beta > 0, Tiled: tiled && !model.UntiledAttention, Recompute: s.Recompute, LogitRows: s.LogitRows,
-		BF16Weights: s.Generation.Weights == string(model.WeightBF16) || s.Generation.Weights == string(model.WeightBF16Compute)}
+		BF16Weights: s.Generation.Weights == string(model.WeightBF16) || s.Generation.Weights == string(model.WeightBF16Compute),
+		BF16Matmuls: s.UpdatePrecision == "bf16"}
 	if ms.LoRA != nil {
 		l := model.LoRAOf(*ms.LoRA)
 		o.LoRA = &l

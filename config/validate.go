@@ -87,6 +87,11 @@ func validateRun(s *RunSpec, bad func(error)) {
 	if s.LogitRows < 0 {
 		bad(fmt.Errorf("logit_rows: %d must be 0 (every token's logits) or positive", s.LogitRows))
 	}
+	switch s.UpdatePrecision {
+	case "", "fp32", "bf16":
+	default:
+		bad(fmt.Errorf("update_precision: %q: want fp32 or bf16", s.UpdatePrecision))
+	}
 	if s.Generation.NumGenerations == 1 {
 		bad(fmt.Errorf("generation.num_generations: 1 gives every group zero variance (no advantage, nothing learned); use at least 2"))
 	}

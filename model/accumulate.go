@@ -46,7 +46,9 @@ func (m *Model) runPasses(n int, fn func(i int, p *Pass) error, sum bool) error 
 	if n <= 0 {
 		return nil
 	}
-	if f, ok := m.be.(gpu.WeightFreezer); ok {
+	if f, ok := m.be.(gpu.BF16Compute); ok && m.BF16Matmuls {
+		defer f.FreezeWeightsBF16Compute(m.params)()
+	} else if f, ok := m.be.(gpu.WeightFreezer); ok {
 		defer f.FreezeWeights(m.params)()
 	}
 	passes := m.accumulateParts(n)

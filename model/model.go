@@ -41,6 +41,15 @@ type Model struct {
 	// and the gradients but the output head's are the same bits; the head's
 	// sums over tokens add block by block.
 	LogitRows int
+	// BF16Matmuls runs the matmuls of Accumulate's, Forwards' and
+	// TrainStep's passes (the update and its log-probs) on bfloat16 operands with float32
+	// sums, forward and backward, where the backend has them
+	// (gpu.BF16Compute): mixed-precision training, the weights, gradients
+	// and AdamW state float32 as before, the matmuls a GPU's tensor cores'.
+	// Each pass's weights are rounded once, when the passes start; the
+	// adapters of LoRA stay float32. On a backend without bfloat16
+	// matmuls it changes nothing.
+	BF16Matmuls bool
 	// Generation is the checkpoint's generation_config.json (LoadHF; zero
 	// for a new model).
 	Generation Generation

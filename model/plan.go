@@ -41,6 +41,9 @@ type PlanOptions struct {
 	// BF16Weights adds the bfloat16 copy of the weights that generation
 	// reads while it runs with weights bf16 or bf16-act.
 	BF16Weights bool
+	// BF16Matmuls is Model.BF16Matmuls: the update's matmuls round the
+	// weights (the same bfloat16 copy) and their operands.
+	BF16Matmuls bool
 }
 
 // PlanRow is one item of a memory plan.
@@ -105,8 +108,19 @@ func (c Config) Plan(o PlanOptions) []PlanRow {
 		kind = "binary16"
 	}
 	rows = append(rows, PlanRow{"generation cache", 4 * cache, fmt.Sprintf("%d slots x %d positions, %s keys and values, with scratch rows", o.Slots, o.Capacity, kind)})
-	if o.BF16Weights {
+	switch {
+	case o.BF16Weights && o.BF16Matmuls:
+		rows = append(rows, PlanRow{"bfloat16 weights", 2 * P, "2 bytes a parameter, while generation or the update holds them"})
+	case o.BF16Weights:
 		rows = append(rows, PlanRow{"bfloat16 weights", 2 * P, "2 bytes a parameter, while generation holds them"})
+	case o.BF16Matmuls:
+		rows = append(rows, PlanRow{"bfloat16 weights", 2 * P, "2 bytes a parameter, while the update holds them"})
+	}
+	if o.BF16Matmuls {
+		N := int64(o.MicroBatch) * int64(o.Seq)
+		head := int64(logitRows(o.MicroBatch*o.Seq, o.LogitRows)) * int64(c.Vocab+c.Dim)
+		widest := max(N*int64(c.Dim+2*c.Hidden), N*int64(c.Dim+c.Heads*c.HeadSize()), head)
+		rows = append(rows, PlanRow{"bfloat16 operands", 2 * widest, "one matmul's input and output gradient rounded at a time"})
 	}
 	return rows
 }

@@ -103,8 +103,15 @@ func (m *Model) Loss(b Batch) (loss float64, logp []float32, err error) {
 }
 
 // TrainStep runs forward, the weighted cross-entropy loss, backward and one
-// optimizer step; it returns the loss before the step.
+// optimizer step; it returns the loss before the step. With BF16Matmuls
+// the forward and backward run their matmuls in bfloat16 (the weights
+// rounded once, released before the step writes them).
 func (m *Model) TrainStep(b Batch, o Optim) (loss float64, err error) {
+	release := func() {}
+	if f, ok := m.be.(gpu.BF16Compute); ok && m.BF16Matmuls {
+		release = f.FreezeWeightsBF16Compute(m.params)
+	}
+	defer func() { release() }()
 	loss, _, err = m.Loss(b)
 	if err != nil {
 		return 0, err
@@ -132,6 +139,8 @@ func (m *Model) TrainStep(b Batch, o Optim) (loss float64, err error) {
 	if err := m.Backward(dlogp); err != nil {
 		return loss, err
 	}
+	release()
+	release = func() {}
 	if _, err := m.Step(o); err != nil {
 		return loss, err
 	}

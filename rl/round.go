@@ -74,8 +74,11 @@ type Config struct {
 	// Recompute is model.Model's Recompute for the update's passes.
 	Recompute bool `json:"recompute,omitempty"`
 	// LogitRows is model.Model's LogitRows for the update's passes.
-	LogitRows int    `json:"logit_rows,omitempty"`
-	Seed      uint64 `json:"seed"`
+	LogitRows int `json:"logit_rows,omitempty"`
+	// BF16Matmuls is model.Model's BF16Matmuls for the update's passes
+	// (the spec's update_precision: bf16).
+	BF16Matmuls bool   `json:"bf16_matmuls,omitempty"`
+	Seed        uint64 `json:"seed"`
 	// Answers is what counts as a final answer (corl's tasks: numbers only).
 	Answers datasets.AnswerRule `json:"answers"`
 	// Checker, when set, keys the answers instead of Answers (see Check).

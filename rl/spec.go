@@ -23,7 +23,7 @@ func ConfigFromSpec(s *spec.RunSpec) Config {
 		TopP: s.Generation.TopP, MaxNewTokens: s.Generation.MaxCompletion, KV: model.KVType(s.Generation.KVCache),
 		Weights: model.WeightType(s.Generation.Weights), GRPO: g,
 		LearningRate: s.Optim.LearningRate, WarmupSteps: s.Warmup(), TotalSteps: s.Rounds * s.GRPO.StepsPerRound(),
-		MinLRRatio: s.Optim.MinLRRatio, MicroBatch: s.MicroBatchSize, Recompute: s.Recompute, LogitRows: s.LogitRows, Seed: s.Seed,
+		MinLRRatio: s.Optim.MinLRRatio, MicroBatch: s.MicroBatchSize, Recompute: s.Recompute, LogitRows: s.LogitRows, BF16Matmuls: s.UpdatePrecision == "bf16", Seed: s.Seed,
 		Optim: model.OptimFromSpec(s.Optim), Answers: datasets.AnswerRuleFromSpec(s.Data), Checker: checker.FromSpec(s.Data.Checker),
 	}
 }

@@ -192,7 +192,7 @@ func Update(m *Member, ro Rollout, adv [][]float64, c Config, step int) (UpdateS
 		return st, nil // no step, no tokens trained on, no FLOPs
 	}
 	u := prepareUpdate(ro, adv, c)
-	m.Model.Recompute, m.Model.LogitRows = c.Recompute, c.LogitRows
+	m.Model.Recompute, m.Model.LogitRows, m.Model.BF16Matmuls = c.Recompute, c.LogitRows, c.BF16Matmuls
 	t0 := time.Now()
 	if err := u.recompute(m, c, &st); err != nil {
 		return st, err

@@ -324,3 +324,49 @@ func TestUpdateMemoryOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdateInBF16: the spec's update_precision bf16 reaches the update's
+// passes, which then give other weights than float32's (the matmuls
+// rounded), near them (AdamW moves a weight by at most about the rate a
+// step, so no weight lies more than twice that from float32's),
+// and the loss within 0.01 (at the first step it is the same: the
+// sampling log-probs are recomputed in bf16 too, so the ratio is 1).
+func TestUpdateInBF16(t *testing.T) {
+	tok := tokenizer.NewBytes()
+	if c := ConfigFromSpec(&spec.RunSpec{UpdatePrecision: "bf16"}); !c.BF16Matmuls {
+		t.Fatal("ConfigFromSpec: update_precision bf16 did not set BF16Matmuls")
+	}
+	var steps int
+	run := func(bf16 bool) (float64, []float32) {
+		m := tinyMember(t, 6)
+		ro, adv := handRollout(t, tok)
+		uc := updateConfig(TokenMean, 0)
+		uc.BF16Matmuls = bf16
+		st, err := Update(m, ro, adv, uc, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps = st.Steps
+		if m.Model.BF16Matmuls != bf16 {
+			t.Errorf("the update ran with BF16Matmuls %v, want %v", m.Model.BF16Matmuls, bf16)
+		}
+		w, err := m.Model.CopyParams()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Loss, w
+	}
+	loss32, w32 := run(false)
+	loss16, w16 := run(true)
+	if slices.Equal(w16, w32) {
+		t.Fatal("bf16 left the update's weights as they were")
+	}
+	if math.Abs(loss16-loss32) > 0.01 {
+		t.Errorf("loss %v in bf16, %v in float32", loss16, loss32)
+	}
+	for i := range w32 {
+		if math.Abs(float64(w16[i]-w32[i])) > 2*1e-3*float64(steps)*1.01 {
+			t.Fatalf("weight %d: %v in bf16, %v in float32", i, w16[i], w32[i])
+		}
+	}
+}

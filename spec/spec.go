@@ -26,11 +26,16 @@ type RunSpec struct {
 	// LogitRows > 0 computes a training pass's logits that many tokens at
 	// a time (model.Model's LogitRows): a block's logits held, not every
 	// token's.
-	LogitRows  int        `json:"logit_rows,omitempty"`
-	Members    []Member   `json:"members"`
-	Eval       Eval       `json:"eval"`
-	Checkpoint Checkpoint `json:"checkpoint"`
-	OutputDir  string     `json:"output_dir"`
+	LogitRows int `json:"logit_rows,omitempty"`
+	// UpdatePrecision is what the update's matmuls compute in: "" or
+	// "fp32", or "bf16" (mixed precision, model.Model's BF16Matmuls:
+	// bfloat16 operands on a GPU's tensor cores, float32 sums, float32
+	// master weights, gradients and AdamW).
+	UpdatePrecision string     `json:"update_precision,omitempty"`
+	Members         []Member   `json:"members"`
+	Eval            Eval       `json:"eval"`
+	Checkpoint      Checkpoint `json:"checkpoint"`
+	OutputDir       string     `json:"output_dir"`
 	// MaxFLOPs > 0 ends the run after the round in which its FLOPs
 	// (generation, scoring and updates, summed over members) reach it;
 	// rounds is then an upper bound that still sets the learning-rate

@@ -61,6 +61,7 @@ func newBenchTrainCmd(stdio IO, getenv func(string) string) *cobra.Command {
 		loraRank          int
 		recompute         bool
 		logitRows         int
+		bf16              bool
 	)
 	cmd := &cobra.Command{
 		Use:   "train",
@@ -76,7 +77,10 @@ sgemm) on as many threads after every step, and the step's share of it is
 printed too: the share of the library's peak a step reaches. With
 --lora-rank R the step trains LoRA adapters of rank R on every projection
 with the weights frozen (the spec's members[].lora); --recompute and
---logit-rows are the spec's recompute and logit_rows.
+--logit-rows are the spec's recompute and logit_rows; --bf16 runs the
+step's matmuls in bfloat16 (the spec's update_precision: bf16: bfloat16
+operands, float32 sums and masters), on a GPU's tensor cores through
+cublasGemmEx.
 
 Examples, GPT-2 124M:
   corl bench train --family gpt2 --layers 12 --dim 768 --heads 12 --vocab 50257 --batch 4 --seq 64
@@ -108,7 +112,7 @@ Examples, GPT-2 124M:
 				b.Inputs[i], b.Targets[i] = int32(r.IntN(mf.Vocab())), int32(r.IntN(mf.Vocab()))
 			}
 			opt := model.DefaultOptim(1e-4)
-			m.Recompute, m.LogitRows = recompute, logitRows
+			m.Recompute, m.LogitRows, m.BF16Matmuls = recompute, logitRows, bf16
 			fmt.Fprintf(stdio.Out, "model: %s, %d layers, dim %d, %.2fM parameters; backend %s\n",
 				m.Cfg.Family, m.Cfg.Layers, m.Cfg.Dim, float64(m.NumParams())/1e6, be.Name())
 			if lc, ok := m.LoRAConfig(); ok {
@@ -158,6 +162,7 @@ Examples, GPT-2 124M:
 	fl.IntVar(&loraRank, "lora-rank", 0, "train LoRA adapters of this rank on every projection, the weights frozen (0: every weight)")
 	fl.BoolVar(&recompute, "recompute", false, "recompute each layer's activations in the backward")
 	fl.IntVar(&logitRows, "logit-rows", 0, "compute the logits this many tokens at a time (0: all)")
+	fl.BoolVar(&bf16, "bf16", false, "the step's matmuls in bfloat16 with float32 sums and masters (the spec's update_precision: bf16)")
 	bf.Register(fl, getenv)
 	return cmd
 }
