@@ -46,8 +46,8 @@ func (m *Model) runPasses(n int, fn func(i int, p *Pass) error, sum bool) error 
 	if n <= 0 {
 		return nil
 	}
-	if f, ok := m.be.(gpu.BF16Compute); ok && m.BF16Matmuls {
-		defer f.FreezeWeightsBF16Compute(m.params)()
+	if release, ok := m.freezeBF16(); ok {
+		defer release()
 	} else if f, ok := m.be.(gpu.WeightFreezer); ok {
 		defer f.FreezeWeights(m.params)()
 	}
@@ -142,3 +142,14 @@ func (m *Model) arenaFloats() int {
 
 // partsMemory bounds the bytes of Accumulate's one-thread passes.
 const partsMemory = 2 << 30
+
+// freezeBF16 freezes the weights for bfloat16 compute when BF16Matmuls
+// asks for it and the backend has it (the training passes' matmuls then
+// run in bfloat16); ok is false, and nothing is frozen, otherwise.
+func (m *Model) freezeBF16() (release func(), ok bool) {
+	f, has := m.be.(gpu.BF16Compute)
+	if !has || !m.BF16Matmuls {
+		return nil, false
+	}
+	return f.FreezeWeightsBF16Compute(m.params), true
+}

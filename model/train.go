@@ -107,9 +107,9 @@ func (m *Model) Loss(b Batch) (loss float64, logp []float32, err error) {
 // the forward and backward run their matmuls in bfloat16 (the weights
 // rounded once, released before the step writes them).
 func (m *Model) TrainStep(b Batch, o Optim) (loss float64, err error) {
-	release := func() {}
-	if f, ok := m.be.(gpu.BF16Compute); ok && m.BF16Matmuls {
-		release = f.FreezeWeightsBF16Compute(m.params)
+	release, ok := m.freezeBF16()
+	if !ok {
+		release = func() {}
 	}
 	defer func() { release() }()
 	loss, _, err = m.Loss(b)
