@@ -108,13 +108,15 @@ func (c Config) Plan(o PlanOptions) []PlanRow {
 		kind = "binary16"
 	}
 	rows = append(rows, PlanRow{"generation cache", 4 * cache, fmt.Sprintf("%d slots x %d positions, %s keys and values, with scratch rows", o.Slots, o.Capacity, kind)})
-	switch {
-	case o.BF16Weights && o.BF16Matmuls:
-		rows = append(rows, PlanRow{"bfloat16 weights", 2 * P, "2 bytes a parameter, while generation or the update holds them"})
-	case o.BF16Weights:
-		rows = append(rows, PlanRow{"bfloat16 weights", 2 * P, "2 bytes a parameter, while generation holds them"})
-	case o.BF16Matmuls:
-		rows = append(rows, PlanRow{"bfloat16 weights", 2 * P, "2 bytes a parameter, while the update holds them"})
+	if o.BF16Weights || o.BF16Matmuls {
+		var holders []string
+		if o.BF16Weights {
+			holders = append(holders, "generation")
+		}
+		if o.BF16Matmuls {
+			holders = append(holders, "the update")
+		}
+		rows = append(rows, PlanRow{"bfloat16 weights", 2 * P, "2 bytes a parameter, while " + strings.Join(holders, " or ") + " holds them"})
 	}
 	if o.BF16Matmuls {
 		N := int64(o.MicroBatch) * int64(o.Seq)

@@ -99,23 +99,30 @@ func bindBLAS(path string) (*blas, error) {
 	return b, nil
 }
 
+// cublasOp is a transpose flag as cuBLAS takes it.
+func cublasOp(t bool) int32 {
+	if t {
+		return cublasOpT
+	}
+	return cublasOpN
+}
+
+// gemmBeta is the beta of C = A B + beta C: 1 to accumulate, else 0.
+func gemmBeta(acc bool) float32 {
+	if acc {
+		return 1
+	}
+	return 0
+}
+
 // blasGemm is gemm through cuBLAS. cuBLAS is column-major, and a row-major
 // matrix read column-major is its transpose, so the row-major
 // C = op(A) op(B) is the column-major C^T = op(B)^T op(A)^T: B and A swap
 // places, keep their transpose flags, and M and N swap.
 func (be *Backend) blasGemm(c, a, b uint64, M, N, K, lda, ldb, ldc int, transA, transB, acc bool) {
-	op := func(t bool) int32 {
-		if t {
-			return cublasOpT
-		}
-		return cublasOpN
-	}
-	alpha, beta := float32(1), float32(0)
-	if acc {
-		beta = 1
-	}
+	alpha, beta := float32(1), gemmBeta(acc)
 	defer be.bind()()
-	st := be.blas.sgemm(be.blas.handle, op(transB), op(transA), int32(N), int32(M), int32(K), &alpha,
+	st := be.blas.sgemm(be.blas.handle, cublasOp(transB), cublasOp(transA), int32(N), int32(M), int32(K), &alpha,
 		uintptr(b), int32(ldb), uintptr(a), int32(lda), &beta, uintptr(c), int32(ldc))
 	if st != 0 {
 		panic(fmt.Sprintf("gpu: cublasSgemm M=%d N=%d K=%d: status %d%s", M, N, K, st, be.d.why()))
@@ -126,18 +133,9 @@ func (be *Backend) blasGemm(c, a, b uint64, M, N, K, lda, ldb, ldc int, transA, 
 // addresses of bfloat16 values (the tensor cores' operands) and c float32,
 // with float32 sums: the same column-major mapping.
 func (be *Backend) blasGemmBF16(c, a, b uint64, M, N, K, lda, ldb, ldc int, transA, transB, acc bool) {
-	op := func(t bool) int32 {
-		if t {
-			return cublasOpT
-		}
-		return cublasOpN
-	}
-	alpha, beta := float32(1), float32(0)
-	if acc {
-		beta = 1
-	}
+	alpha, beta := float32(1), gemmBeta(acc)
 	defer be.bind()()
-	st := be.blas.gemmEx(be.blas.handle, op(transB), op(transA), int32(N), int32(M), int32(K), &alpha,
+	st := be.blas.gemmEx(be.blas.handle, cublasOp(transB), cublasOp(transA), int32(N), int32(M), int32(K), &alpha,
 		uintptr(b), cudaR16BF, int32(ldb), uintptr(a), cudaR16BF, int32(lda), &beta, uintptr(c), cudaR32F, int32(ldc),
 		cublasCompute32F, cublasGemmDflt)
 	if st != 0 {
